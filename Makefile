@@ -1,0 +1,36 @@
+# Makefile: the two commands of the README, plus build. Every target first runs the idempotent
+# install step, then configures and builds with CMake into build/ (binaries in build/bin/).
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: deps build demo test test-asan fuzz clean
+
+deps:
+	@bash scripts/install_deps.sh
+
+build: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DARCH_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build build -j $(JOBS)
+
+demo: build
+	bash scripts/demo.sh
+
+test: build
+	cd build && ctest --output-on-failure -j 1
+	$(MAKE) test-asan
+	$(MAKE) fuzz
+
+# The same tests once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DARCH_SANITIZE=ON -DARCH_WERROR=ON -DARCH_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ARCH_SANITIZED=1 ctest --output-on-failure -j 1 -LE no_asan
+
+# libFuzzer targets for every decoder, built with clang, each run for a bounded time.
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCH_FUZZ=ON -DARCH_BENCH=OFF -DARCH_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j $(JOBS)
+	bash scripts/run_fuzzers.sh build-fuzz/bin
+
+clean:
+	rm -rf build build-asan build-fuzz

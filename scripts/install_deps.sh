@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# scripts/install_deps.sh: installs every Debian package (and the Python venv for test tooling)
+# that Archipelago needs, and nothing more. Idempotent: a second run installs nothing and is quick.
+# Called first by every Makefile target, so a fresh Debian 12 machine needs only `make demo`/`make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang clang-format libomp-dev
+  libdnnl-dev            # CPU GEMM (oneDNN sgemm)
+  catch2                 # unit tests (v2)
+  libzstd-dev zstd       # zstd codec stage and the bundled corpus
+  libsodium-dev          # BLAKE2b checksums, keys
+  libzmq3-dev cppzmq-dev # transport
+  bible-kjv              # source of the bundled corpus (data/README.md)
+  python3 python3-venv python3-numpy python3-torch  # reference fixtures and the transformers check
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python tooling for tests: Debian's torch plus Hugging Face transformers in a venv that sees it.
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import transformers, safetensors" 2>/dev/null; then
+  echo "install_deps: installing transformers into $VENV"
+  "$VENV/bin/pip" install -q "transformers==4.40.2"
+fi
