@@ -1,0 +1,26 @@
+// core/checkpoint.h: llm.c GPT-2 model checkpoints (magic 20240326, version 3 = fp32).
+// File layout: 256 int32 header (magic, version, maxT, V, L, NH, C, Vp), then every parameter in
+// llm.c's order (wte, wpe, all ln1w, all ln1b, ...). In memory we use ParamLayout's layer-major
+// order; conversion happens here and only here. Writes are atomic; reads validate everything first.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+#include "core/param_layout.h"
+
+namespace arch {
+
+// Reads and validates the header (magic, version, sizes, and that the file holds exactly the
+// parameters the header promises). Throws arch::Error naming the file otherwise.
+ModelConfig read_checkpoint_config(const std::string& path);
+
+// Returns the parameters in ParamLayout (buffer) order.
+std::vector<float> read_checkpoint_params(const std::string& path, const ModelConfig& expected);
+
+// params in buffer order, size layout.num_params().
+void write_checkpoint(const std::string& path, const ModelConfig& config, std::span<const float> params);
+
+}  // namespace arch

@@ -1,0 +1,66 @@
+// core/gpt2.h: GPT-2 (llm.c / Hugging Face definition) on a Backend: forward, backward, weight init.
+// Learned positions, pre-LayerNorm blocks, GELU tanh, tied embeddings, vocab padded to Vp.
+// Parameters and gradients each live in one flat buffer laid out by ParamLayout (layer-major);
+// activations are sized for the largest (B, T) seen and reused for smaller ones.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/model_config.h"
+#include "core/param_layout.h"
+
+namespace arch {
+
+class GPT2 {
+public:
+    GPT2(const ModelConfig& config, Backend& backend);
+    ~GPT2();
+    GPT2(const GPT2&) = delete;
+    GPT2& operator=(const GPT2&) = delete;
+
+    const ModelConfig& config() const { return config_; }
+    const ParamLayout& layout() const { return layout_; }
+    Backend& backend() { return backend_; }
+    std::size_t num_params() const { return layout_.num_params(); }
+
+    float* params() { return params_; }  // backend memory
+    float* grads() { return grads_; }    // backend memory
+
+    // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, norms 1,
+    // padded vocab rows 0. Deterministic in the seed.
+    void init_weights(uint64_t seed);
+    void set_params(std::span<const float> host);  // size num_params()
+    void get_params(std::span<float> host) const;
+    void get_grads(std::span<float> host) const;
+
+    // inputs, targets: host arrays of B*T token ids (targets may be null: logits only).
+    // Returns the mean loss over B*T when targets are given, else 0. Throws on bad sizes or ids.
+    float forward(const int* inputs, const int* targets, int B, int T);
+    // Accumulates d(loss * loss_scale) into grads(); needs the preceding forward with targets.
+    void backward(float loss_scale = 1.0f);
+    void zero_grad();
+
+    // Logits (V values, padding dropped) of row (b, t) from the last forward without backward.
+    std::vector<float> logits_at(int b, int t) const;
+
+private:
+    struct Activations;
+    void ensure_activations(int B, int T);
+    float* alloc_floats(std::size_t n);
+
+    ModelConfig config_;
+    ParamLayout layout_;
+    Backend& backend_;
+    float* params_ = nullptr;
+    float* grads_ = nullptr;
+    Activations* acts_ = nullptr;
+    std::vector<void*> owned_;  // every backend allocation, freed in the destructor
+    int B_ = 0, T_ = 0;           // current batch shape
+    bool have_targets_ = false;
+    bool logits_valid_ = false;
+};
+
+}  // namespace arch
