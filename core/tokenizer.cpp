@@ -393,8 +393,8 @@ Tokenizer Tokenizer::load_llmc(const std::string& path, const std::string& bytes
         throw Error(where + " has version " + std::to_string(version) + ", expected 1 or 2");
     if (vocab == 0 || vocab > (1u << 24))
         throw Error(where + " is corrupt: vocab size " + std::to_string(vocab) + " is not plausible");
-    // Version 1 predates the eot field; GPT-2's <|endoftext|> is 50256 there.
-    const uint32_t eot = version == 2 ? read_u32(bytes, 12) : 50256;
+    // Version 1 predates the eot field: GPT-2's <|endoftext|> (50256), or the last id of a smaller vocab.
+    const uint32_t eot = version == 2 ? read_u32(bytes, 12) : std::min<uint32_t>(50256, vocab - 1);
     if (eot >= vocab)
         throw Error(where + " is corrupt: eot token " + std::to_string(eot) + " is not below vocab size " +
                     std::to_string(vocab));
