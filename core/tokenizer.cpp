@@ -8,12 +8,10 @@
 #include <bit>
 #include <climits>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <queue>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace arch {
 
@@ -90,15 +88,6 @@ void check_vocab_size(int vocab_size) {
     if (vocab_size < 257 || vocab_size > 65536)
         throw Error("tokenizer: vocab_size must be between 257 (256 bytes + <|endoftext|>) and 65536 "
                     "(ids must fit uint16 shards), got " + std::to_string(vocab_size));
-}
-
-std::string read_file(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(std::string(what) + " '" + path + "' cannot be opened: " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw Error(std::string(what) + " '" + path + "' could not be read");
-    return std::move(ss).str();
 }
 
 uint32_t read_u32(const std::string& bytes, size_t offset) {
@@ -339,20 +328,12 @@ void Tokenizer::save(const std::string& path) const {
         append_u32(out, static_cast<uint32_t>(a));
         append_u32(out, static_cast<uint32_t>(b));
     }
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw Error("tokenizer: cannot create '" + tmp + "': " + std::strerror(errno));
-        f.write(out.data(), static_cast<std::streamsize>(out.size()));
-        f.flush();
-        if (!f) throw Error("tokenizer: writing '" + tmp + "' failed (disk full?)");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw Error("tokenizer: cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+    write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
-    const std::string bytes = read_file(path, "tokenizer");
+    const std::vector<uint8_t> raw = read_file(path);
+    const std::string bytes(raw.begin(), raw.end());
     const std::string where = "tokenizer '" + path + "'";
     if (bytes.size() >= 4 && read_u32(bytes, 0) == kLlmcMagic) return load_llmc(path, bytes);
     const size_t header = sizeof(kMagic) + 16;
