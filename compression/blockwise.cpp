@@ -1,0 +1,267 @@
+// compression/blockwise.cpp: the blockwise codecs with one fp32 scale per block: int8, int4, fp4, sign.
+// Payload: [ceil(n/block) x f32 scale][codes]; blocks are `block` consecutive elements (the last may
+// be short), block a multiple of 8 so a block's codes never share a byte with the next block's.
+// Error bounds per element x of a block with scale s (slack: 2^-15 relative, 2^-140 absolute):
+//   int8  s = absmax/127, q = round(x/s) in [-127,127]:        |x - q s| <= s/2
+//   int4  s = absmax/7,   q = round(x/s) in [-7,7]:            |x - q s| <= s/2
+//   fp4   s = absmax/6,   x/s rounded to e2m1 {0,.5,1,1.5,2,3,4,6}: |e| <= max(s, |x|)/4
+//   sign  s = mean|x| over the block, x -> sign(x) s (0 -> +s):   ||e_block||_2 <= ||x_block||_2
+// Decoders clamp to +-FLT_MAX, so no valid-looking payload can produce inf or NaN.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "compression/detail.h"
+#include "core/error.h"
+
+namespace arch::compression::detail {
+namespace {
+
+constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: (v + M) - M rounds |v| < 2^22 to nearest even
+
+inline float clamp_finite(float v) { return std::min(std::max(v, -FLT_MAX), FLT_MAX); }
+
+// Calls f(b, first, len) for every block, in parallel on large inputs.
+template <class F>
+void for_blocks(std::uint64_t n, std::uint32_t block, F&& f) {
+    const auto nb = static_cast<std::int64_t>(blocks_of(n, block));
+#pragma omp parallel for schedule(static) if (n > 4 * kChunk)
+    for (std::int64_t b = 0; b < nb; ++b) {
+        const std::uint64_t first = static_cast<std::uint64_t>(b) * block;
+        f(static_cast<std::uint64_t>(b), first, std::min<std::uint64_t>(block, n - first));
+    }
+}
+
+// absmax of a block; returns false when the block holds inf or NaN.
+inline bool block_absmax(const float* x, std::uint64_t len, float& absmax) {
+    float m = 0.0f, z = 0.0f;
+#pragma omp simd reduction(max : m) reduction(+ : z)
+    for (std::uint64_t i = 0; i < len; ++i) {
+        m = std::max(m, std::fabs(x[i]));
+        z += x[i] * 0.0f;
+    }
+    absmax = m;
+    return z == 0.0f;
+}
+
+// q = round(x/s) clamped to [-qmax, qmax], for s a scale >= 0. Fast path for normal scales; tiny
+// (subnormal) scales divide in double so 1/s cannot overflow.
+inline void quantize_uniform(const float* x, std::uint64_t len, float s, float qmax, std::int8_t* q) {
+    if (s >= FLT_MIN) {
+        const float inv = 1.0f / s;
+#pragma omp simd
+        for (std::uint64_t i = 0; i < len; ++i) {
+            float v = x[i] * inv;
+            v = (v + kRoundMagic) - kRoundMagic;
+            q[i] = static_cast<std::int8_t>(std::min(std::max(v, -qmax), qmax));
+        }
+    } else {
+        for (std::uint64_t i = 0; i < len; ++i) {
+            const double v = s > 0.0f ? std::nearbyint(double(x[i]) / double(s)) : 0.0;
+            q[i] = static_cast<std::int8_t>(std::min(std::max(v, double(-qmax)), double(qmax)));
+        }
+    }
+}
+
+// Validates the scales of a payload: finite and >= 0.
+void check_scales(ByteSpan payload, std::uint64_t nb, std::string_view codec) {
+    for (std::uint64_t b = 0; b < nb; ++b) {
+        const float s = load<float>(payload.data() + 4 * b);
+        if (!(std::isfinite(s) && s >= 0.0f)) {
+            throw Error("corrupt payload: " + std::string(codec) + " block " + std::to_string(b) +
+                        " has scale " + std::to_string(s) + " (expected finite and >= 0)");
+        }
+    }
+}
+
+template <class BlockFn>
+Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t code_bytes,
+                  std::string_view codec, BlockFn&& fn) {
+    const std::uint64_t n = x.size();
+    const std::uint64_t nb = blocks_of(n, block);
+    Bytes out(4 * nb + code_bytes);
+    std::byte* scales = out.data();
+    std::byte* codes = out.data() + 4 * nb;
+    int bad = 0;
+    for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
+        float s = 0.0f;
+        if (!fn(x.data() + first, len, first, codes, s)) {
+#pragma omp atomic write
+            bad = 1;
+        }
+        store(scales + 4 * b, s);
+    });
+    if (bad) throw_non_finite(x, codec);
+    return out;
+}
+
+}  // namespace
+
+// ---- int8 ---------------------------------------------------------------------------------------
+Bytes encode_int8(std::span<const float> x, std::uint32_t block) {
+    return encode_with(x, block, x.size(), "int8",
+                       [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
+                          float& s) {
+                           float absmax;
+                           if (!block_absmax(xb, len, absmax)) return false;
+                           s = absmax / 127.0f;
+                           auto* q = reinterpret_cast<std::int8_t*>(codes + first);
+                           quantize_uniform(xb, len, s, 127.0f, q);
+                           return true;
+                       });
+}
+
+void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out) {
+    const std::uint64_t n = out.size(), nb = blocks_of(n, block);
+    check_scales(payload, nb, "int8");
+    const auto* q = reinterpret_cast<const std::int8_t*>(payload.data() + 4 * nb);
+    for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
+        const float s = load<float>(payload.data() + 4 * b);
+        float* y = out.data() + first;
+        const std::int8_t* qb = q + first;
+#pragma omp simd
+        for (std::uint64_t i = 0; i < len; ++i) y[i] = clamp_finite(float(qb[i]) * s);
+    });
+}
+
+// ---- int4: codes q+8 in [1,15], element 2j in the low nibble of byte j -----------------------------
+Bytes encode_int4(std::span<const float> x, std::uint32_t block) {
+    return encode_with(x, block, (x.size() + 1) / 2, "int4",
+                       [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
+                          float& s) {
+                           float absmax;
+                           if (!block_absmax(xb, len, absmax)) return false;
+                           s = absmax / 7.0f;
+                           auto* c = reinterpret_cast<std::uint8_t*>(codes + first / 2);
+                           std::int8_t q[256];
+                           for (std::uint64_t off = 0; off < len; off += 256) {
+                               const std::uint64_t l = std::min<std::uint64_t>(256, len - off);
+                               quantize_uniform(xb + off, l, s, 7.0f, q);
+                               std::uint8_t* cb = c + off / 2;
+                               for (std::uint64_t i = 0; i + 1 < l; i += 2) {
+                                   cb[i / 2] = static_cast<std::uint8_t>((q[i] + 8) |
+                                                                         ((q[i + 1] + 8) << 4));
+                               }
+                               if (l & 1) cb[l / 2] = static_cast<std::uint8_t>(q[l - 1] + 8);
+                           }
+                           return true;
+                       });
+}
+
+void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
+    const std::uint64_t n = out.size(), nb = blocks_of(n, block);
+    check_scales(payload, nb, "int4");
+    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
+    if ((n & 1) && (c[n / 2] >> 4) != 0) throw Error("corrupt payload: int4 padding nibble is not 0");
+    for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
+        const float s = load<float>(payload.data() + 4 * b);
+        float* y = out.data() + first;
+        const std::uint8_t* cb = c + first / 2;
+        for (std::uint64_t i = 0; i < len; ++i) {
+            const int v = ((cb[i / 2] >> (4 * (i & 1))) & 15) - 8;
+            y[i] = clamp_finite(float(v) * s);
+        }
+    });
+}
+
+// ---- fp4 e2m1: code = sign bit 3 | magnitude index 0..7 -----------------------------------------
+namespace {
+constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                             -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+inline std::uint8_t e2m1_code(float x, float inv) {
+    const float v = std::fabs(x) * inv;
+    const int m = (v > 0.25f) + (v > 0.75f) + (v > 1.25f) + (v > 1.75f) + (v > 2.5f) +
+                  (v > 3.5f) + (v > 5.0f);
+    return static_cast<std::uint8_t>(m | (x < 0.0f ? 8 : 0));
+}
+}  // namespace
+
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block) {
+    return encode_with(
+        x, block, (x.size() + 1) / 2, "fp4",
+        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
+            float absmax;
+            if (!block_absmax(xb, len, absmax)) return false;
+            s = absmax / 6.0f;
+            auto* c = reinterpret_cast<std::uint8_t*>(codes + first / 2);
+            if (s >= FLT_MIN) {
+                const float inv = 1.0f / s;
+                for (std::uint64_t i = 0; i + 1 < len; i += 2) {
+                    c[i / 2] = static_cast<std::uint8_t>(e2m1_code(xb[i], inv) |
+                                                         (e2m1_code(xb[i + 1], inv) << 4));
+                }
+                if (len & 1) c[len / 2] = e2m1_code(xb[len - 1], inv);
+            } else {  // subnormal scale: scale the values up in double first
+                std::fill(c, c + (len + 1) / 2, std::uint8_t{0});
+                for (std::uint64_t i = 0; i < len; ++i) {
+                    const double v = s > 0.0f ? double(xb[i]) / double(s) : 0.0;
+                    const std::uint8_t code = e2m1_code(static_cast<float>(v), 1.0f);
+                    c[i / 2] |= static_cast<std::uint8_t>(code << (4 * (i & 1)));
+                }
+            }
+            return true;
+        });
+}
+
+void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
+    const std::uint64_t n = out.size(), nb = blocks_of(n, block);
+    check_scales(payload, nb, "fp4");
+    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
+    if ((n & 1) && (c[n / 2] >> 4) != 0) throw Error("corrupt payload: fp4 padding nibble is not 0");
+    for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
+        const float s = load<float>(payload.data() + 4 * b);
+        float* y = out.data() + first;
+        const std::uint8_t* cb = c + first / 2;
+        for (std::uint64_t i = 0; i + 1 < len; i += 2) {
+            y[i] = clamp_finite(kE2m1[cb[i / 2] & 15] * s);
+            y[i + 1] = clamp_finite(kE2m1[cb[i / 2] >> 4] * s);
+        }
+        if (len & 1) y[len - 1] = clamp_finite(kE2m1[cb[len / 2] & 15] * s);
+    });
+}
+
+// ---- sign: bit i of a block set when x_i < 0, LSB first; scale = mean |x| -------------------------
+Bytes encode_sign(std::span<const float> x, std::uint32_t block) {
+    return encode_with(
+        x, block, (x.size() + 7) / 8, "sign",
+        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
+            double sum = 0.0;
+            float z = 0.0f;
+#pragma omp simd reduction(+ : sum, z)
+            for (std::uint64_t i = 0; i < len; ++i) {
+                sum += std::fabs(double(xb[i]));
+                z += xb[i] * 0.0f;
+            }
+            if (z != 0.0f) return false;
+            s = static_cast<float>(sum / double(len));
+            auto* c = reinterpret_cast<std::uint8_t*>(codes + first / 8);
+            for (std::uint64_t j = 0; j < (len + 7) / 8; ++j) {
+                std::uint8_t byte = 0;
+                const std::uint64_t e = std::min<std::uint64_t>(8, len - 8 * j);
+                for (std::uint64_t k = 0; k < e; ++k) {
+                    byte |= static_cast<std::uint8_t>((xb[8 * j + k] < 0.0f) << k);
+                }
+                c[j] = byte;
+            }
+            return true;
+        });
+}
+
+void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out) {
+    const std::uint64_t n = out.size(), nb = blocks_of(n, block);
+    check_scales(payload, nb, "sign");
+    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
+    if ((n & 7) && (c[n / 8] >> (n & 7)) != 0) {
+        throw Error("corrupt payload: sign padding bits are not 0");
+    }
+    for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
+        const float s = load<float>(payload.data() + 4 * b);
+        float* y = out.data() + first;
+        const std::uint8_t* cb = c + first / 8;
+#pragma omp simd
+        for (std::uint64_t i = 0; i < len; ++i) y[i] = ((cb[i / 8] >> (i & 7)) & 1) ? -s : s;
+    });
+}
+
+}  // namespace arch::compression::detail

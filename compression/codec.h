@@ -1,0 +1,88 @@
+// compression/codec.h: pseudo-gradient codecs: a span of floats -> self-describing bytes -> floats.
+// Pure functions on spans: no model, no file, no socket. decode() needs no spec: the wire header says
+// which codec made the bytes, and every field is validated before the output span is touched.
+// Specs, wire layout and every codec's error bound: docs/codecs.md (bounds repeated at each codec).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arch::compression {
+
+// The codec that produced a payload; the numbers are on the wire and never change meaning.
+enum class CodecId : std::uint8_t {
+    fp32 = 1,         // identity; exact
+    fp16 = 2,         // IEEE binary16, saturating; |e| <= 2^-11 |x| (normal range)
+    bf16 = 3,         // bfloat16, round to nearest even; |e| <= 2^-8 |x|
+    int8 = 4,         // blockwise absmax, q in [-127,127]; |e| <= scale/2, scale = absmax/127
+    uint8_sigma = 5,  // 256 bins over mean +- 3 sigma, codebook of bin means; |e| <= 6 sigma/256 inside
+    int4 = 6,         // blockwise absmax, q in [-7,7]; |e| <= scale/2, scale = absmax/7
+    fp4 = 7,          // blockwise e2m1 with scale = absmax/6; |e| <= max(scale, |x|)/4
+    topk = 8,         // k largest |x| kept exactly, the rest 0; |e| <= smallest kept |x|
+    sign = 9,         // blockwise sign * mean|x|; ||e_block||_2 <= ||x_block||_2
+};
+
+std::string_view codec_name(CodecId id);
+
+// The validated header of an encoded buffer (see docs/codecs.md, "Wire header").
+struct WireInfo {
+    CodecId codec;
+    std::uint64_t count;          // number of floats encoded
+    std::uint32_t block;          // block size for blockwise codecs, 0 otherwise
+    bool zstd;                    // the payload went through the zstd stage
+    std::uint64_t payload_bytes;  // codec payload size (after zstd decompression)
+    std::uint64_t total_bytes;    // header + body: exactly the buffer's size
+};
+
+constexpr std::size_t kWireHeaderBytes = 40;
+
+// Reads and validates the header; throws arch::Error on any inconsistency (never reads past bytes).
+WireInfo inspect(std::span<const std::byte> bytes);
+
+// Decodes bytes into out, which must hold exactly the encoded count. Validates everything first
+// (header, sizes, zstd frames, scales, indices, non-finite values) and throws arch::Error with the
+// reason; on error `out` is left untouched.
+void decode(std::span<const std::byte> bytes, std::span<float> out);
+
+// Same, allocating; refuses headers announcing more than max_count floats.
+std::vector<float> decode(std::span<const std::byte> bytes, std::uint64_t max_count);
+
+// A configured codec pipeline: quantizer [+ error feedback] [+ zstd]. Made from a spec string.
+// encode() rejects non-finite input (NaN/Inf) with arch::Error. Not thread-safe per instance
+// (error feedback keeps state); encode and decode themselves use OpenMP inside.
+class Codec {
+public:
+    virtual ~Codec() = default;
+
+    // Canonical spec, e.g. "int8:block=256+zstd:1"; make_codec(spec()) gives the same codec.
+    virtual std::string spec() const = 0;
+
+    // Encodes x. `stream` names the error-feedback residual to use (one per tensor range / peer);
+    // codecs without error feedback ignore it.
+    virtual std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream = 0) = 0;
+
+    void decode(std::span<const std::byte> bytes, std::span<float> out) const {
+        compression::decode(bytes, out);
+    }
+
+    // Error feedback residual of a stream (empty if none or no error feedback); reset drops it.
+    virtual std::span<const float> residual(std::uint64_t stream) const { return {}; }
+    virtual void reset(std::uint64_t stream) {}
+};
+
+// Parses a spec (grammar in docs/codecs.md):
+//   spec   := codec [ "+ef" ] [ "+zstd" [ ":" level | ":level=" level ] ]
+//   codec  := name [ ":" key "=" value { "," key "=" value } ]
+//   names  := fp32 | fp16 | bf16 | int8 | uint8 | int4 | fp4 | topk | sign
+//   keys   := block (int8, int4, fp4, sign) | frac (topk)
+// e.g. "int8:block=256+zstd:1", "fp4+ef+zstd", "topk:frac=0.01+ef". Throws arch::Error naming the
+// offending part of a bad spec.
+std::unique_ptr<Codec> make_codec(std::string_view spec);
+
+}  // namespace arch::compression

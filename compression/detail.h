@@ -1,0 +1,97 @@
+// compression/detail.h: internal to compression/: the payload kernels of each codec and byte helpers.
+// A payload is what a quantizer writes after the wire header (and before the optional zstd stage).
+// Every decode_* validates its payload completely before writing the first float of `out`.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compression/codec.h"
+
+namespace arch::compression::detail {
+
+static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
+
+using Bytes = std::vector<std::byte>;
+using ByteSpan = std::span<const std::byte>;
+
+template <class T>
+inline void store(std::byte* p, T v) {
+    std::memcpy(p, &v, sizeof(T));
+}
+template <class T>
+inline T load(const std::byte* p) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+}
+
+// Throws arch::Error "<codec>: input element i is NaN/inf ..." if x holds a non-finite value.
+void require_finite(std::span<const float> x, std::string_view codec);
+[[noreturn]] void throw_non_finite(std::span<const float> x, std::string_view codec);
+// Same for a float array inside a payload (scales, codebooks, values): "corrupt payload" wording.
+void require_finite_payload(const std::byte* p, std::size_t n, std::string_view what);
+
+// Elements per OpenMP work item; also the fixed reduction chunk that keeps sums deterministic.
+constexpr std::size_t kChunk = std::size_t{1} << 16;
+
+// ---- payload sizes ------------------------------------------------------------------------------
+inline std::uint64_t blocks_of(std::uint64_t count, std::uint32_t block) {
+    return block == 0 ? 0 : (count + block - 1) / block;
+}
+// Exact payload size for fixed-size codecs; for topk the largest size a valid payload can have.
+std::uint64_t payload_bytes_limit(CodecId id, std::uint32_t block, std::uint64_t count);
+bool payload_size_is_exact(CodecId id);
+bool is_blockwise(CodecId id);
+
+// ---- fp32, fp16, bf16 (float_formats.cpp) -------------------------------------------------------
+Bytes encode_fp32(std::span<const float> x);
+Bytes encode_fp16(std::span<const float> x);
+Bytes encode_bf16(std::span<const float> x);
+void decode_fp32(ByteSpan payload, std::span<float> out);
+void decode_fp16(ByteSpan payload, std::span<float> out);
+void decode_bf16(ByteSpan payload, std::span<float> out);
+std::uint16_t float_to_half(float f);  // round to nearest even, saturating at +-65504
+float half_to_float(std::uint16_t h);  // h must not be inf/NaN
+std::uint16_t float_to_bf16(float f);  // round to nearest even, saturating at +-max bf16
+
+// ---- blockwise absmax codecs: int8, int4, fp4, sign (blockwise.cpp) -----------------------------
+Bytes encode_int8(std::span<const float> x, std::uint32_t block);
+Bytes encode_int4(std::span<const float> x, std::uint32_t block);
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block);
+Bytes encode_sign(std::span<const float> x, std::uint32_t block);
+void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out);
+void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out);
+void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out);
+void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out);
+
+// ---- uint8 over mean +- 3 sigma with a codebook (sigma_codebook.cpp) ----------------------------
+Bytes encode_uint8_sigma(std::span<const float> x);
+void decode_uint8_sigma(ByteSpan payload, std::span<float> out);
+
+// ---- top-k (topk.cpp) ---------------------------------------------------------------------------
+std::uint64_t topk_count(std::uint64_t n, double fraction);
+Bytes encode_topk(std::span<const float> x, double fraction);
+void decode_topk(ByteSpan payload, std::span<float> out);
+
+// ---- zstd stage (zstd_stage.cpp) ----------------------------------------------------------------
+// Body = [u32 chunk_bytes][u32 chunks][u32 stored size per chunk; top bit: stored raw][chunks...]
+Bytes zstd_compress(ByteSpan payload, int level);
+Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes);
+
+// ---- dispatch (wire.cpp) ------------------------------------------------------------------------
+struct Format {
+    CodecId id = CodecId::fp32;
+    std::uint32_t block = 0;  // blockwise codecs
+    double fraction = 0.0;    // topk
+};
+Bytes encode_payload(const Format& f, std::span<const float> x);
+void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
+Bytes wrap(const Format& f, std::uint64_t count, ByteSpan payload, bool zstd, int level);
+
+}  // namespace arch::compression::detail

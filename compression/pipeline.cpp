@@ -1,0 +1,201 @@
+// compression/pipeline.cpp: spec strings -> a codec pipeline: quantizer [+ error feedback] [+ zstd].
+// Error feedback keeps, per stream, the residual r = (x + r_prev) - decode(encode(x + r_prev)) and
+// adds it to the next input of that stream; the wire bytes are those of the inner codec, so the
+// receiver needs no state. Grammar and defaults: codec.h and docs/codecs.md.
+#include <zstd.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "compression/detail.h"
+#include "core/error.h"
+
+namespace arch::compression {
+namespace {
+
+using detail::Bytes;
+using detail::Format;
+
+struct Spec {
+    Format format;
+    bool ef = false;
+    bool zstd = false;
+    int level = 1;
+};
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t at = s.find(sep, start);
+        parts.push_back(s.substr(start, at == std::string_view::npos ? at : at - start));
+        if (at == std::string_view::npos) return parts;
+        start = at + 1;
+    }
+}
+
+[[noreturn]] void bad_spec(std::string_view spec, const std::string& why) {
+    throw Error("codec spec '" + std::string(spec) + "': " + why);
+}
+
+long long parse_int(std::string_view spec, std::string_view key, std::string_view v) {
+    long long out = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (ec != std::errc() || p != v.data() + v.size() || v.empty()) {
+        bad_spec(spec, std::string(key) + " must be an integer, got '" + std::string(v) + "'");
+    }
+    return out;
+}
+
+double parse_fraction(std::string_view spec, std::string_view v) {
+    // from_chars for double is not in every libstdc++ we target; strtod on a copy is exact enough.
+    const std::string s(v);
+    char* end = nullptr;
+    const double f = s.empty() ? NAN : std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || !(f > 0.0 && f <= 1.0)) {
+        bad_spec(spec, "frac must be a number in (0, 1], got '" + s + "'");
+    }
+    return f;
+}
+
+CodecId codec_by_name(std::string_view spec, std::string_view name) {
+    for (int id = 1; id <= 9; ++id) {
+        if (codec_name(static_cast<CodecId>(id)) == name) return static_cast<CodecId>(id);
+    }
+    bad_spec(spec, "unknown codec '" + std::string(name) +
+                       "' (expected fp32, fp16, bf16, int8, uint8, int4, fp4, topk or sign)");
+}
+
+std::uint32_t default_block(CodecId id) {
+    switch (id) {
+        case CodecId::int8: return 256;
+        case CodecId::int4:
+        case CodecId::fp4: return 128;
+        case CodecId::sign: return 4096;
+        default: return 0;
+    }
+}
+
+void parse_codec_stage(std::string_view spec, std::string_view stage, Format& f) {
+    const std::size_t colon = stage.find(':');
+    f.id = codec_by_name(spec, stage.substr(0, colon));
+    f.block = default_block(f.id);
+    f.fraction = f.id == CodecId::topk ? 0.01 : 0.0;
+    if (colon == std::string_view::npos) return;
+    for (std::string_view kv : split(stage.substr(colon + 1), ',')) {
+        const std::size_t eq = kv.find('=');
+        if (eq == std::string_view::npos) {
+            bad_spec(spec, "expected key=value in '" + std::string(stage) + "', got '" +
+                               std::string(kv) + "'");
+        }
+        const std::string_view key = kv.substr(0, eq), value = kv.substr(eq + 1);
+        if (key == "block" && detail::is_blockwise(f.id)) {
+            const long long b = parse_int(spec, key, value);
+            if (b < 8 || b > (1 << 24) || b % 8 != 0) {
+                bad_spec(spec, "block must be a multiple of 8 in [8, 16777216], got " + std::string(value));
+            }
+            f.block = static_cast<std::uint32_t>(b);
+        } else if (key == "frac" && f.id == CodecId::topk) {
+            f.fraction = parse_fraction(spec, value);
+        } else {
+            bad_spec(spec, "codec " + std::string(codec_name(f.id)) + " has no parameter '" +
+                               std::string(key) + "'");
+        }
+    }
+}
+
+void parse_zstd_stage(std::string_view spec, std::string_view stage, Spec& s) {
+    s.zstd = true;
+    if (stage == "zstd") return;
+    std::string_view v = stage.substr(5);
+    if (v.starts_with("level=")) v.remove_prefix(6);
+    const long long level = parse_int(spec, "zstd level", v);
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel() || level == 0) {
+        bad_spec(spec, "zstd level must be in [" + std::to_string(ZSTD_minCLevel()) + ", -1] or [1, " +
+                           std::to_string(ZSTD_maxCLevel()) + "], got " + std::string(v));
+    }
+    s.level = static_cast<int>(level);
+}
+
+Spec parse_spec(std::string_view spec) {
+    if (spec.empty()) bad_spec(spec, "empty spec");
+    const std::vector<std::string_view> stages = split(spec, '+');
+    Spec s;
+    parse_codec_stage(spec, stages[0], s.format);
+    for (std::size_t i = 1; i < stages.size(); ++i) {
+        const std::string_view st = stages[i];
+        if (st == "ef") {
+            if (s.ef || s.zstd) bad_spec(spec, "'ef' must come once, right after the codec");
+            s.ef = true;
+        } else if (st == "zstd" || st.starts_with("zstd:")) {
+            if (s.zstd) bad_spec(spec, "'zstd' may appear only once");
+            parse_zstd_stage(spec, st, s);
+        } else {
+            bad_spec(spec, "unknown stage '" + std::string(st) + "' (expected ef or zstd[:level])");
+        }
+    }
+    return s;
+}
+
+std::string canonical(const Spec& s) {
+    std::string out(codec_name(s.format.id));
+    if (detail::is_blockwise(s.format.id)) out += ":block=" + std::to_string(s.format.block);
+    if (s.format.id == CodecId::topk) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", s.format.fraction);
+        out += ":frac=" + std::string(buf);
+    }
+    if (s.ef) out += "+ef";
+    if (s.zstd) out += "+zstd:" + std::to_string(s.level);
+    return out;
+}
+
+class Pipeline final : public Codec {
+public:
+    explicit Pipeline(Spec s) : spec_(s) {}
+
+    std::string spec() const override { return canonical(spec_); }
+
+    std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream) override {
+        if (!spec_.ef) {
+            const Bytes payload = detail::encode_payload(spec_.format, x);
+            return detail::wrap(spec_.format, x.size(), payload, spec_.zstd, spec_.level);
+        }
+        std::vector<float>& r = residuals_[stream];
+        if (r.empty()) r.assign(x.size(), 0.0f);
+        if (r.size() != x.size()) {
+            throw Error("error feedback stream " + std::to_string(stream) + " holds " +
+                        std::to_string(r.size()) + " elements, got " + std::to_string(x.size()) +
+                        " (reset the stream when its size changes)");
+        }
+        const std::size_t n = x.size();
+        std::vector<float> y(n);
+#pragma omp parallel for schedule(static) if (n > (1 << 18))
+        for (std::size_t i = 0; i < n; ++i) y[i] = x[i] + r[i];
+        const Bytes payload = detail::encode_payload(spec_.format, y);  // throws on non-finite
+        std::vector<float> decoded(n);
+        detail::decode_payload(spec_.format.id, spec_.format.block, payload, decoded);
+#pragma omp parallel for schedule(static) if (n > (1 << 18))
+        for (std::size_t i = 0; i < n; ++i) r[i] = y[i] - decoded[i];
+        return detail::wrap(spec_.format, n, payload, spec_.zstd, spec_.level);
+    }
+
+    std::span<const float> residual(std::uint64_t stream) const override {
+        const auto it = residuals_.find(stream);
+        return it == residuals_.end() ? std::span<const float>{} : std::span<const float>(it->second);
+    }
+
+    void reset(std::uint64_t stream) override { residuals_.erase(stream); }
+
+private:
+    Spec spec_;
+    std::map<std::uint64_t, std::vector<float>> residuals_;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_codec(std::string_view spec) {
+    return std::make_unique<Pipeline>(parse_spec(spec));
+}
+
+}  // namespace arch::compression

@@ -1,0 +1,205 @@
+// compression/wire.cpp: the wire header, and dispatch from a codec id to its payload kernels.
+// Header (40 bytes, little-endian): "APGC" magic, u8 version (1), u8 codec id, u8 flags (bit 0: zstd
+// stage), u8 0, u64 count, u32 block, u32 0, u64 payload bytes, u64 body bytes; then the body.
+// decode() validates header -> sizes -> zstd frames -> payload fields, and only then writes `out`.
+#include <cmath>
+
+#include "compression/detail.h"
+#include "core/error.h"
+
+namespace arch::compression {
+
+using detail::load;
+using detail::store;
+
+namespace {
+
+constexpr char kMagic[4] = {'A', 'P', 'G', 'C'};
+constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kFlagZstd = 1;
+constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
+constexpr std::uint32_t kMaxBlock = 1u << 24;
+
+bool known_codec(std::uint8_t id) { return id >= 1 && id <= 9; }
+
+}  // namespace
+
+std::string_view codec_name(CodecId id) {
+    switch (id) {
+        case CodecId::fp32: return "fp32";
+        case CodecId::fp16: return "fp16";
+        case CodecId::bf16: return "bf16";
+        case CodecId::int8: return "int8";
+        case CodecId::uint8_sigma: return "uint8";
+        case CodecId::int4: return "int4";
+        case CodecId::fp4: return "fp4";
+        case CodecId::topk: return "topk";
+        case CodecId::sign: return "sign";
+    }
+    return "unknown";
+}
+
+namespace detail {
+
+bool is_blockwise(CodecId id) {
+    return id == CodecId::int8 || id == CodecId::int4 || id == CodecId::fp4 || id == CodecId::sign;
+}
+
+bool payload_size_is_exact(CodecId id) { return id != CodecId::topk; }
+
+std::uint64_t payload_bytes_limit(CodecId id, std::uint32_t block, std::uint64_t n) {
+    const std::uint64_t scales = 4 * blocks_of(n, block);
+    switch (id) {
+        case CodecId::fp32: return 4 * n;
+        case CodecId::fp16:
+        case CodecId::bf16: return 2 * n;
+        case CodecId::int8: return scales + n;
+        case CodecId::uint8_sigma: return 1024 + n;
+        case CodecId::int4:
+        case CodecId::fp4: return scales + (n + 1) / 2;
+        case CodecId::sign: return scales + (n + 7) / 8;
+        case CodecId::topk: return 8 + 4 * n + 10 * n;  // k <= n values, varints <= 10 bytes
+    }
+    return 0;
+}
+
+Bytes encode_payload(const Format& f, std::span<const float> x) {
+    switch (f.id) {
+        case CodecId::fp32: return encode_fp32(x);
+        case CodecId::fp16: return encode_fp16(x);
+        case CodecId::bf16: return encode_bf16(x);
+        case CodecId::int8: return encode_int8(x, f.block);
+        case CodecId::uint8_sigma: return encode_uint8_sigma(x);
+        case CodecId::int4: return encode_int4(x, f.block);
+        case CodecId::fp4: return encode_fp4(x, f.block);
+        case CodecId::topk: return encode_topk(x, f.fraction);
+        case CodecId::sign: return encode_sign(x, f.block);
+    }
+    throw Error("encode: unknown codec id " + std::to_string(int(f.id)));
+}
+
+void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out) {
+    switch (id) {
+        case CodecId::fp32: return decode_fp32(payload, out);
+        case CodecId::fp16: return decode_fp16(payload, out);
+        case CodecId::bf16: return decode_bf16(payload, out);
+        case CodecId::int8: return decode_int8(payload, block, out);
+        case CodecId::uint8_sigma: return decode_uint8_sigma(payload, out);
+        case CodecId::int4: return decode_int4(payload, block, out);
+        case CodecId::fp4: return decode_fp4(payload, block, out);
+        case CodecId::topk: return decode_topk(payload, out);
+        case CodecId::sign: return decode_sign(payload, block, out);
+    }
+    throw Error("decode: unknown codec id " + std::to_string(int(id)));
+}
+
+Bytes wrap(const Format& f, std::uint64_t count, ByteSpan payload, bool zstd, int level) {
+    Bytes body;
+    if (zstd) body = zstd_compress(payload, level);
+    const ByteSpan b = zstd ? ByteSpan(body) : payload;
+    Bytes out(kWireHeaderBytes + b.size());
+    std::byte* h = out.data();
+    std::memcpy(h, kMagic, 4);
+    store<std::uint8_t>(h + 4, kVersion);
+    store<std::uint8_t>(h + 5, static_cast<std::uint8_t>(f.id));
+    store<std::uint8_t>(h + 6, zstd ? kFlagZstd : 0);
+    store<std::uint8_t>(h + 7, 0);
+    store<std::uint64_t>(h + 8, count);
+    store<std::uint32_t>(h + 16, is_blockwise(f.id) ? f.block : 0);
+    store<std::uint32_t>(h + 20, 0);
+    store<std::uint64_t>(h + 24, payload.size());
+    store<std::uint64_t>(h + 32, b.size());
+    if (!b.empty()) std::memcpy(h + kWireHeaderBytes, b.data(), b.size());
+    return out;
+}
+
+}  // namespace detail
+
+WireInfo inspect(std::span<const std::byte> bytes) {
+    if (bytes.size() < kWireHeaderBytes) {
+        throw Error("codec buffer of " + std::to_string(bytes.size()) +
+                    " bytes is shorter than the 40-byte header");
+    }
+    const std::byte* h = bytes.data();
+    if (std::memcmp(h, kMagic, 4) != 0) throw Error("codec buffer has a bad magic (expected 'APGC')");
+    const auto version = load<std::uint8_t>(h + 4);
+    if (version != kVersion) {
+        throw Error("codec buffer has version " + std::to_string(version) + ", this build reads " +
+                    std::to_string(kVersion));
+    }
+    const auto id = load<std::uint8_t>(h + 5);
+    if (!known_codec(id)) throw Error("codec buffer names unknown codec id " + std::to_string(id));
+    const auto flags = load<std::uint8_t>(h + 6);
+    if ((flags & ~kFlagZstd) != 0 || load<std::uint8_t>(h + 7) != 0 ||
+        load<std::uint32_t>(h + 20) != 0) {
+        throw Error("codec buffer has unknown flags or non-zero reserved fields");
+    }
+    WireInfo info{};
+    info.codec = static_cast<CodecId>(id);
+    info.count = load<std::uint64_t>(h + 8);
+    info.block = load<std::uint32_t>(h + 16);
+    info.zstd = flags & kFlagZstd;
+    info.payload_bytes = load<std::uint64_t>(h + 24);
+    const auto body = load<std::uint64_t>(h + 32);
+    const std::string name(codec_name(info.codec));
+    if (info.count > kMaxCount) {
+        throw Error(name + " buffer announces " + std::to_string(info.count) +
+                    " elements, more than the limit 2^40");
+    }
+    if (detail::is_blockwise(info.codec)) {
+        if (info.block < 8 || info.block > kMaxBlock || info.block % 8 != 0) {
+            throw Error(name + " buffer has block size " + std::to_string(info.block) +
+                        " (expected a multiple of 8 in [8, 2^24])");
+        }
+    } else if (info.block != 0) {
+        throw Error(name + " buffer has block size " + std::to_string(info.block) + ", expected 0");
+    }
+    const std::uint64_t limit = detail::payload_bytes_limit(info.codec, info.block, info.count);
+    if (detail::payload_size_is_exact(info.codec) ? info.payload_bytes != limit
+                                                  : info.payload_bytes > limit) {
+        throw Error(name + " buffer declares a " + std::to_string(info.payload_bytes) +
+                    "-byte payload for " + std::to_string(info.count) + " elements, expected " +
+                    (detail::payload_size_is_exact(info.codec) ? "" : "at most ") +
+                    std::to_string(limit));
+    }
+    if (!info.zstd && body != info.payload_bytes) {
+        throw Error(name + " buffer body of " + std::to_string(body) +
+                    " bytes differs from its payload size " + std::to_string(info.payload_bytes));
+    }
+    if (body != bytes.size() - kWireHeaderBytes) {
+        throw Error(name + " buffer header says " + std::to_string(body) + " body bytes, buffer holds " +
+                    std::to_string(bytes.size() - kWireHeaderBytes));
+    }
+    info.total_bytes = bytes.size();
+    return info;
+}
+
+void decode(std::span<const std::byte> bytes, std::span<float> out) {
+    const WireInfo info = inspect(bytes);
+    if (info.count != out.size()) {
+        throw Error(std::string(codec_name(info.codec)) + " buffer holds " +
+                    std::to_string(info.count) + " elements, the destination expects " +
+                    std::to_string(out.size()));
+    }
+    const std::span<const std::byte> body = bytes.subspan(kWireHeaderBytes);
+    if (info.zstd) {
+        const detail::Bytes payload = detail::zstd_decompress(body, info.payload_bytes);
+        detail::decode_payload(info.codec, info.block, payload, out);
+    } else {
+        detail::decode_payload(info.codec, info.block, body, out);
+    }
+}
+
+std::vector<float> decode(std::span<const std::byte> bytes, std::uint64_t max_count) {
+    const WireInfo info = inspect(bytes);
+    if (info.count > max_count) {
+        throw Error(std::string(codec_name(info.codec)) + " buffer holds " +
+                    std::to_string(info.count) + " elements, more than the " +
+                    std::to_string(max_count) + " allowed");
+    }
+    std::vector<float> out(info.count);
+    decode(bytes, out);
+    return out;
+}
+
+}  // namespace arch::compression

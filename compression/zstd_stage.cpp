@@ -1,0 +1,147 @@
+// compression/zstd_stage.cpp: the optional zstd stage after any codec, in independent chunks.
+// Body: [u32 chunk_bytes][u32 chunks][chunks x u32 stored size, top bit set = stored raw][chunk data].
+// Chunks of 1 MiB are compressed in parallel (OpenMP), each kept raw where zstd does not shrink it.
+// Decompression checks every frame's declared content size against the chunk size the header
+// implies before decompressing into a buffer of exactly that size, so nothing can expand past it.
+#include <zstd.h>
+
+#include <algorithm>
+
+#include "compression/detail.h"
+#include "core/error.h"
+
+namespace arch::compression::detail {
+namespace {
+
+constexpr std::uint32_t kZstdChunk = 1u << 20;
+constexpr std::uint32_t kRawBit = 0x80000000u;
+constexpr std::uint32_t kMaxChunk = 1u << 30;
+
+}  // namespace
+
+Bytes zstd_compress(ByteSpan payload, int level) {
+    const std::uint64_t size = payload.size();
+    const std::uint64_t chunks = (size + kZstdChunk - 1) / kZstdChunk;
+    if (chunks > 0xffffffffu) throw Error("zstd: payload of " + std::to_string(size) + " bytes is too large");
+    std::vector<Bytes> parts(chunks);
+    std::vector<std::uint32_t> sizes(chunks);
+    int failed = 0;
+#pragma omp parallel if (chunks > 1)
+    {
+        ZSTD_CCtx* ctx = ZSTD_createCCtx();
+        if (ctx) ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level);
+#pragma omp for schedule(dynamic)
+        for (std::int64_t c = 0; c < static_cast<std::int64_t>(chunks); ++c) {
+            const std::uint64_t first = std::uint64_t(c) * kZstdChunk;
+            const std::size_t len = std::min<std::uint64_t>(kZstdChunk, size - first);
+            Bytes& part = parts[c];
+            part.resize(ZSTD_compressBound(len));
+            const std::size_t r = ctx ? ZSTD_compress2(ctx, part.data(), part.size(),
+                                                       payload.data() + first, len)
+                                      : 0;
+            if (!ctx || ZSTD_isError(r)) {
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            if (r >= len) {  // zstd did not help: store the chunk raw
+                part.assign(payload.begin() + first, payload.begin() + first + len);
+                sizes[c] = static_cast<std::uint32_t>(len) | kRawBit;
+            } else {
+                part.resize(r);
+                sizes[c] = static_cast<std::uint32_t>(r);
+            }
+        }
+        ZSTD_freeCCtx(ctx);
+    }
+    if (failed) throw Error("zstd: compression failed (out of memory?)");
+    std::uint64_t total = 8 + 4 * chunks;
+    for (const Bytes& p : parts) total += p.size();
+    Bytes body(total);
+    store(body.data(), kZstdChunk);
+    store(body.data() + 4, static_cast<std::uint32_t>(chunks));
+    std::uint64_t at = 8 + 4 * chunks;
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+        store(body.data() + 8 + 4 * c, sizes[c]);
+        std::copy(parts[c].begin(), parts[c].end(), body.begin() + at);
+        at += parts[c].size();
+    }
+    return body;
+}
+
+Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes) {
+    if (body.size() < 8) throw Error("corrupt zstd stage: body of " + std::to_string(body.size()) + " bytes has no chunk table");
+    const auto chunk = load<std::uint32_t>(body.data());
+    const auto chunks = load<std::uint32_t>(body.data() + 4);
+    if (chunk == 0 || chunk > kMaxChunk) {
+        throw Error("corrupt zstd stage: chunk size " + std::to_string(chunk) + " is out of range");
+    }
+    const std::uint64_t expect_chunks = (payload_bytes + chunk - 1) / chunk;
+    if (chunks != expect_chunks) {
+        throw Error("corrupt zstd stage: " + std::to_string(chunks) + " chunks, expected " +
+                    std::to_string(expect_chunks) + " for " + std::to_string(payload_bytes) +
+                    " payload bytes");
+    }
+    if (body.size() < 8 + 4ull * chunks) throw Error("corrupt zstd stage: chunk table is truncated");
+    // Validate the whole table and every frame header before decompressing anything.
+    std::vector<std::uint64_t> offset(chunks + 1);
+    offset[0] = 8 + 4ull * chunks;
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+        const auto s = load<std::uint32_t>(body.data() + 8 + 4ull * c);
+        const std::uint64_t raw_len = std::min<std::uint64_t>(chunk, payload_bytes - std::uint64_t(c) * chunk);
+        const std::uint64_t stored = s & ~kRawBit;
+        if (offset[c] + stored > body.size()) {
+            throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " runs past the end of the buffer");
+        }
+        if (s & kRawBit) {
+            if (stored != raw_len) {
+                throw Error("corrupt zstd stage: raw chunk " + std::to_string(c) + " holds " +
+                            std::to_string(stored) + " bytes, expected " + std::to_string(raw_len));
+            }
+        } else {
+            const std::byte* f = body.data() + offset[c];
+            const unsigned long long content = ZSTD_getFrameContentSize(f, stored);
+            if (content != raw_len) {
+                throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " frame declares " +
+                            (content == ZSTD_CONTENTSIZE_UNKNOWN || content == ZSTD_CONTENTSIZE_ERROR
+                                 ? std::string("no valid size")
+                                 : std::to_string(content) + " bytes") +
+                            ", expected " + std::to_string(raw_len));
+            }
+            if (ZSTD_findFrameCompressedSize(f, stored) != stored) {
+                throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " is not exactly one zstd frame");
+            }
+        }
+        offset[c + 1] = offset[c] + stored;
+    }
+    if (offset[chunks] != body.size()) {
+        throw Error("corrupt zstd stage: " + std::to_string(body.size() - offset[chunks]) + " trailing bytes");
+    }
+    Bytes payload(payload_bytes);
+    int failed = -1;
+#pragma omp parallel if (chunks > 1)
+    {
+        ZSTD_DCtx* ctx = ZSTD_createDCtx();
+#pragma omp for schedule(dynamic)
+        for (std::int64_t c = 0; c < static_cast<std::int64_t>(chunks); ++c) {
+            const std::uint64_t first = std::uint64_t(c) * chunk;
+            const std::size_t raw_len = std::min<std::uint64_t>(chunk, payload_bytes - first);
+            const std::size_t stored = offset[c + 1] - offset[c];
+            const std::byte* src = body.data() + offset[c];
+            if (load<std::uint32_t>(body.data() + 8 + 4 * c) & kRawBit) {
+                std::copy(src, src + stored, payload.begin() + first);
+                continue;
+            }
+            const std::size_t r = ctx ? ZSTD_decompressDCtx(ctx, payload.data() + first, raw_len, src, stored) : 0;
+            if (!ctx || ZSTD_isError(r) || r != raw_len) {
+#pragma omp critical(arch_zstd_fail)
+                failed = static_cast<int>(c);
+            }
+        }
+        ZSTD_freeDCtx(ctx);
+    }
+    if (failed >= 0) throw Error("corrupt zstd stage: chunk " + std::to_string(failed) + " does not decompress");
+    return payload;
+}
+
+}  // namespace arch::compression::detail

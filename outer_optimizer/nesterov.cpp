@@ -1,0 +1,132 @@
+// outer_optimizer/nesterov.cpp: Nesterov (torch.optim.SGD(nesterov=True)), plain averaging and
+// Delayed Nesterov. Equations: outer_optimizer.h. Element-wise loops only: each element's result is
+// independent of the thread count, so all islands stay bit-identical.
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "outer_optimizer/outer_optimizer.h"
+#include "outer_optimizer/state_bytes.h"
+
+namespace arch::outer {
+namespace {
+
+void check_sizes(std::string_view who, std::size_t n, std::size_t params, std::size_t delta) {
+    if (params != n || delta != n) {
+        throw Error(std::string(who) + ": step got " + std::to_string(params) + " parameters and " +
+                    std::to_string(delta) + " pseudo-gradient elements, expected " +
+                    std::to_string(n) + " of each");
+    }
+}
+
+std::string fmt(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(v));
+    return buf;
+}
+
+}  // namespace
+
+Nesterov::Nesterov(std::size_t n, NesterovOptions options) : options_(options), m_(n, 0.0f) {
+    if (!(std::isfinite(options.lr) && std::isfinite(options.momentum) && options.momentum >= 0.0f)) {
+        throw Error("nesterov: lr must be finite and momentum finite and >= 0");
+    }
+}
+
+std::string Nesterov::name() const {
+    return "nesterov:lr=" + fmt(options_.lr) + ",momentum=" + fmt(options_.momentum);
+}
+
+void Nesterov::step(std::span<float> params, std::span<const float> delta) {
+    check_sizes("nesterov", m_.size(), params.size(), delta.size());
+    const float lr = options_.lr, mu = options_.momentum;
+    const std::size_t n = m_.size();
+    float* m = m_.data();
+    float* p = params.data();
+    const float* d = delta.data();
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) {
+        const float mi = mu * m[i] + d[i];   // buf.mul_(mu).add_(d)
+        const float g = d[i] + mu * mi;       // d.add(buf, alpha=mu)
+        p[i] = p[i] + (-lr) * g;              // p.add_(g, alpha=-lr)
+        m[i] = mi;
+    }
+    ++steps_;
+}
+
+std::vector<std::byte> Nesterov::save_state() const {
+    const std::span<const float> arrays[] = {m_};
+    return detail::pack_state(detail::StateKind::nesterov, steps_, arrays);
+}
+
+void Nesterov::load_state(std::span<const std::byte> bytes) {
+    std::uint64_t steps = 0;
+    auto a = detail::unpack_state(bytes, detail::StateKind::nesterov, m_.size(), 1, steps, "nesterov");
+    m_ = std::move(a[0]);
+    steps_ = steps;
+}
+
+Nesterov make_averaging(std::size_t n) { return Nesterov(n, NesterovOptions{1.0f, 0.0f}); }
+
+// ---- Delayed Nesterov ---------------------------------------------------------------------------
+DelayedNesterov::DelayedNesterov(std::size_t n, DelayedNesterovOptions options)
+    : options_(options), m_(n, 0.0f), buffer_(n, 0.0f) {
+    if (options.period < 1) throw Error("delayed nesterov: period N must be >= 1");
+    if (!(options.c >= 0.0f && options.c <= 1.0f / float(options.period))) {
+        throw Error("delayed nesterov: c must be in [0, 1/N], got " + fmt(options.c));
+    }
+    if (!(std::isfinite(options.lr) && std::isfinite(options.momentum) && options.momentum >= 0.0f)) {
+        throw Error("delayed nesterov: lr must be finite and momentum finite and >= 0");
+    }
+}
+
+std::string DelayedNesterov::name() const {
+    return "delayed_nesterov:lr=" + fmt(options_.lr) + ",momentum=" + fmt(options_.momentum) +
+           ",period=" + std::to_string(options_.period) + ",c=" + fmt(options_.c);
+}
+
+void DelayedNesterov::step(std::span<float> params, std::span<const float> delta) {
+    check_sizes("delayed nesterov", m_.size(), params.size(), delta.size());
+    const float lr = options_.lr, beta = options_.momentum, c = options_.c;
+    const float big_n = static_cast<float>(options_.period);
+    const bool momentum_step = (steps_ + 1) % options_.period == 0;
+    const float coeff = momentum_step ? (1.0f - c * big_n + c) * beta : c * beta;
+    const std::size_t n = m_.size();
+    float* m = m_.data();
+    float* b = buffer_.data();
+    float* p = params.data();
+    const float* d = delta.data();
+    if (momentum_step) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+        for (std::size_t i = 0; i < n; ++i) {
+            const float bi = b[i] + d[i];
+            const float mi = beta * m[i] + bi / big_n;
+            p[i] = p[i] - lr * (coeff * mi + d[i] / big_n);
+            m[i] = mi;
+            b[i] = 0.0f;
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+        for (std::size_t i = 0; i < n; ++i) {
+            b[i] = b[i] + d[i];
+            p[i] = p[i] - lr * (coeff * m[i] + d[i] / big_n);
+        }
+    }
+    ++steps_;
+}
+
+std::vector<std::byte> DelayedNesterov::save_state() const {
+    const std::span<const float> arrays[] = {m_, buffer_};
+    return detail::pack_state(detail::StateKind::delayed_nesterov, steps_, arrays);
+}
+
+void DelayedNesterov::load_state(std::span<const std::byte> bytes) {
+    std::uint64_t steps = 0;
+    auto a = detail::unpack_state(bytes, detail::StateKind::delayed_nesterov, m_.size(), 2, steps,
+                                  "delayed nesterov");
+    m_ = std::move(a[0]);
+    buffer_ = std::move(a[1]);
+    steps_ = steps;
+}
+
+}  // namespace arch::outer

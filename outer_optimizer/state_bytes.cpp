@@ -1,0 +1,94 @@
+// outer_optimizer/state_bytes.cpp: packs and validates saved optimizer state (layout: state_bytes.h).
+#include "outer_optimizer/state_bytes.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace arch::outer::detail {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "state bytes are little-endian");
+constexpr char kMagic[4] = {'A', 'O', 'S', 'T'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kHeader = 32;
+
+template <class T>
+T get(const std::byte* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+template <class T>
+void put(std::byte* p, T v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+}  // namespace
+
+std::vector<std::byte> pack_state(StateKind kind, std::uint64_t steps,
+                                  std::span<const std::span<const float>> arrays) {
+    const std::uint64_t n = arrays.empty() ? 0 : arrays[0].size();
+    std::vector<std::byte> out(kHeader + arrays.size() * n * 4);
+    std::memcpy(out.data(), kMagic, 4);
+    put<std::uint32_t>(out.data() + 4, kVersion);
+    put<std::uint32_t>(out.data() + 8, static_cast<std::uint32_t>(kind));
+    put<std::uint32_t>(out.data() + 12, static_cast<std::uint32_t>(arrays.size()));
+    put<std::uint64_t>(out.data() + 16, n);
+    put<std::uint64_t>(out.data() + 24, steps);
+    std::byte* at = out.data() + kHeader;
+    for (std::span<const float> a : arrays) {
+        if (n) std::memcpy(at, a.data(), n * 4);
+        at += n * 4;
+    }
+    return out;
+}
+
+std::vector<std::vector<float>> unpack_state(std::span<const std::byte> bytes, StateKind kind,
+                                             std::size_t n, std::size_t arrays,
+                                             std::uint64_t& steps, std::string_view who) {
+    const std::string name(who);
+    if (bytes.size() < kHeader) {
+        throw Error(name + " state of " + std::to_string(bytes.size()) +
+                    " bytes is shorter than its 32-byte header");
+    }
+    const std::byte* p = bytes.data();
+    if (std::memcmp(p, kMagic, 4) != 0) throw Error(name + " state has a bad magic (expected 'AOST')");
+    if (get<std::uint32_t>(p + 4) != kVersion) {
+        throw Error(name + " state has version " + std::to_string(get<std::uint32_t>(p + 4)) +
+                    ", expected " + std::to_string(kVersion));
+    }
+    if (get<std::uint32_t>(p + 8) != static_cast<std::uint32_t>(kind)) {
+        throw Error(name + " state was saved by another optimizer kind (" +
+                    std::to_string(get<std::uint32_t>(p + 8)) + ")");
+    }
+    if (get<std::uint32_t>(p + 12) != arrays) {
+        throw Error(name + " state holds " + std::to_string(get<std::uint32_t>(p + 12)) +
+                    " buffers, expected " + std::to_string(arrays));
+    }
+    if (get<std::uint64_t>(p + 16) != n) {
+        throw Error(name + " state is for " + std::to_string(get<std::uint64_t>(p + 16)) +
+                    " parameters, this optimizer has " + std::to_string(n));
+    }
+    if (bytes.size() != kHeader + arrays * n * 4) {
+        throw Error(name + " state is " + std::to_string(bytes.size()) + " bytes, expected " +
+                    std::to_string(kHeader + arrays * n * 4));
+    }
+    std::vector<std::vector<float>> out(arrays, std::vector<float>(n));
+    for (std::size_t a = 0; a < arrays; ++a) {
+        if (n) std::memcpy(out[a].data(), p + kHeader + a * n * 4, n * 4);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!std::isfinite(out[a][i])) {
+                throw Error(name + " state buffer " + std::to_string(a) + " element " +
+                            std::to_string(i) + " is not finite");
+            }
+        }
+    }
+    steps = get<std::uint64_t>(p + 24);
+    return out;
+}
+
+}  // namespace arch::outer::detail
