@@ -1,0 +1,107 @@
+// bench/train_step.cpp: ms per training step (forward, backward, AdamW) and achieved GFLOP/s of the
+// CPU engine, beside oneDNN's sgemm GFLOP/s measured in the same run (the ceiling a step can reach).
+// Usage: bench_train_step [--json] [--steps N] [--config NAME]   (default: gpt2-124m B=4 T=64, and tiny)
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/adamw.h"
+#include "core/gpt2.h"
+#include "core/rng.h"
+#include "kernels/cpu/cpu_backend.h"
+
+using namespace arch;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Matmul and attention FLOPs of one forward pass (backward is twice this).
+double forward_flops(const ModelConfig& c, int B, int T) {
+    const double N = static_cast<double>(B) * T, C = c.channels, L = c.num_layers;
+    const double matmuls = 2.0 * N * (C * 3 * C + C * C + C * 4 * C + 4 * C * C) * L + 2.0 * N * C * c.padded_vocab_size;
+    const double attention = 2.0 * 2.0 * B * static_cast<double>(T) * T * C * L;  // q.k and att.v, full T x T
+    return matmuls + attention;
+}
+
+double sgemm_gflops() {
+    const int M = 256, N = 3072, K = 768;  // the shape of GPT-2 124M's fc layer at B*T = 256
+    std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(K) * N, 0.25f),
+        c(static_cast<std::size_t>(M) * N);
+    dnnl_sgemm('N', 'T', M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+    const int reps = 50;
+    const auto t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) dnnl_sgemm('N', 'T', M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return 2.0 * M * N * K * reps / s / 1e9;
+}
+
+struct Row {
+    std::string config;
+    int B, T;
+    double ms_per_step, gflops;
+};
+
+Row run(const std::string& name, int B, int T, int steps) {
+    auto backend = make_cpu_backend();
+    ModelConfig config = model_preset(name);
+    GPT2 model(config, *backend);
+    model.init_weights(1);
+    AdamW adamw(model.layout(), *backend);
+    AdamWConfig ac;
+    Rng rng(7);
+    std::vector<int> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());
+    for (auto& x : inputs) x = static_cast<int>(rng.below(config.vocab_size));
+    for (auto& x : targets) x = static_cast<int>(rng.below(config.vocab_size));
+    auto one_step = [&] {
+        model.zero_grad();
+        model.forward(inputs.data(), targets.data(), B, T);
+        model.backward();
+        adamw.step(model.params(), model.grads(), 1e-4f, ac);
+    };
+    one_step();  // warm-up: first-touch pages, oneDNN kernel selection
+    const auto t0 = Clock::now();
+    for (int s = 0; s < steps; ++s) one_step();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / steps;
+    return {name, B, T, seconds * 1e3, 3.0 * forward_flops(config, B, T) / seconds / 1e9};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool json = false;
+    int steps = 5;
+    std::vector<std::string> configs = {"gpt2-124m", "tiny"};
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--json")) json = true;
+        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::stoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--config") && i + 1 < argc) configs = {argv[++i]};
+        else {
+            std::fprintf(stderr, "usage: bench_train_step [--json] [--steps N] [--config tiny|small|gpt2-124m]\n");
+            return 2;
+        }
+    }
+    const double peak = sgemm_gflops();
+    const int threads = omp_get_max_threads();
+    if (!json) {
+        std::printf("train step, fp32, %d threads; oneDNN sgemm (256x3072x768) %.1f GFLOP/s\n", threads, peak);
+        std::printf("%-10s %3s %5s %12s %10s %12s\n", "config", "B", "T", "ms/step", "GFLOP/s", "of sgemm");
+    }
+    for (const std::string& name : configs) {
+        const int B = 4, T = 64;
+        const Row r = run(name, B, T, steps);
+        if (json)
+            std::printf("{\"config\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,\"ms_per_step\":%.1f,\"gflops\":%.1f,"
+                        "\"sgemm_gflops\":%.1f}\n",
+                        r.config.c_str(), r.B, r.T, threads, r.ms_per_step, r.gflops, peak);
+        else
+            std::printf("%-10s %3d %5d %12.1f %10.1f %11.0f%%\n", r.config.c_str(), r.B, r.T, r.ms_per_step, r.gflops,
+                        100.0 * r.gflops / peak);
+        std::fflush(stdout);
+    }
+    return 0;
+}

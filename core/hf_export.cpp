@@ -1,0 +1,107 @@
+// core/hf_export.cpp: safetensors writer (8-byte header length, JSON header, raw little-endian F32)
+// and the GPT-2 config.json for transformers.
+#include "core/hf_export.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/param_layout.h"
+
+namespace arch {
+
+namespace {
+
+struct Entry {
+    std::string name;
+    std::vector<int> shape;
+    std::vector<float> data;
+};
+
+// rows x cols (row-major) -> cols x rows.
+std::vector<float> transposed(const float* src, int rows, int cols) {
+    std::vector<float> out(static_cast<std::size_t>(rows) * cols);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) out[static_cast<std::size_t>(c) * rows + r] = src[static_cast<std::size_t>(r) * cols + c];
+    return out;
+}
+
+std::vector<float> copied(const float* src, std::size_t n) { return std::vector<float>(src, src + n); }
+
+void write_safetensors(const std::string& path, const std::vector<Entry>& entries) {
+    std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+    std::size_t offset = 0;
+    for (const Entry& e : entries) {
+        const std::size_t bytes = e.data.size() * sizeof(float);
+        header += ",\"" + e.name + "\":{\"dtype\":\"F32\",\"shape\":[";
+        for (std::size_t i = 0; i < e.shape.size(); ++i) header += (i ? "," : "") + std::to_string(e.shape[i]);
+        header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+        offset += bytes;
+    }
+    header += "}";
+    while (header.size() % 8 != 0) header += ' ';
+    std::vector<uint8_t> out(8 + header.size() + offset);
+    const uint64_t header_size = header.size();
+    std::memcpy(out.data(), &header_size, 8);
+    std::memcpy(out.data() + 8, header.data(), header.size());
+    uint8_t* dst = out.data() + 8 + header.size();
+    for (const Entry& e : entries) {
+        std::memcpy(dst, e.data.data(), e.data.size() * sizeof(float));
+        dst += e.data.size() * sizeof(float);
+    }
+    write_file_atomic(path, out);
+}
+
+std::string config_json(const ModelConfig& c) {
+    return "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+           "  \"activation_function\": \"gelu_new\",\n  \"vocab_size\": " + std::to_string(c.vocab_size) +
+           ",\n  \"n_positions\": " + std::to_string(c.max_seq_len) + ",\n  \"n_ctx\": " + std::to_string(c.max_seq_len) +
+           ",\n  \"n_embd\": " + std::to_string(c.channels) + ",\n  \"n_layer\": " + std::to_string(c.num_layers) +
+           ",\n  \"n_head\": " + std::to_string(c.num_heads) +
+           ",\n  \"layer_norm_epsilon\": 1e-05,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
+           "  \"attn_pdrop\": 0.0,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\"\n}\n";
+}
+
+}  // namespace
+
+void export_hf_gpt2(const std::string& dir, const ModelConfig& c, std::span<const float> params) {
+    ParamLayout layout(c);
+    if (params.size() != layout.num_params())
+        throw Error("export: " + std::to_string(params.size()) + " params given, the model has " +
+                    std::to_string(layout.num_params()));
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+        throw Error("cannot create folder '" + dir + "': " + std::strerror(errno));
+    const int C = c.channels;
+    const float* p = params.data();
+    std::vector<Entry> entries;
+    entries.push_back({"transformer.wte.weight", {c.vocab_size, C}, copied(p + layout.wte(), static_cast<std::size_t>(c.vocab_size) * C)});
+    entries.push_back({"transformer.wpe.weight", {c.max_seq_len, C}, copied(p + layout.wpe(), static_cast<std::size_t>(c.max_seq_len) * C)});
+    for (int l = 0; l < c.num_layers; ++l) {
+        const BlockOffsets& o = layout.block(l);
+        const std::string h = "transformer.h." + std::to_string(l) + ".";
+        entries.push_back({h + "ln_1.weight", {C}, copied(p + o.ln1w, C)});
+        entries.push_back({h + "ln_1.bias", {C}, copied(p + o.ln1b, C)});
+        entries.push_back({h + "attn.c_attn.weight", {C, 3 * C}, transposed(p + o.qkvw, 3 * C, C)});
+        entries.push_back({h + "attn.c_attn.bias", {3 * C}, copied(p + o.qkvb, 3 * C)});
+        entries.push_back({h + "attn.c_proj.weight", {C, C}, transposed(p + o.attprojw, C, C)});
+        entries.push_back({h + "attn.c_proj.bias", {C}, copied(p + o.attprojb, C)});
+        entries.push_back({h + "ln_2.weight", {C}, copied(p + o.ln2w, C)});
+        entries.push_back({h + "ln_2.bias", {C}, copied(p + o.ln2b, C)});
+        entries.push_back({h + "mlp.c_fc.weight", {C, 4 * C}, transposed(p + o.fcw, 4 * C, C)});
+        entries.push_back({h + "mlp.c_fc.bias", {4 * C}, copied(p + o.fcb, 4 * C)});
+        entries.push_back({h + "mlp.c_proj.weight", {4 * C, C}, transposed(p + o.fcprojw, C, 4 * C)});
+        entries.push_back({h + "mlp.c_proj.bias", {C}, copied(p + o.fcprojb, C)});
+    }
+    entries.push_back({"transformer.ln_f.weight", {C}, copied(p + layout.lnfw(), C)});
+    entries.push_back({"transformer.ln_f.bias", {C}, copied(p + layout.lnfb(), C)});
+    write_safetensors(dir + "/model.safetensors", entries);
+    const std::string json = config_json(c);
+    write_file_atomic(dir + "/config.json", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
+}
+
+}  // namespace arch

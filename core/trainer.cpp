@@ -1,0 +1,90 @@
+// core/trainer.cpp: Trainer: one optimizer step = grad_accum forward/backward passes, then AdamW.
+#include "core/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "core/run_state.h"
+
+namespace arch {
+
+Trainer::Trainer(GPT2& model, const TrainConfig& config)
+    : model_(model), config_(config), adamw_(model.layout(), model.backend()) {
+    const ModelConfig& mc = model.config();
+    if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
+        throw Error("train config: B, T, grad accumulation and steps must be positive");
+    if (config.T > mc.max_seq_len)
+        throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
+                    std::to_string(mc.max_seq_len));
+    if (config.train_pattern.empty()) throw Error("train config: no training data given");
+    train_ = std::make_unique<DataLoader>(config.train_pattern, config.B, config.T, config.order, config.seed,
+                                          mc.vocab_size);
+    if (!config.val_pattern.empty())
+        val_ = std::make_unique<DataLoader>(config.val_pattern, config.B, config.T, DataOrder::sequential, 0,
+                                            mc.vocab_size);
+    if (val_) val_start_ = val_->cursor();
+    inputs_.resize(static_cast<std::size_t>(config.B) * config.T);
+    targets_.resize(inputs_.size());
+}
+
+StepStats Trainer::step() {
+    const auto t0 = std::chrono::steady_clock::now();
+    model_.zero_grad();
+    double loss_sum = 0.0;
+    for (int micro = 0; micro < config_.grad_accum; ++micro) {
+        train_->next_batch(inputs_.data(), targets_.data());
+        loss_sum += model_.forward(inputs_.data(), targets_.data(), config_.B, config_.T);
+        model_.backward(1.0f / static_cast<float>(config_.grad_accum));
+    }
+    StepStats s;
+    s.loss = static_cast<float>(loss_sum / config_.grad_accum);
+    if (!std::isfinite(s.loss))
+        throw Error("training diverged at step " + std::to_string(steps_done_ + 1) + ": loss is " +
+                    std::to_string(s.loss) + " (try a lower --lr)");
+    s.lr = config_.schedule.at(steps_done_);
+    s.grad_norm = adamw_.step(model_.params(), model_.grads(), s.lr, config_.adamw);
+    s.step = ++steps_done_;
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.tokens_per_s = static_cast<double>(config_.B) * config_.T * config_.grad_accum / s.seconds;
+    return s;
+}
+
+float Trainer::evaluate() {
+    if (val_ == nullptr) throw Error("evaluate: no validation data");
+    val_->seek(val_start_);
+    double sum = 0.0;
+    for (int i = 0; i < config_.val_batches; ++i) {
+        val_->next_batch(inputs_.data(), targets_.data());
+        sum += model_.forward(inputs_.data(), targets_.data(), config_.B, config_.T);
+    }
+    return static_cast<float>(sum / config_.val_batches);
+}
+
+void Trainer::save(const std::string& path) {
+    std::vector<float> params(model_.num_params());
+    model_.get_params(params);
+    RunState state;
+    state.step = steps_done_;
+    state.train_cursor = train_->cursor();
+    state.m.resize(adamw_.size());
+    state.v.resize(adamw_.size());
+    adamw_.get_state(state.m, state.v);
+    write_checkpoint(path, model_.config(), params);
+    write_run_state(path + ".state", state);
+}
+
+void Trainer::resume(const std::string& path) {
+    const std::vector<float> params = read_checkpoint_params(path, model_.config());
+    const RunState state = read_run_state(path + ".state", model_.num_params());
+    if (state.step > config_.steps)
+        throw Error("run state '" + path + ".state' is at step " + std::to_string(state.step) +
+                    ", beyond the configured " + std::to_string(config_.steps) + " steps");
+    train_->seek(state.train_cursor);  // validates before anything else changes
+    model_.set_params(params);
+    adamw_.set_state(state.m, state.v, state.step);
+    steps_done_ = state.step;
+}
+
+}  // namespace arch

@@ -1,0 +1,66 @@
+// core/trainer.h: the inner training loop of one island on one device: batches from a DataLoader,
+// gradient accumulation, global-norm clipping, AdamW under a warmup + cosine (or constant) schedule,
+// validation, and save/resume of the full state (model checkpoint + CKPT.state beside it).
+// It prints nothing: callers (the CLI, benches, DiLoCo islands) report the StepStats it returns.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/adamw.h"
+#include "core/data_loader.h"
+#include "core/gpt2.h"
+
+namespace arch {
+
+struct TrainConfig {
+    int B = 4;
+    int T = 64;
+    int grad_accum = 1;  // micro-batches per optimizer step
+    int steps = 100;     // total optimizer steps (the schedule's length)
+    LrSchedule schedule;
+    AdamWConfig adamw;
+    uint64_t seed = 1337;
+    DataOrder order = DataOrder::shuffled;
+    std::string train_pattern;
+    std::string val_pattern;  // empty: no validation
+    int val_batches = 8;      // batches per validation, always the first ones of the val data
+};
+
+struct StepStats {
+    int step = 0;  // 1-based index of the step just taken
+    float loss = 0.0f;
+    float lr = 0.0f;
+    float grad_norm = 0.0f;
+    double seconds = 0.0;
+    double tokens_per_s = 0.0;
+};
+
+class Trainer {
+public:
+    // Checks that the config can work with this model and data (T <= max T, B*T+1 within a shard, ...).
+    Trainer(GPT2& model, const TrainConfig& config);
+
+    StepStats step();
+    float evaluate();  // mean val loss over val_batches; throws if there is no val data
+    int steps_done() const { return steps_done_; }
+    bool has_val() const { return val_ != nullptr; }
+    const TrainConfig& config() const { return config_; }
+
+    // Writes the llm.c checkpoint at path and the run state at path + ".state".
+    void save(const std::string& path);
+    // Loads both (validating everything before changing anything).
+    void resume(const std::string& path);
+
+private:
+    GPT2& model_;
+    TrainConfig config_;
+    AdamW adamw_;
+    std::unique_ptr<DataLoader> train_;
+    std::unique_ptr<DataLoader> val_;
+    DataCursor val_start_;  // every validation reads the same batches from here
+    std::vector<int> inputs_, targets_;
+    int steps_done_ = 0;
+};
+
+}  // namespace arch

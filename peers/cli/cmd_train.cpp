@@ -1,0 +1,210 @@
+// peers/cli/cmd_train.cpp: `archipelago train`: single-node training of one island on this machine,
+// with live progress, periodic validation, optional JSONL logs, checkpoints in --out and a sample.
+// Without --train-data it trains on the bundled corpus (prepared into data/kjv/ on first use).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "core/checkpoint.h"
+#include "core/corpus.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/sampling.h"
+#include "core/tokenizer.h"
+#include "core/trainer.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "peers/cli/args.h"
+#include "peers/cli/commands.h"
+
+namespace arch::cli {
+
+namespace {
+
+const char* kTrainUsage =
+    "usage: archipelago train [options]\n"
+    "model:  --config tiny|small|gpt2-124m (default tiny) | --init FILE (llm.c checkpoint)\n"
+    "        --layers L --channels C --heads NH --max-seq-len T --vocab V   (override the preset)\n"
+    "data:   --train-data PATTERN --val-data PATTERN   (llm.c shards; default: the bundled corpus)\n"
+    "        --tokenizer FILE   --data-order shuffled|sequential (default shuffled)\n"
+    "batch:  --batch B (4) --seq-len T (64) --grad-accum N (1) --steps N (200)\n"
+    "optim:  --lr 6e-4 --warmup 20 --schedule cosine|constant --final-lr-frac 0.1 --weight-decay 0.1\n"
+    "        --beta1 0.9 --beta2 0.95 --eps 1e-8 --grad-clip 1.0 --seed 1337\n"
+    "run:    --out DIR (runs/train) --resume --save-every N (0: at the end) --stop-after N\n"
+    "        --val-every N (50) --val-batches N (8) --log-format text|jsonl --sample-tokens N (0)\n";
+
+std::string format_eta(double seconds) {
+    const long s = std::lround(seconds);
+    char buf[32];
+    if (s >= 3600) std::snprintf(buf, sizeof(buf), "%ldh%02ldm", s / 3600, (s / 60) % 60);
+    else std::snprintf(buf, sizeof(buf), "%ldm%02lds", s / 60, s % 60);
+    return buf;
+}
+
+struct Data {
+    std::string train, val, tokenizer;
+};
+
+Data resolve_data(Args& args) {
+    Data d;
+    d.train = args.str("train-data", "");
+    d.val = args.str("val-data", "");
+    d.tokenizer = args.str("tokenizer", "");
+    if (d.train.empty()) {
+        if (!d.val.empty()) throw Error("train: --val-data needs --train-data too");
+        const std::string root = repo_root();
+        const PreparedCorpus c = ensure_bundled_corpus(root, root + "/data/kjv");
+        d.train = c.train_pattern;
+        d.val = c.val_pattern;
+        if (d.tokenizer.empty()) d.tokenizer = c.tokenizer_path;
+    }
+    return d;
+}
+
+ModelConfig resolve_model(Args& args, const Data& data, std::optional<std::string> init) {
+    if (init) {
+        ModelConfig c = read_checkpoint_config(*init);
+        for (const char* f : {"config", "layers", "channels", "heads", "max-seq-len", "vocab"})
+            if (args.maybe(f)) throw Error(std::string("train: --") + f + " cannot be combined with --init (the checkpoint decides)");
+        return c;
+    }
+    int vocab = args.integer("vocab", 0);
+    if (vocab == 0 && !data.tokenizer.empty()) vocab = Tokenizer::load(data.tokenizer).vocab_size();
+    ModelConfig c = model_preset(args.str("config", "tiny"), vocab);
+    c.num_layers = args.integer("layers", c.num_layers);
+    c.channels = args.integer("channels", c.channels);
+    c.num_heads = args.integer("heads", c.num_heads);
+    c.max_seq_len = args.integer("max-seq-len", c.max_seq_len);
+    c.padded_vocab_size = pad_vocab(c.vocab_size);
+    validate(c);
+    return c;
+}
+
+TrainConfig resolve_train(Args& args, const Data& data) {
+    TrainConfig t;
+    t.B = args.integer("batch", 4);
+    t.T = args.integer("seq-len", 64);
+    t.grad_accum = args.integer("grad-accum", 1);
+    t.steps = args.integer("steps", 200);
+    t.schedule.max_lr = static_cast<float>(args.real("lr", 6e-4));
+    t.schedule.warmup_steps = args.integer("warmup", 20);
+    t.schedule.total_steps = t.steps;
+    t.schedule.final_fraction = static_cast<float>(args.real("final-lr-frac", 0.1));
+    const std::string schedule = args.str("schedule", "cosine");
+    if (schedule == "cosine") t.schedule.kind = LrSchedule::Kind::cosine;
+    else if (schedule == "constant") t.schedule.kind = LrSchedule::Kind::constant;
+    else throw Error("train: --schedule must be cosine or constant, got '" + schedule + "'");
+    t.adamw.weight_decay = static_cast<float>(args.real("weight-decay", 0.1));
+    t.adamw.beta1 = static_cast<float>(args.real("beta1", 0.9));
+    t.adamw.beta2 = static_cast<float>(args.real("beta2", 0.95));
+    t.adamw.eps = static_cast<float>(args.real("eps", 1e-8));
+    t.adamw.grad_clip = static_cast<float>(args.real("grad-clip", 1.0));
+    t.seed = static_cast<uint64_t>(args.integer("seed", 1337));
+    const std::string order = args.str("data-order", "shuffled");
+    if (order == "shuffled") t.order = DataOrder::shuffled;
+    else if (order == "sequential") t.order = DataOrder::sequential;
+    else throw Error("train: --data-order must be shuffled or sequential, got '" + order + "'");
+    t.val_batches = args.integer("val-batches", 8);
+    t.train_pattern = data.train;
+    t.val_pattern = data.val;
+    if (!(t.schedule.max_lr > 0.0f) || t.schedule.warmup_steps < 0 || t.val_batches <= 0 ||
+        !(t.adamw.beta1 >= 0.0f && t.adamw.beta1 < 1.0f) || !(t.adamw.beta2 >= 0.0f && t.adamw.beta2 < 1.0f))
+        throw Error("train: impossible optimizer settings (need lr > 0, warmup >= 0, 0 <= beta < 1, val batches > 0)");
+    return t;
+}
+
+}  // namespace
+
+int cmd_train(const std::vector<std::string>& argv) {
+    Args args("train", argv, kTrainUsage);
+    if (args.help()) {
+        std::fputs(kTrainUsage, stdout);
+        return 0;
+    }
+    const std::optional<std::string> init = args.maybe("init");
+    const Data data = resolve_data(args);
+    const ModelConfig model_config = resolve_model(args, data, init);
+    const TrainConfig train_config = resolve_train(args, data);
+    const std::string out = args.str("out", "runs/train");
+    const bool resume = args.flag("resume");
+    const int save_every = args.integer("save-every", 0);
+    const int stop_after = args.integer("stop-after", 0);
+    const int val_every = args.integer("val-every", 50);
+    const bool jsonl = args.str("log-format", "text") == "jsonl";
+    if (!jsonl && args.str("log-format", "text") != "text") throw Error("train: --log-format must be text or jsonl");
+    const int sample_tokens = args.integer("sample-tokens", 0);
+    args.finish();
+
+    auto backend = make_cpu_backend();
+    GPT2 model(model_config, *backend);
+    Trainer trainer(model, train_config);  // validates data against the model before any file is written
+    const std::string ckpt = out + "/model.bin";
+    if (resume) {
+        trainer.resume(ckpt);
+    } else if (init) {
+        model.set_params(read_checkpoint_params(*init, model_config));
+    } else {
+        model.init_weights(train_config.seed);
+    }
+    std::FILE* log = jsonl ? stderr : stdout;  // jsonl owns stdout; human progress goes to stderr
+    const bool live = ::isatty(::fileno(log));
+    std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | backend %s\n",
+                 describe(model_config).c_str(), model.num_params() / 1e6, train_config.B, train_config.T,
+                 train_config.grad_accum, train_config.steps, trainer.steps_done(), backend->name().c_str());
+    if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST) throw Error("cannot create '" + out + "'");
+    auto save = [&] {
+        trainer.save(ckpt);
+        if (!data.tokenizer.empty() && data.tokenizer != out + "/tokenizer.bin")
+            write_file_atomic(out + "/tokenizer.bin", read_file(data.tokenizer));
+    };
+
+    double elapsed = 0.0;
+    int steps_this_run = 0;
+    while (trainer.steps_done() < train_config.steps) {
+        const StepStats s = trainer.step();
+        elapsed += s.seconds;
+        ++steps_this_run;
+        std::optional<float> val;
+        if (trainer.has_val() && val_every > 0 && (s.step % val_every == 0 || s.step == train_config.steps))
+            val = trainer.evaluate();
+        const double eta = elapsed / steps_this_run * (train_config.steps - s.step);
+        std::fprintf(log, "%sstep %5d/%d | loss %.4f | lr %.2e | norm %.2f | %.0f tok/s | ETA %s%s", live ? "\r" : "",
+                     s.step, train_config.steps, s.loss, s.lr, s.grad_norm, s.tokens_per_s, format_eta(eta).c_str(),
+                     live ? "   " : "\n");
+        if (val) std::fprintf(log, "%sstep %5d | val loss %.4f\n", live ? "\n" : "", s.step, *val);
+        std::fflush(log);
+        if (jsonl) {
+            std::printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"grad_norm\":%.6f,\"tokens_per_s\":%.1f", s.step, s.loss,
+                        s.lr, s.grad_norm, s.tokens_per_s);
+            if (val) std::printf(",\"val_loss\":%.6f", *val);
+            std::printf("}\n");
+            std::fflush(stdout);
+        }
+        if (save_every > 0 && s.step % save_every == 0) save();
+        if (stop_after > 0 && steps_this_run >= stop_after) break;
+    }
+    if (live) std::fprintf(log, "\n");
+    save();
+    std::fprintf(log, "saved %s (+ .state) after step %d\n", ckpt.c_str(), trainer.steps_done());
+
+    if (sample_tokens > 0 && !data.tokenizer.empty()) {
+        const Tokenizer tok = Tokenizer::load(data.tokenizer);
+        SamplingConfig sc;
+        sc.max_new_tokens = sample_tokens;
+        sc.stop_token = tok.eot_token();
+        std::fprintf(log, "sample:\n");
+        generate(model, {tok.eot_token()}, sc, [&](int t) {
+            if (t != tok.eot_token()) std::fputs(tok.decode_token(t).c_str(), log);
+            std::fflush(log);
+        });
+        std::fprintf(log, "\n");
+    }
+    return 0;
+}
+
+}  // namespace arch::cli

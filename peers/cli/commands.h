@@ -1,0 +1,18 @@
+// peers/cli/commands.h: the archipelago subcommands; each takes its arguments (after the command
+// name) and returns the process exit code. Errors are thrown as arch::Error and printed by main.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace arch::cli {
+
+int cmd_train(const std::vector<std::string>& argv);
+int cmd_prepare(const std::vector<std::string>& argv);
+int cmd_sample(const std::vector<std::string>& argv);
+int cmd_export(const std::vector<std::string>& argv);
+
+// The folder holding data/kjv.txt.zst: $ARCH_HOME, else found upward from the executable, else ".".
+std::string repo_root();
+
+}  // namespace arch::cli

@@ -1,0 +1,46 @@
+// peers/cli/main.cpp: `archipelago COMMAND ...`: dispatches to a subcommand and is the one place
+// where errors are caught, printed as "error: ..." and turned into a non-zero exit code.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "peers/cli/commands.h"
+
+namespace {
+const char* kUsage =
+    "usage: archipelago COMMAND [options]   (archipelago COMMAND --help for its options)\n"
+    "commands:\n"
+    "  train     train a GPT-2 on one island (this machine), from scratch or from a checkpoint\n"
+    "  prepare   turn text files into a tokenizer and llm.c token shards\n"
+    "  sample    generate text from a checkpoint\n"
+    "  export    export a checkpoint for Hugging Face transformers (--safetensors)\n";
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const std::string command = argv[1];
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    try {
+        if (command == "train") return arch::cli::cmd_train(rest);
+        if (command == "prepare") return arch::cli::cmd_prepare(rest);
+        if (command == "sample") return arch::cli::cmd_sample(rest);
+        if (command == "export") return arch::cli::cmd_export(rest);
+        std::fprintf(stderr, "error: unknown command '%s'\n%s", command.c_str(), kUsage);
+        return 2;
+    } catch (const arch::Error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "error: out of memory (try a smaller model, batch or sequence length)\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}
