@@ -209,7 +209,7 @@ Tokenizer TokenizerTrainer::train(int vocab_size, const MergeProgress& progress)
                         std::to_string(total) + "; use a smaller vocab_size or more text");
         merges.emplace_back(pair_left(best), pair_right(best));
         table.merge(best, 256 + m);
-        if (progress && ((m + 1) % 256 == 0 || m + 1 == total)) progress(m + 1, total);
+        if (progress && ((m + 1) % std::max(1, total / 10) == 0 || m + 1 == total)) progress(m + 1, total);
     }
     return Tokenizer::from_merges(std::move(merges), "trained tokenizer");
 }

@@ -16,7 +16,7 @@
 
 namespace arch {
 
-// Called during training with (merges done, merges wanted), every few hundred merges and at the end.
+// Called during training with (merges done, merges wanted), about every tenth of the way and at the end.
 using MergeProgress = std::function<void(int done, int total)>;
 
 class Tokenizer {
