@@ -18,6 +18,7 @@ Args::Args(std::string command, std::vector<std::string> argv, std::string usage
             current = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
             auto& v = values_[current];
             if (eq != std::string::npos) v.push_back(a.substr(eq + 1));
+            if (eq == std::string::npos && !v.empty()) v.clear();  // repeated flag: start over
         } else if (!current.empty()) {
             values_[current].push_back(a);
         } else {
@@ -30,9 +31,8 @@ std::optional<std::string> Args::maybe(const std::string& name) {
     used_.insert(name);
     auto it = values_.find(name);
     if (it == values_.end()) return std::nullopt;
-    if (it->second.size() != 1)
-        throw Error(command_ + ": --" + name + " expects one value, got " + std::to_string(it->second.size()));
-    return it->second[0];
+    if (it->second.empty()) throw Error(command_ + ": --" + name + " expects a value");
+    return it->second.back();  // a repeated flag: the last one wins
 }
 
 std::string Args::str(const std::string& name, const std::string& fallback) { return maybe(name).value_or(fallback); }

@@ -33,8 +33,8 @@ int cmd_sample(const std::vector<std::string>& argv) {
     args.finish();
     if (sc.max_new_tokens <= 0) throw Error("sample: --tokens must be positive");
 
-    const Tokenizer tok = Tokenizer::load(tokenizer_path);
     const ModelConfig config = read_checkpoint_config(ckpt);
+    const Tokenizer tok = Tokenizer::load(tokenizer_path);
     if (tok.vocab_size() > config.vocab_size)
         throw Error("sample: tokenizer '" + tokenizer_path + "' has " + std::to_string(tok.vocab_size()) +
                     " tokens, the model only " + std::to_string(config.vocab_size));

@@ -1,0 +1,150 @@
+// tests/peers/test_cli.cpp: the archipelago CLI as a user runs it (the real binary in a subprocess):
+// bad input gives "error: ..." and a non-zero exit without touching existing files; --log-format jsonl
+// writes one JSON object per step; train -> sample -> export works end to end on tiny shards.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/rng.h"
+#include "core/token_shard.h"
+#include "tests/core/temp_dir.h"
+
+using namespace arch;
+
+namespace {
+
+struct Result {
+    int exit_code;
+    std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+    const char* bin = std::getenv("ARCH_BIN_DIR");
+    const std::string command = std::string(bin ? bin : "build/bin") + "/archipelago " + args + " 2>&1";
+    std::FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+struct Shards {
+    TempDir dir;
+    Shards() {
+        Rng rng(1);
+        std::vector<uint16_t> tokens(4000);
+        for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 5 + rng.below(3)) % 64);
+        write_token_shard(dir.file("train.bin"), tokens);
+        write_token_shard(dir.file("val.bin"), std::vector<uint16_t>(tokens.begin(), tokens.begin() + 600));
+        write_token_shard(dir.file("tiny.bin"), std::vector<uint16_t>(tokens.begin(), tokens.begin() + 20));
+    }
+    std::string model_flags() const {
+        return "--vocab 64 --layers 1 --channels 32 --heads 2 --max-seq-len 32 --batch 2 --seq-len 16 --train-data " +
+               dir.file("train.bin") + " --val-data " + dir.file("val.bin");
+    }
+};
+
+void expect_error(const Result& r, const std::string& fragment) {
+    INFO(r.out);
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.find("error: ") != std::string::npos);
+    CHECK(r.out.find(fragment) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("train writes a checkpoint, JSONL progress, and resumes; sample and export use the result") {
+    Shards s;
+    const std::string out = s.dir.file("run");
+    Result r = run("train " + s.model_flags() + " --steps 6 --val-every 3 --log-format jsonl --out " + out);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    std::istringstream lines(r.out);
+    std::string line;
+    int json_lines = 0, val_lines = 0;
+    while (std::getline(lines, line)) {
+        if (line.rfind("{\"step\":", 0) != 0) continue;
+        ++json_lines;
+        CHECK(line.find("\"loss\":") != std::string::npos);
+        CHECK(line.find("\"lr\":") != std::string::npos);
+        CHECK(line.find("\"tokens_per_s\":") != std::string::npos);
+        if (line.find("\"val_loss\":") != std::string::npos) ++val_lines;
+    }
+    CHECK(json_lines == 6);
+    CHECK(val_lines == 2);
+
+    r = run("train " + s.model_flags() + " --steps 8 --resume --out " + out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("from step 6") != std::string::npos);
+    CHECK(r.out.find("step     8/8") != std::string::npos);
+
+    r = run("export --safetensors --checkpoint " + out + "/model.bin --out " + s.dir.file("hf"));
+    CHECK(r.exit_code == 0);
+    CHECK(read_file_bytes(s.dir.file("hf/config.json")).find("\"n_layer\": 1") != std::string::npos);
+}
+
+TEST_CASE("bad input: a clear error, a non-zero exit, nothing overwritten") {
+    Shards s;
+    const std::string out = s.dir.file("run");
+    REQUIRE(run("train " + s.model_flags() + " --steps 2 --out " + out).exit_code == 0);
+    const std::string ckpt = read_file_bytes(out + "/model.bin");
+    const std::string state = read_file_bytes(out + "/model.bin.state");
+    const std::string flags = s.model_flags() + " --steps 4 --out " + out;
+
+    SECTION("truncated checkpoint as --init") {
+        write_file(s.dir.file("trunc.bin"), ckpt.substr(0, ckpt.size() / 2));
+        expect_error(run("train --init " + s.dir.file("trunc.bin") + " --batch 2 --seq-len 16 --train-data " +
+                         s.dir.file("train.bin") + " --out " + out),
+                     "is truncated");
+    }
+    SECTION("corrupt run state on --resume") {
+        std::string bad = state;
+        bad[bad.size() / 3] ^= 0x10;
+        write_file(out + "/model.bin.state", bad);
+        expect_error(run("train " + flags + " --resume"), "checksum mismatch");
+        CHECK(read_file_bytes(out + "/model.bin.state") == bad);  // left as it was, for the user to inspect
+    }
+    SECTION("shard with a wrong magic") {
+        std::string shard = read_file_bytes(s.dir.file("train.bin"));
+        shard[0] ^= 0x7f;
+        write_file(s.dir.file("bad.bin"), shard);
+        expect_error(run("train " + s.model_flags() + " --train-data " + s.dir.file("bad.bin") + " --out " + out),
+                     "magic");
+    }
+    SECTION("shard with a wrong size") {
+        const std::string shard = read_file_bytes(s.dir.file("train.bin"));
+        write_file(s.dir.file("cut.bin"), shard.substr(0, shard.size() - 7));
+        expect_error(run("train " + s.model_flags() + " --train-data " + s.dir.file("cut.bin") + " --out " + out),
+                     s.dir.file("cut.bin"));
+    }
+    SECTION("C not divisible by NH") {
+        expect_error(run("train " + flags + " --heads 3"), "not divisible by heads");
+    }
+    SECTION("T above max T") {
+        expect_error(run("train " + flags + " --seq-len 64"), "exceeds the model's max T");
+    }
+    SECTION("B*T larger than the shard") {
+        expect_error(run("train " + s.model_flags() + " --train-data " + s.dir.file("tiny.bin") + " --out " + out),
+                     "tiny.bin");
+    }
+    SECTION("missing files") {
+        expect_error(run("train " + s.model_flags() + " --train-data " + s.dir.file("nope_*.bin") + " --out " + out),
+                     "nope_");
+        expect_error(run("sample --checkpoint " + s.dir.file("nope.bin")), "nope.bin");
+        expect_error(run("prepare --input " + s.dir.file("nope.txt") + " --out " + s.dir.file("p")), "nope.txt");
+    }
+    SECTION("unknown options and bad values") {
+        expect_error(run("train " + flags + " --learning-rate 3"), "unknown option --learning-rate");
+        expect_error(run("train " + flags + " --lr abc"), "expects a number");
+        expect_error(run("train " + flags + " --schedule linear"), "cosine or constant");
+        expect_error(run("export --checkpoint " + out + "/model.bin --out " + s.dir.file("x")), "--safetensors");
+    }
+    CHECK(read_file_bytes(out + "/model.bin") == ckpt);
+}
