@@ -33,16 +33,12 @@ constexpr size_t kReadBytes = 1 << 20;
 constexpr size_t kMaxPendingBytes = 64 << 20;  // a text with no safe cut is encoded in pieces this big
 constexpr const char* kManifestHeader = "archipelago prepared corpus v1\n";
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Calls fn with the raw (decompressed if .zst) bytes of path, in order, in chunks.
 void read_text_chunks(const std::string& path, const std::function<void(std::string_view)>& fn) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("corpus: input '" + path + "' cannot be opened: " + std::strerror(errno));
     std::vector<char> buf(kReadBytes);
-    if (!ends_with(path, ".zst")) {
+    if (!std::string_view(path).ends_with(".zst")) {
         while (in) {
             in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
             if (in.gcount() > 0) fn(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
@@ -76,8 +72,11 @@ void read_text_chunks(const std::string& path, const std::function<void(std::str
 void read_text_pieces(const std::string& path, const std::function<void(std::string_view)>& fn) {
     std::string pending;
     read_text_chunks(path, [&](std::string_view chunk) {
+        // Only the new bytes (and the one before them) can hold a cut: the rest was searched already.
+        const size_t from = pending.empty() ? 0 : pending.size() - 1;
         pending.append(chunk);
-        size_t cut = pretoken_safe_prefix(pending);
+        size_t cut = pretoken_safe_prefix(std::string_view(pending).substr(from));
+        if (cut > 0) cut += from;
         if (cut == 0 && pending.size() > kMaxPendingBytes) cut = pending.size();
         if (cut > 0) {
             fn(std::string_view(pending).substr(0, cut));
@@ -135,8 +134,8 @@ void clear_previous(const std::string& out_dir) {
     fs::remove(fs::path(out_dir) / "DONE", ec);
     for (const auto& entry : fs::directory_iterator(out_dir)) {
         const std::string name = entry.path().filename().string();
-        const bool shard = (name.rfind("train_", 0) == 0 || name.rfind("val_", 0) == 0) &&
-                           (ends_with(name, ".bin") || ends_with(name, ".bin.tmp"));
+        const bool shard = (name.starts_with("train_") || name.starts_with("val_")) &&
+                           (name.ends_with(".bin") || name.ends_with(".bin.tmp"));
         if (shard) fs::remove(entry.path());
     }
 }

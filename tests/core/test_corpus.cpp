@@ -127,6 +127,19 @@ TEST_CASE("the bundled corpus is prepared once, then reused") {
     CHECK(again.train_pattern == c.train_pattern);
     CHECK(fs::last_write_time(out + "/train_000000.bin") == stamp);
 
+    // The text was streamed in zstd-sized chunks; the tokens equal those of encoding it whole.
+    const std::string z = read_file_bytes("data/kjv.txt.zst");
+    std::string text(64 << 20, '\0');  // the frame was streamed, so it does not record its size
+    const size_t text_bytes = ZSTD_decompress(text.data(), text.size(), z.data(), z.size());
+    REQUIRE_FALSE(ZSTD_isError(text_bytes));
+    text.resize(text_bytes);
+    const arch::Tokenizer tok = arch::Tokenizer::load(c.tokenizer_path);
+    std::vector<int> expected = {tok.eot_token()};
+    for (int id : tok.encode(text)) expected.push_back(id);
+    std::vector<int> got = shard_ids(out, "train"), val_ids = shard_ids(out, "val");
+    got.insert(got.end(), val_ids.begin(), val_ids.end());
+    CHECK(got == expected);
+
     arch::DataLoader train(c.train_pattern, 4, 64, arch::DataOrder::sequential, 0, 4096);
     arch::DataLoader val(c.val_pattern, 4, 64, arch::DataOrder::sequential, 0, 4096);
     CHECK(train.total_tokens() > 1'000'000);
