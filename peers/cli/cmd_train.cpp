@@ -1,10 +1,9 @@
 // peers/cli/cmd_train.cpp: `archipelago train`: single-node training of one island on this machine,
 // with live progress, periodic validation, optional JSONL logs, checkpoints in --out and a sample.
 // Without --train-data it trains on the bundled corpus (prepared into data/kjv/ on first use).
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <filesystem>
 
 #include <cmath>
 #include <cstdio>
@@ -156,7 +155,9 @@ int cmd_train(const std::vector<std::string>& argv) {
     std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | backend %s\n",
                  describe(model_config).c_str(), model.num_params() / 1e6, train_config.B, train_config.T,
                  train_config.grad_accum, train_config.steps, trainer.steps_done(), backend->name().c_str());
-    if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST) throw Error("cannot create '" + out + "'");
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) throw Error("cannot create the output folder '" + out + "': " + ec.message());
     auto save = [&] {
         trainer.save(ckpt);
         if (!data.tokenizer.empty() && data.tokenizer != out + "/tokenizer.bin")
