@@ -1,0 +1,60 @@
+// tests/fuzz/make_fuzz_seeds.cpp: writes the seed corpora in tests/fuzz/corpus/<target>/ (run from
+// the repository root: build-fuzz/bin/make_fuzz_seeds). Seeds are small valid buffers, so the
+// fuzzers start from the real formats instead of discovering the header by chance.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "compression/codec.h"
+#include "outer_optimizer/outer_optimizer.h"
+
+namespace {
+
+void write(const std::string& dir, const std::string& name, const std::vector<std::byte>& b) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+}  // namespace
+
+int main() {
+    const std::string root = "tests/fuzz/corpus/";
+    const std::vector<float> inputs[] = {
+        {}, {0.5f}, {1, -2, 3, -4, 5, -6, 7, -8, 9, 0, 0, 0, 1e-3f, -1e-3f, 2.5f, 100.0f, -0.0f}};
+    std::vector<float> big(300);
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = float((i * 37) % 101) / 50.0f - 1.0f;
+    const char* codecs[] = {"fp32", "fp16", "bf16", "int8:block=16", "uint8", "int4:block=16",
+                            "fp4:block=16", "topk:frac=0.2", "sign:block=16"};
+    const char* targets[] = {"fp32", "fp16", "bf16", "int8", "uint8", "int4", "fp4", "topk", "sign"};
+    for (int c = 0; c < 9; ++c) {
+        const std::string dir = root + "fuzz_decode_" + targets[c];
+        int k = 0;
+        for (const std::string stage : {"", "+zstd"}) {
+            auto codec = arch::compression::make_codec(std::string(codecs[c]) + stage);
+            for (const auto& x : inputs) write(dir, "seed" + std::to_string(k++), codec->encode(x));
+            write(dir, "seed" + std::to_string(k++), codec->encode(big));
+        }
+    }
+    const std::string specs[] = {"int8:block=256+zstd:1", "fp4+ef+zstd", "topk:frac=0.01+ef",
+                                 "sign:block=64", "uint8+zstd:3", "median", "trimmed:trim=2",
+                                 "centered_clip:tau=2,iters=3,history=1", "clip:tau=1.5"};
+    int k = 0;
+    for (const auto& s : specs) {
+        std::vector<std::byte> b(s.size());
+        std::memcpy(b.data(), s.data(), s.size());
+        write(root + "fuzz_spec", "seed" + std::to_string(k++), b);
+    }
+    arch::outer::Nesterov n(16);
+    arch::outer::DelayedNesterov d(16, {0.7f, 0.9f, 4, 0.0f});
+    std::vector<float> p(16, 1.0f), g(16, 0.25f);
+    n.step(p, g);
+    d.step(p, g);
+    write(root + "fuzz_outer_state", "nesterov", n.save_state());
+    write(root + "fuzz_outer_state", "delayed", d.save_state());
+    std::printf("make_fuzz_seeds: wrote %s\n", root.c_str());
+    return 0;
+}
