@@ -43,7 +43,7 @@ double sgemm_gflops() {
 struct Row {
     std::string config;
     int B, T;
-    double ms_per_step, gflops;
+    double ms_per_step, gflops, forward_ms, backward_ms, optimizer_ms;
 };
 
 Row run(const std::string& name, int B, int T, int steps) {
@@ -57,17 +57,26 @@ Row run(const std::string& name, int B, int T, int steps) {
     std::vector<int> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());
     for (auto& x : inputs) x = static_cast<int>(rng.below(config.vocab_size));
     for (auto& x : targets) x = static_cast<int>(rng.below(config.vocab_size));
+    double phase[3] = {0, 0, 0};  // forward, backward (with zero_grad), optimizer
     auto one_step = [&] {
-        model.zero_grad();
+        const auto t0 = Clock::now();
         model.forward(inputs.data(), targets.data(), B, T);
+        const auto t1 = Clock::now();
+        model.zero_grad();
         model.backward();
+        const auto t2 = Clock::now();
         adamw.step(model.params(), model.grads(), 1e-4f, ac);
+        const auto t3 = Clock::now();
+        phase[0] += std::chrono::duration<double>(t1 - t0).count();
+        phase[1] += std::chrono::duration<double>(t2 - t1).count();
+        phase[2] += std::chrono::duration<double>(t3 - t2).count();
     };
     one_step();  // warm-up: first-touch pages, oneDNN kernel selection
-    const auto t0 = Clock::now();
+    phase[0] = phase[1] = phase[2] = 0;
     for (int s = 0; s < steps; ++s) one_step();
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / steps;
-    return {name, B, T, seconds * 1e3, 3.0 * forward_flops(config, B, T) / seconds / 1e9};
+    const double seconds = (phase[0] + phase[1] + phase[2]) / steps;
+    return {name, B, T, seconds * 1e3, 3.0 * forward_flops(config, B, T) / seconds / 1e9,
+            phase[0] / steps * 1e3, phase[1] / steps * 1e3, phase[2] / steps * 1e3};
 }
 
 }  // namespace
@@ -89,18 +98,20 @@ int main(int argc, char** argv) {
     const int threads = omp_get_max_threads();
     if (!json) {
         std::printf("train step, fp32, %d threads; oneDNN sgemm (256x3072x768) %.1f GFLOP/s\n", threads, peak);
-        std::printf("%-10s %3s %5s %12s %10s %12s\n", "config", "B", "T", "ms/step", "GFLOP/s", "of sgemm");
+        std::printf("%-10s %3s %5s %10s %9s %9s %9s %9s %9s\n", "config", "B", "T", "ms/step", "fwd ms", "bwd ms",
+                    "adamw ms", "GFLOP/s", "of sgemm");
     }
     for (const std::string& name : configs) {
         const int B = 4, T = 64;
         const Row r = run(name, B, T, steps);
         if (json)
             std::printf("{\"config\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,\"ms_per_step\":%.1f,\"gflops\":%.1f,"
-                        "\"sgemm_gflops\":%.1f}\n",
-                        r.config.c_str(), r.B, r.T, threads, r.ms_per_step, r.gflops, peak);
+                        "\"forward_ms\":%.1f,\"backward_ms\":%.1f,\"optimizer_ms\":%.1f,\"sgemm_gflops\":%.1f}\n",
+                        r.config.c_str(), r.B, r.T, threads, r.ms_per_step, r.gflops, r.forward_ms, r.backward_ms,
+                        r.optimizer_ms, peak);
         else
-            std::printf("%-10s %3d %5d %12.1f %10.1f %11.0f%%\n", r.config.c_str(), r.B, r.T, r.ms_per_step, r.gflops,
-                        100.0 * r.gflops / peak);
+            std::printf("%-10s %3d %5d %10.1f %9.1f %9.1f %9.1f %9.1f %8.0f%%\n", r.config.c_str(), r.B, r.T,
+                        r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.gflops, 100.0 * r.gflops / peak);
         std::fflush(stdout);
     }
     return 0;

@@ -17,6 +17,7 @@ double sum_squares(const float* x, std::size_t n) {
     for (std::size_t c = 0; c < chunks; ++c) {
         const std::size_t end = std::min(n, (c + 1) * kChunk);
         double s = 0.0;
+#pragma omp simd reduction(+ : s)
         for (std::size_t i = c * kChunk; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
         partial[c] = s;
     }

@@ -21,6 +21,7 @@ void attention_forward(float* out, float* att, const float* inp, int B, int T, i
                 for (int t2 = 0; t2 <= t; ++t2) {
                     const float* k = inp + (static_cast<std::size_t>(b) * T + t2) * C3 + h * hs + C;
                     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
                     for (int i = 0; i < hs; ++i) s += q[i] * k[i];
                     s *= scale;
                     a[t2] = s;
@@ -63,6 +64,7 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
                     const float* v = inp + (static_cast<std::size_t>(b) * T + t2) * C3 + h * hs + 2 * C;
                     float* dv = dinp + (static_cast<std::size_t>(b) * T + t2) * C3 + h * hs + 2 * C;
                     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
                     for (int i = 0; i < hs; ++i) {
                         s += v[i] * dy[i];
                         dv[i] += a[t2] * dy[i];

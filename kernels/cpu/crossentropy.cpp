@@ -4,19 +4,17 @@
 // Shapes: logits (N,Vp); targets, losses (N).
 #include <cmath>
 
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/ops.h"
 
 namespace arch::cpu {
 
 namespace {
-// log(sum(exp(row[:V]))) with the max subtracted; returns it and the max.
-float log_sum_exp(const float* row, int V, float* maxval_out) {
+float row_max(const float* row, int V) {
     float maxval = -INFINITY;
+#pragma omp simd reduction(max : maxval)
     for (int j = 0; j < V; ++j) maxval = row[j] > maxval ? row[j] : maxval;
-    double sum = 0.0;
-    for (int j = 0; j < V; ++j) sum += std::exp(row[j] - maxval);
-    *maxval_out = maxval;
-    return static_cast<float>(std::log(sum));
+    return maxval;
 }
 }  // namespace
 
@@ -24,9 +22,11 @@ void crossentropy_forward(float* losses, const float* logits, const int* targets
 #pragma omp parallel for
     for (int i = 0; i < N; ++i) {
         const float* row = logits + static_cast<std::size_t>(i) * Vp;
-        float maxval;
-        const float lse = log_sum_exp(row, V, &maxval);
-        losses[i] = lse - (row[targets[i]] - maxval);
+        const float maxval = row_max(row, V);
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < V; ++j) sum += fast_exp(row[j] - maxval);
+        losses[i] = std::log(sum) - (row[targets[i]] - maxval);
     }
 }
 
@@ -34,9 +34,16 @@ void crossentropy_backward(float* logits, const int* targets, float dloss, int N
 #pragma omp parallel for
     for (int i = 0; i < N; ++i) {
         float* row = logits + static_cast<std::size_t>(i) * Vp;
-        float maxval;
-        const float lse = log_sum_exp(row, V, &maxval);
-        for (int j = 0; j < V; ++j) row[j] = std::exp(row[j] - maxval - lse) * dloss;
+        const float maxval = row_max(row, V);
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < V; ++j) {
+            row[j] = fast_exp(row[j] - maxval);
+            sum += row[j];
+        }
+        const float scale = dloss / sum;
+#pragma omp simd
+        for (int j = 0; j < V; ++j) row[j] *= scale;
         for (int j = V; j < Vp; ++j) row[j] = 0.0f;
         row[targets[i]] -= dloss;
     }

@@ -2,6 +2,7 @@
 // Shapes: elementwise over n values; backward accumulates into dinp.
 #include <cmath>
 
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/ops.h"
 
 namespace arch::cpu {
@@ -15,7 +16,7 @@ void gelu_forward(float* out, const float* inp, std::size_t n) {
 #pragma omp parallel for simd
     for (std::size_t i = 0; i < n; ++i) {
         const float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + fast_tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
     }
 }
 
@@ -24,7 +25,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
     for (std::size_t i = 0; i < n; ++i) {
         const float x = inp[i];
         const float u = kSqrt2OverPi * (x + 0.044715f * x * x * x);
-        const float th = std::tanh(u);
+        const float th = fast_tanh(u);
         const float sech2 = 1.0f - th * th;
         const float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
         dinp[i] += grad * dout[i];

@@ -15,9 +15,11 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
     for (int i = 0; i < N; ++i) {
         const float* x = inp + static_cast<std::size_t>(i) * C;
         float m = 0.0f;
+#pragma omp simd reduction(+ : m)
         for (int c = 0; c < C; ++c) m += x[c];
         m /= C;
         float var = 0.0f;
+#pragma omp simd reduction(+ : var)
         for (int c = 0; c < C; ++c) var += (x[c] - m) * (x[c] - m);
         var /= C;
         const float s = 1.0f / std::sqrt(var + eps);
@@ -38,6 +40,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
         float* dx = dinp + static_cast<std::size_t>(i) * C;
         const float m = mean[i], s = rstd[i];
         float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
         for (int c = 0; c < C; ++c) {
             const float norm = (x[c] - m) * s;
             const float dnorm = weight[c] * dy[c];
