@@ -79,7 +79,7 @@ Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t c
                   std::string_view codec, BlockFn&& fn) {
     const std::uint64_t n = x.size();
     const std::uint64_t nb = blocks_of(n, block);
-    Bytes out(4 * nb + code_bytes);
+    Bytes out = payload_buffer(4 * nb + code_bytes);
     std::byte* scales = out.data();
     std::byte* codes = out.data() + 4 * nb;
     int bad = 0;

@@ -37,6 +37,15 @@ void require_finite(std::span<const float> x, std::string_view codec);
 // Same for a float array inside a payload (scales, codebooks, values): "corrupt payload" wording.
 void require_finite_payload(const std::byte* p, std::size_t n, std::string_view what);
 
+// A payload of `bytes` with capacity for the wire header (+ `extra`), so wrap() can prepend the
+// header in place instead of copying the payload into a fresh buffer.
+inline Bytes payload_buffer(std::size_t bytes, std::size_t extra = 0) {
+    Bytes b;
+    b.reserve(kWireHeaderBytes + bytes + extra);
+    b.resize(bytes);
+    return b;
+}
+
 // Elements per OpenMP work item; also the fixed reduction chunk that keeps sums deterministic.
 constexpr std::size_t kChunk = std::size_t{1} << 16;
 
@@ -92,6 +101,7 @@ struct Format {
 };
 Bytes encode_payload(const Format& f, std::span<const float> x);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
-Bytes wrap(const Format& f, std::uint64_t count, ByteSpan payload, bool zstd, int level);
+// Prepends the header to the payload (in place when not compressing) or to its zstd body.
+Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int level);
 
 }  // namespace arch::compression::detail

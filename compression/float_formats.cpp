@@ -49,7 +49,7 @@ void require_finite_payload(const std::byte* p, std::size_t n, std::string_view 
 // ---- fp32 ---------------------------------------------------------------------------------------
 Bytes encode_fp32(std::span<const float> x) {
     require_finite(x, "fp32");
-    Bytes out(x.size() * 4);
+    Bytes out = payload_buffer(x.size() * 4);
     if (!x.empty()) std::memcpy(out.data(), x.data(), out.size());
     return out;
 }
@@ -89,7 +89,7 @@ float half_to_float(std::uint16_t h) {
 Bytes encode_fp16(std::span<const float> x) {
     require_finite(x, "fp16");
     const std::size_t n = x.size();
-    Bytes out(n * 2);
+    Bytes out = payload_buffer(n * 2);
     std::byte* o = out.data();
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
     for (std::size_t i = 0; i < n; ++i) store(o + 2 * i, float_to_half(x[i]));
@@ -120,7 +120,7 @@ std::uint16_t float_to_bf16(float f) {
 Bytes encode_bf16(std::span<const float> x) {
     require_finite(x, "bf16");
     const std::size_t n = x.size();
-    Bytes out(n * 2);
+    Bytes out = payload_buffer(n * 2);
     std::byte* o = out.data();
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
     for (std::size_t i = 0; i < n; ++i) store(o + 2 * i, float_to_bf16(x[i]));

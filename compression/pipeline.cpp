@@ -4,6 +4,7 @@
 // receiver needs no state. Grammar and defaults: codec.h and docs/codecs.md.
 #include <zstd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -110,8 +111,9 @@ void parse_zstd_stage(std::string_view spec, std::string_view stage, Spec& s) {
     std::string_view v = stage.substr(5);
     if (v.starts_with("level=")) v.remove_prefix(6);
     const long long level = parse_int(spec, "zstd level", v);
-    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel() || level == 0) {
-        bad_spec(spec, "zstd level must be in [" + std::to_string(ZSTD_minCLevel()) + ", -1] or [1, " +
+    const int min_level = std::max(-7, ZSTD_minCLevel());  // below -7 zstd barely compresses
+    if (level < min_level || level > ZSTD_maxCLevel() || level == 0) {
+        bad_spec(spec, "zstd level must be in [" + std::to_string(min_level) + ", -1] or [1, " +
                            std::to_string(ZSTD_maxCLevel()) + "], got " + std::string(v));
     }
     s.level = static_cast<int>(level);
@@ -158,8 +160,8 @@ public:
 
     std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream) override {
         if (!spec_.ef) {
-            const Bytes payload = detail::encode_payload(spec_.format, x);
-            return detail::wrap(spec_.format, x.size(), payload, spec_.zstd, spec_.level);
+            return detail::wrap(spec_.format, x.size(), detail::encode_payload(spec_.format, x),
+                                spec_.zstd, spec_.level);
         }
         std::vector<float>& r = residuals_[stream];
         if (r.empty()) r.assign(x.size(), 0.0f);
@@ -172,12 +174,12 @@ public:
         std::vector<float> y(n);
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) y[i] = x[i] + r[i];
-        const Bytes payload = detail::encode_payload(spec_.format, y);  // throws on non-finite
+        Bytes payload = detail::encode_payload(spec_.format, y);  // throws on non-finite
         std::vector<float> decoded(n);
         detail::decode_payload(spec_.format.id, spec_.format.block, payload, decoded);
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) r[i] = y[i] - decoded[i];
-        return detail::wrap(spec_.format, n, payload, spec_.zstd, spec_.level);
+        return detail::wrap(spec_.format, n, std::move(payload), spec_.zstd, spec_.level);
     }
 
     std::span<const float> residual(std::uint64_t stream) const override {

@@ -51,7 +51,7 @@ double chunked_sum(std::span<const float> x, F&& f) {
 Bytes encode_uint8_sigma(std::span<const float> x) {
     require_finite(x, "uint8");
     const std::size_t n = x.size();
-    Bytes out(kBins * 4 + n);
+    Bytes out = payload_buffer(kBins * 4 + n);
     if (n == 0) {
         for (std::size_t b = 0; b < kBins; ++b) store(out.data() + 4 * b, 0.0f);
         return out;

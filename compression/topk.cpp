@@ -76,7 +76,7 @@ std::uint64_t topk_count(std::uint64_t n, double fraction) {
 Bytes encode_topk(std::span<const float> x, double fraction) {
     require_finite(x, "topk");
     const std::uint64_t n = x.size(), k = topk_count(n, fraction);
-    Bytes out(8 + 4 * k);
+    Bytes out = payload_buffer(8 + 4 * k, 2 * k);
     store(out.data(), k);
     if (k == 0) return out;
     const std::uint32_t t = kth_largest_bits(x, k);
@@ -85,7 +85,6 @@ Bytes encode_topk(std::span<const float> x, double fraction) {
     for (std::size_t i = 0; i < n; ++i) strictly_above += abs_bits(x[i]) > t;
     std::uint64_t ties_left = k - strictly_above;
 
-    out.reserve(8 + 4 * k + 2 * k);
     std::uint64_t j = 0, prev_plus_one = 0;
     for (std::size_t i = 0; i < n && j < k; ++i) {
         const std::uint32_t b = abs_bits(x[i]);

@@ -93,11 +93,18 @@ void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span
     throw Error("decode: unknown codec id " + std::to_string(int(id)));
 }
 
-Bytes wrap(const Format& f, std::uint64_t count, ByteSpan payload, bool zstd, int level) {
-    Bytes body;
-    if (zstd) body = zstd_compress(payload, level);
-    const ByteSpan b = zstd ? ByteSpan(body) : payload;
-    Bytes out(kWireHeaderBytes + b.size());
+Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int level) {
+    const std::uint64_t payload_bytes = payload.size();
+    Bytes out;
+    if (zstd) {
+        const Bytes body = zstd_compress(payload, level);
+        out.reserve(kWireHeaderBytes + body.size());
+        out.resize(kWireHeaderBytes);
+        out.insert(out.end(), body.begin(), body.end());
+    } else {
+        out = std::move(payload);
+        out.insert(out.begin(), kWireHeaderBytes, std::byte{0});  // in place: capacity reserved
+    }
     std::byte* h = out.data();
     std::memcpy(h, kMagic, 4);
     store<std::uint8_t>(h + 4, kVersion);
@@ -107,9 +114,8 @@ Bytes wrap(const Format& f, std::uint64_t count, ByteSpan payload, bool zstd, in
     store<std::uint64_t>(h + 8, count);
     store<std::uint32_t>(h + 16, is_blockwise(f.id) ? f.block : 0);
     store<std::uint32_t>(h + 20, 0);
-    store<std::uint64_t>(h + 24, payload.size());
-    store<std::uint64_t>(h + 32, b.size());
-    if (!b.empty()) std::memcpy(h + kWireHeaderBytes, b.data(), b.size());
+    store<std::uint64_t>(h + 24, payload_bytes);
+    store<std::uint64_t>(h + 32, out.size() - kWireHeaderBytes);
     return out;
 }
 
