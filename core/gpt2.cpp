@@ -34,11 +34,24 @@ struct GPT2::Activations {
     float* datt = nullptr;       // (B,NH,T,T)
 };
 
-GPT2::GPT2(const ModelConfig& config, Backend& backend)
-    : config_(config), layout_((validate(config), config)), backend_(backend) {
-    params_ = alloc_floats(layout_.num_params());
-    grads_ = alloc_floats(layout_.num_params());
+GPT2::GPT2(const ModelConfig& config, Backend& backend, ParamStore* store)
+    : config_(config), layout_((validate(config), config)), backend_(backend), store_(store) {
+    if (store_ == nullptr) {
+        own_store_ = std::make_unique<FlatParamStore>(layout_, backend_);
+        store_ = own_store_.get();
+    }
 }
+
+namespace {
+FlatParamStore& flat(ParamStore* store) {
+    auto* f = dynamic_cast<FlatParamStore*>(store);
+    if (f == nullptr) throw Error("GPT2: whole parameter buffers exist only with a FlatParamStore");
+    return *f;
+}
+}  // namespace
+
+float* GPT2::params() { return flat(store_).all_params(); }
+float* GPT2::grads() { return flat(store_).all_grads(); }
 
 GPT2::~GPT2() {
     for (void* p : owned_) backend_.free(p);
@@ -75,27 +88,24 @@ void GPT2::set_params(std::span<const float> host) {
     if (host.size() != layout_.num_params())
         throw Error("set_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(host.size()));
-    backend_.upload(params_, host.data(), host.size_bytes());
+    backend_.upload(params(), host.data(), host.size_bytes());
 }
 
-void GPT2::get_params(std::span<float> host) const {
+void GPT2::get_params(std::span<float> host) {
     if (host.size() != layout_.num_params()) throw Error("get_params: wrong buffer size");
-    backend_.download(host.data(), params_, host.size_bytes());
+    backend_.download(host.data(), params(), host.size_bytes());
 }
 
-void GPT2::get_grads(std::span<float> host) const {
+void GPT2::get_grads(std::span<float> host) {
     if (host.size() != layout_.num_params()) throw Error("get_grads: wrong buffer size");
-    backend_.download(host.data(), grads_, host.size_bytes());
+    backend_.download(host.data(), grads(), host.size_bytes());
 }
-
-void GPT2::zero_grad() { backend_.zero(grads_, layout_.num_params()); }
 
 void GPT2::ensure_activations(int B, int T) {
     if (acts_ != nullptr && B <= acts_->B && T <= acts_->T) return;
     if (acts_ != nullptr) {
-        // Free the old activations (the first two entries of owned_ are params and grads).
-        for (std::size_t i = 2; i < owned_.size(); ++i) backend_.free(owned_[i]);
-        owned_.resize(2);
+        for (void* p : owned_) backend_.free(p);
+        owned_.clear();
         delete acts_;
     }
     acts_ = new Activations();
@@ -159,29 +169,37 @@ float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
     T_ = T;
     Activations& a = *acts_;
     const int C = config_.channels, NH = config_.num_heads, L = config_.num_layers, Vp = config_.padded_vocab_size;
-    const float* p = params_;
     backend_.upload(a.inputs, inputs, N * sizeof(int));
     if (targets != nullptr) backend_.upload(a.targets, targets, N * sizeof(int));
 
-    backend_.encoder_forward(a.encoded, a.inputs, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+    // Globals (unit L) stay acquired for the whole pass: the encoder and the classifier both use wte.
+    const std::size_t g0 = layout_.wte();
+    const float* gp = store_->params(L);
+    backend_.encoder_forward(a.encoded, a.inputs, gp + (layout_.wte() - g0), gp + (layout_.wpe() - g0), B, T, C);
     for (int l = 0; l < L; ++l) {
         const BlockOffsets& o = layout_.block(l);
+        const std::size_t b0 = layout_.block_begin(l);
+        const float* bp = store_->params(l);
+        auto P = [&](std::size_t offset) { return bp + (offset - b0); };
         const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
-        backend_.layernorm_forward(a.ln1[l], a.ln1_mean[l], a.ln1_rstd[l], residual, p + o.ln1w, p + o.ln1b, N, C);
-        backend_.matmul_forward(a.qkv[l], a.ln1[l], p + o.qkvw, p + o.qkvb, N, C, 3 * C);
+        backend_.layernorm_forward(a.ln1[l], a.ln1_mean[l], a.ln1_rstd[l], residual, P(o.ln1w), P(o.ln1b), N, C);
+        backend_.matmul_forward(a.qkv[l], a.ln1[l], P(o.qkvw), P(o.qkvb), N, C, 3 * C);
         backend_.attention_forward(a.atty[l], a.att[l], a.qkv[l], B, T, C, NH);
-        backend_.matmul_forward(a.scratch, a.atty[l], p + o.attprojw, p + o.attprojb, N, C, C);
+        backend_.matmul_forward(a.scratch, a.atty[l], P(o.attprojw), P(o.attprojb), N, C, C);
         backend_.residual_forward(a.residual2[l], residual, a.scratch, static_cast<std::size_t>(N) * C);
-        backend_.layernorm_forward(a.ln2[l], a.ln2_mean[l], a.ln2_rstd[l], a.residual2[l], p + o.ln2w, p + o.ln2b,
-                                   N, C);
-        backend_.matmul_forward(a.fch[l], a.ln2[l], p + o.fcw, p + o.fcb, N, C, 4 * C);
+        backend_.layernorm_forward(a.ln2[l], a.ln2_mean[l], a.ln2_rstd[l], a.residual2[l], P(o.ln2w), P(o.ln2b), N,
+                                   C);
+        backend_.matmul_forward(a.fch[l], a.ln2[l], P(o.fcw), P(o.fcb), N, C, 4 * C);
         backend_.gelu_forward(a.fch_gelu[l], a.fch[l], static_cast<std::size_t>(N) * 4 * C);
-        backend_.matmul_forward(a.scratch, a.fch_gelu[l], p + o.fcprojw, p + o.fcprojb, N, 4 * C, C);
+        backend_.matmul_forward(a.scratch, a.fch_gelu[l], P(o.fcprojw), P(o.fcprojb), N, 4 * C, C);
         backend_.residual_forward(a.residual3[l], a.residual2[l], a.scratch, static_cast<std::size_t>(N) * C);
+        store_->params_done(l);
     }
     const float* last = L > 0 ? a.residual3[L - 1] : a.encoded;
-    backend_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p + layout_.lnfw(), p + layout_.lnfb(), N, C);
-    backend_.matmul_forward(a.logits, a.lnf, p + layout_.wte(), nullptr, N, C, Vp);
+    backend_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, gp + (layout_.lnfw() - g0),
+                               gp + (layout_.lnfb() - g0), N, C);
+    backend_.matmul_forward(a.logits, a.lnf, gp + (layout_.wte() - g0), nullptr, N, C, Vp);
+    store_->params_done(L);
     logits_valid_ = true;
     have_targets_ = targets != nullptr;
     if (!have_targets_) return 0.0f;
@@ -200,45 +218,55 @@ void GPT2::backward(float loss_scale) {
     const int B = B_, T = T_, N = B * T;
     const int C = config_.channels, NH = config_.num_heads, L = config_.num_layers;
     const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
-    const float* p = params_;
-    float* g = grads_;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
+    const std::size_t g0 = layout_.wte();
+    const float* gp = store_->params(L);
+    float* gg = store_->grads(L);
 
     backend_.crossentropy_backward(a.logits, a.targets, loss_scale / N, N, V, Vp);  // logits -> dlogits
     logits_valid_ = false;
     backend_.zero(a.dlnf, NC);
-    backend_.matmul_backward(a.dlnf, g + layout_.wte(), nullptr, a.logits, a.lnf, p + layout_.wte(), N, C, Vp);
+    backend_.matmul_backward(a.dlnf, gg + (layout_.wte() - g0), nullptr, a.logits, a.lnf, gp + (layout_.wte() - g0),
+                             N, C, Vp);
     backend_.zero(a.dresidual, NC);
     const float* last = L > 0 ? a.residual3[L - 1] : a.encoded;
-    backend_.layernorm_backward(a.dresidual, g + layout_.lnfw(), g + layout_.lnfb(), a.dlnf, last,
-                                p + layout_.lnfw(), a.lnf_mean, a.lnf_rstd, N, C);
+    backend_.layernorm_backward(a.dresidual, gg + (layout_.lnfw() - g0), gg + (layout_.lnfb() - g0), a.dlnf, last,
+                                gp + (layout_.lnfw() - g0), a.lnf_mean, a.lnf_rstd, N, C);
 
     float* dln = a.dlnf;  // (N,C) scratch reused per layer
     for (int l = L - 1; l >= 0; --l) {
         const BlockOffsets& o = layout_.block(l);
+        const std::size_t b0 = layout_.block_begin(l);
+        const float* bp = store_->params(l);
+        float* bg = store_->grads(l);
+        auto P = [&](std::size_t offset) { return bp + (offset - b0); };
+        auto G = [&](std::size_t offset) { return bg + (offset - b0); };
         const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
         // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual flows through unchanged.
         backend_.zero(a.dfch_gelu, NC * 4);
-        backend_.matmul_backward(a.dfch_gelu, g + o.fcprojw, g + o.fcprojb, a.dresidual, a.fch_gelu[l],
-                                 p + o.fcprojw, N, 4 * C, C);
+        backend_.matmul_backward(a.dfch_gelu, G(o.fcprojw), G(o.fcprojb), a.dresidual, a.fch_gelu[l], P(o.fcprojw), N,
+                                 4 * C, C);
         backend_.zero(a.dfch, NC * 4);
         backend_.gelu_backward(a.dfch, a.fch[l], a.dfch_gelu, NC * 4);
         backend_.zero(dln, NC);
-        backend_.matmul_backward(dln, g + o.fcw, g + o.fcb, a.dfch, a.ln2[l], p + o.fcw, N, C, 4 * C);
-        backend_.layernorm_backward(a.dresidual, g + o.ln2w, g + o.ln2b, dln, a.residual2[l], p + o.ln2w,
-                                    a.ln2_mean[l], a.ln2_rstd[l], N, C);
+        backend_.matmul_backward(dln, G(o.fcw), G(o.fcb), a.dfch, a.ln2[l], P(o.fcw), N, C, 4 * C);
+        backend_.layernorm_backward(a.dresidual, G(o.ln2w), G(o.ln2b), dln, a.residual2[l], P(o.ln2w), a.ln2_mean[l],
+                                    a.ln2_rstd[l], N, C);
         // residual2 = residual + attproj(attention(qkv(ln1(residual)))).
         backend_.zero(dln, NC);  // now d(atty)
-        backend_.matmul_backward(dln, g + o.attprojw, g + o.attprojb, a.dresidual, a.atty[l], p + o.attprojw, N, C,
-                                 C);
+        backend_.matmul_backward(dln, G(o.attprojw), G(o.attprojb), a.dresidual, a.atty[l], P(o.attprojw), N, C, C);
         backend_.zero(a.dqkv, NC * 3);
         backend_.attention_backward(a.dqkv, a.datt, dln, a.qkv[l], a.att[l], B, T, C, NH);
         backend_.zero(dln, NC);  // now d(ln1)
-        backend_.matmul_backward(dln, g + o.qkvw, g + o.qkvb, a.dqkv, a.ln1[l], p + o.qkvw, N, C, 3 * C);
-        backend_.layernorm_backward(a.dresidual, g + o.ln1w, g + o.ln1b, dln, residual, p + o.ln1w, a.ln1_mean[l],
+        backend_.matmul_backward(dln, G(o.qkvw), G(o.qkvb), a.dqkv, a.ln1[l], P(o.qkvw), N, C, 3 * C);
+        backend_.layernorm_backward(a.dresidual, G(o.ln1w), G(o.ln1b), dln, residual, P(o.ln1w), a.ln1_mean[l],
                                     a.ln1_rstd[l], N, C);
+        store_->params_done(l);
+        store_->grads_done(l);
     }
-    backend_.encoder_backward(g + layout_.wte(), g + layout_.wpe(), a.dresidual, a.inputs, B, T, C);
+    backend_.encoder_backward(gg + (layout_.wte() - g0), gg + (layout_.wpe() - g0), a.dresidual, a.inputs, B, T, C);
+    store_->params_done(L);
+    store_->grads_done(L);
     have_targets_ = false;
 }
 

@@ -5,18 +5,21 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
+#include "core/param_store.h"
 
 namespace arch {
 
 class GPT2 {
 public:
-    GPT2(const ModelConfig& config, Backend& backend);
+    // store: where parameters and gradients live; null = whole flat buffers owned by this model.
+    GPT2(const ModelConfig& config, Backend& backend, ParamStore* store = nullptr);
     ~GPT2();
     GPT2(const GPT2&) = delete;
     GPT2& operator=(const GPT2&) = delete;
@@ -26,22 +29,24 @@ public:
     Backend& backend() { return backend_; }
     std::size_t num_params() const { return layout_.num_params(); }
 
-    float* params() { return params_; }  // backend memory
-    float* grads() { return grads_; }    // backend memory
+    // The whole flat buffers (backend memory); only for a model whose store is a FlatParamStore.
+    float* params();
+    float* grads();
+    ParamStore& store() { return *store_; }
 
     // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, norms 1,
     // padded vocab rows 0. Deterministic in the seed.
     void init_weights(uint64_t seed);
-    void set_params(std::span<const float> host);  // size num_params()
-    void get_params(std::span<float> host) const;
-    void get_grads(std::span<float> host) const;
+    void set_params(std::span<const float> host);  // size num_params(); FlatParamStore only
+    void get_params(std::span<float> host);
+    void get_grads(std::span<float> host);
 
     // inputs, targets: host arrays of B*T token ids (targets may be null: logits only).
     // Returns the mean loss over B*T when targets are given, else 0. Throws on bad sizes or ids.
     float forward(const int* inputs, const int* targets, int B, int T);
-    // Accumulates d(loss * loss_scale) into grads(); needs the preceding forward with targets.
+    // Accumulates d(loss * loss_scale) into the store's gradients; needs the preceding forward with targets.
     void backward(float loss_scale = 1.0f);
-    void zero_grad();
+    void zero_grad() { store_->zero_grads(); }
 
     // Logits (V values, padding dropped) of row (b, t) from the last forward without backward.
     std::vector<float> logits_at(int b, int t) const;
@@ -54,8 +59,8 @@ private:
     ModelConfig config_;
     ParamLayout layout_;
     Backend& backend_;
-    float* params_ = nullptr;
-    float* grads_ = nullptr;
+    std::unique_ptr<FlatParamStore> own_store_;
+    ParamStore* store_ = nullptr;
     Activations* acts_ = nullptr;
     std::vector<void*> owned_;  // every backend allocation, freed in the destructor
     int B_ = 0, T_ = 0;           // current batch shape

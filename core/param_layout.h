@@ -35,6 +35,7 @@ public:
     explicit ParamLayout(const ModelConfig& config);
 
     std::size_t num_params() const { return num_params_; }
+    std::size_t num_blocks() const { return blocks_.size(); }
     const std::vector<TensorView>& tensors() const { return tensors_; }  // buffer order
     const BlockOffsets& block(int layer) const { return blocks_[layer]; }
     std::size_t block_begin(int layer) const;  // first float of a block; blocks are contiguous
