@@ -1,0 +1,82 @@
+// peers/diloco/global_model.cpp: GlobalModel.
+#include "peers/diloco/global_model.h"
+
+#include <sodium.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace arch::diloco {
+
+namespace {
+std::unique_ptr<outer::OuterOptimizer> make_optimizer(std::size_t n, const OuterConfig& c) {
+    if (c.optimizer == "nesterov") return std::make_unique<outer::Nesterov>(n, outer::NesterovOptions{c.lr, c.momentum});
+    if (c.optimizer == "average") return std::make_unique<outer::Nesterov>(outer::make_averaging(n));
+    if (c.optimizer == "delayed-nesterov")
+        return std::make_unique<outer::DelayedNesterov>(n, outer::DelayedNesterovOptions{c.lr, c.momentum, c.period, 0.0f});
+    throw Error("unknown outer optimizer '" + c.optimizer + "': expected nesterov, average or delayed-nesterov");
+}
+}  // namespace
+
+GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config)
+    : config_(config),
+      theta_(std::move(theta)),
+      optimizer_(make_optimizer(theta_.size(), config)),
+      aggregator_(outer::make_aggregator(config.aggregator)),
+      down_codec_(compression::make_codec(config.down_codec)),
+      scratch_(theta_.size()) {}
+
+std::vector<std::byte> GlobalModel::make_update(std::span<const outer::Contribution> contributions) {
+    if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
+    aggregator_->aggregate(contributions, scratch_);
+    return down_codec_->encode(scratch_, 0);
+}
+
+void GlobalModel::apply_update(std::span<const std::byte> update) {
+    compression::decode(update, scratch_);  // validates everything, throws before touching state
+    optimizer_->step(theta_, scratch_);
+}
+
+std::string hash_floats(std::span<const float> values) {
+    unsigned char h[32];
+    crypto_generichash(h, sizeof(h), reinterpret_cast<const unsigned char*>(values.data()), values.size_bytes(),
+                       nullptr, 0);
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : h) {
+        out += hex[c >> 4];
+        out += hex[c & 15];
+    }
+    return out;
+}
+
+std::string GlobalModel::hash() const { return hash_floats(theta_); }
+
+std::vector<std::byte> GlobalModel::save_state() const {
+    const std::vector<std::byte> opt = optimizer_->save_state();
+    std::vector<std::byte> out(8 + theta_.size() * sizeof(float) + opt.size());
+    const uint64_t n = theta_.size();
+    std::memcpy(out.data(), &n, 8);
+    std::memcpy(out.data() + 8, theta_.data(), n * sizeof(float));
+    std::memcpy(out.data() + 8 + n * sizeof(float), opt.data(), opt.size());
+    return out;
+}
+
+void GlobalModel::load_state(std::span<const std::byte> bytes) {
+    uint64_t n = 0;
+    if (bytes.size() < 8) throw Error("global state is truncated");
+    std::memcpy(&n, bytes.data(), 8);
+    if (n != theta_.size() || bytes.size() < 8 + n * sizeof(float))
+        throw Error("global state holds " + std::to_string(n) + " parameters, the model has " +
+                    std::to_string(theta_.size()));
+    std::vector<float> theta(n);
+    std::memcpy(theta.data(), bytes.data() + 8, n * sizeof(float));
+    for (float x : theta)
+        if (!std::isfinite(x)) throw Error("global state holds a non-finite parameter");
+    optimizer_->load_state(bytes.subspan(8 + n * sizeof(float)));  // validates, throws unchanged
+    theta_ = std::move(theta);
+}
+
+}  // namespace arch::diloco
