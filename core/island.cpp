@@ -1,0 +1,281 @@
+// core/island.cpp: Island: per-device models and stores, one thread per device per phase, the step's
+// micro-batches dealt out in a fixed order, and save/resume of the full (gathered) state.
+#include "core/island.h"
+
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include "core/adamw.h"
+#include "core/checkpoint.h"
+#include "core/ddp.h"
+#include "core/error.h"
+#include "core/run_state.h"
+
+namespace arch {
+
+Parallel parse_parallel(const std::string& name) {
+    if (name == "ddp") return Parallel::ddp;
+    if (name == "zero3") return Parallel::zero3;
+    throw Error("--parallel must be ddp or zero3, got '" + name + "'");
+}
+
+const char* parallel_name(Parallel parallel) { return parallel == Parallel::ddp ? "ddp" : "zero3"; }
+
+// Declaration order is destruction order reversed: the model goes before its store, the store before
+// the collective and the backend it uses.
+struct Island::Device {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Collective> collective;
+    std::unique_ptr<DdpStore> ddp;
+    std::unique_ptr<Zero3Store> zero3;
+    std::unique_ptr<GPT2> model;
+    std::unique_ptr<AdamW> adamw;  // DDP only: the whole-buffer optimizer, identical on every rank
+    std::vector<float> losses;     // per micro-step of the last step (or evaluation round)
+    float grad_norm = 0.0f;
+};
+
+Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
+               std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives)
+    : model_config_(model), config_(config), parallel_(parallel), layout_((validate(model), model)) {
+    if (backends.empty()) throw Error("an island needs at least one device");
+    if (collectives.size() != backends.size())
+        throw Error("island: " + std::to_string(backends.size()) + " devices but " +
+                    std::to_string(collectives.size()) + " collectives");
+    if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
+        throw Error("train config: B, T, grad accumulation and steps must be positive");
+    if (config.T > model.max_seq_len)
+        throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
+                    std::to_string(model.max_seq_len));
+    if (config.train_pattern.empty()) throw Error("train config: no training data given");
+    const int n = static_cast<int>(backends.size());
+    for (int r = 0; r < n; ++r) {
+        if (collectives[r]->rank() != r || collectives[r]->world_size() != n)
+            throw Error("island: collective " + std::to_string(r) + " is rank " + std::to_string(collectives[r]->rank()) +
+                        " of " + std::to_string(collectives[r]->world_size()) + ", expected rank " +
+                        std::to_string(r) + " of " + std::to_string(n));
+        auto d = std::make_unique<Device>();
+        d->backend = std::move(backends[r]);
+        d->collective = std::move(collectives[r]);
+        ParamStore* store;
+        if (parallel == Parallel::ddp) {
+            d->ddp = std::make_unique<DdpStore>(layout_, *d->backend, *d->collective);
+            d->adamw = std::make_unique<AdamW>(layout_, *d->backend);
+            store = d->ddp.get();
+        } else {
+            d->zero3 = std::make_unique<Zero3Store>(layout_, *d->backend, *d->collective);
+            store = d->zero3.get();
+        }
+        d->model = std::make_unique<GPT2>(model, *d->backend, store);
+        devices_.push_back(std::move(d));
+    }
+    train_ = std::make_unique<DataLoader>(config.train_pattern, config.B, config.T, config.order, config.seed,
+                                          model.vocab_size);
+    if (!config.val_pattern.empty()) {
+        val_ = std::make_unique<DataLoader>(config.val_pattern, config.B, config.T, DataOrder::sequential, 0,
+                                            model.vocab_size);
+        val_start_ = val_->cursor();
+    }
+}
+
+Island::~Island() = default;
+
+void Island::run_on_devices(const std::function<void(int)>& fn) {
+    if (failed_) throw Error("island: a device failed earlier; this island cannot continue");
+    if (devices() == 1) {
+        try {
+            fn(0);
+        } catch (...) {
+            failed_ = true;
+            throw;
+        }
+        return;
+    }
+    std::mutex mu;
+    std::exception_ptr first;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < devices(); ++r)
+        threads.emplace_back([&, r] {
+            try {
+                fn(r);
+            } catch (...) {
+                {
+                    std::lock_guard<std::mutex> lock(mu);
+                    if (!first) first = std::current_exception();
+                }
+                devices_[r]->collective->abort();  // the other ranks stop waiting for this one
+            }
+        });
+    for (auto& t : threads) t.join();
+    if (first) {
+        failed_ = true;
+        std::rethrow_exception(first);
+    }
+}
+
+void Island::read_batches(DataLoader& loader, int count) {
+    const std::size_t bt = static_cast<std::size_t>(config_.B) * config_.T;
+    inputs_.resize(bt * count);
+    targets_.resize(bt * count);
+    for (int m = 0; m < count; ++m) loader.next_batch(inputs_.data() + m * bt, targets_.data() + m * bt);
+}
+
+void Island::init_weights(std::uint64_t seed) {
+    // A transient whole model on device 0 draws the same values as one-device training would.
+    std::vector<float> host(layout_.num_params());
+    {
+        GPT2 full(model_config_, *devices_[0]->backend);
+        full.init_weights(seed);
+        full.get_params(host);
+    }
+    set_params(host);
+}
+
+void Island::set_params(std::span<const float> full) {
+    if (full.size() != layout_.num_params())
+        throw Error("island set_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
+                    std::to_string(full.size()));
+    for (auto& d : devices_) {
+        if (d->ddp) d->backend->upload(d->ddp->all_params(), full.data(), full.size_bytes());
+        else d->zero3->scatter_from_host(full, d->zero3->shard_params());
+    }
+}
+
+void Island::get_params(std::span<float> full) {
+    if (full.size() != layout_.num_params())
+        throw Error("island get_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
+                    std::to_string(full.size()));
+    if (parallel_ == Parallel::ddp) {
+        devices_[0]->backend->download(full.data(), devices_[0]->ddp->all_params(), full.size_bytes());
+        return;
+    }
+    run_on_devices([&](int r) {
+        Zero3Store& z = *devices_[r]->zero3;
+        z.gather_to_host(z.shard_params(), r == 0 ? full : std::span<float>());
+    });
+}
+
+StepStats Island::step() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int N = devices(), A = config_.grad_accum;
+    const std::size_t bt = static_cast<std::size_t>(config_.B) * config_.T;
+    read_batches(*train_, A * N);
+    const float loss_scale = 1.0f / static_cast<float>(A * N);
+    run_on_devices([&](int r) {  // forward and backward of this device's micro-batches
+        Device& d = *devices_[r];
+        d.losses.assign(A, 0.0f);
+        d.model->zero_grad();
+        for (int k = 0; k < A; ++k) {
+            const std::size_t m = static_cast<std::size_t>(k) * N + r;
+            if (d.ddp) d.ddp->set_sync(k == A - 1);
+            if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
+            d.losses[k] = d.model->forward(inputs_.data() + m * bt, targets_.data() + m * bt, config_.B, config_.T);
+            if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::backward);
+            d.model->backward(loss_scale);
+        }
+        if (d.ddp) d.ddp->wait_grads();
+        else d.zero3->wait_grads();
+    });
+    double loss_sum = 0.0;  // in micro-batch order, as one device with grad_accum * N adds them
+    for (int m = 0; m < A * N; ++m) loss_sum += devices_[m % N]->losses[m / N];
+    StepStats s;
+    s.loss = static_cast<float>(loss_sum / (A * N));
+    if (!std::isfinite(s.loss))
+        throw Error("training diverged at step " + std::to_string(steps_done_ + 1) + ": loss is " +
+                    std::to_string(s.loss) + " (try a lower --lr)");
+    s.lr = config_.schedule.at(steps_done_);
+    run_on_devices([&](int r) {  // the optimizer: identical on every rank (DDP) or on each shard (ZeRO-3)
+        Device& d = *devices_[r];
+        if (d.ddp) d.grad_norm = d.adamw->step(d.ddp->all_params(), d.ddp->all_grads(), s.lr, config_.adamw);
+        else d.grad_norm = d.zero3->adamw_step(s.lr, config_.adamw);
+    });
+    s.grad_norm = devices_[0]->grad_norm;
+    s.step = ++steps_done_;
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.tokens_per_s = static_cast<double>(bt) * A * N / s.seconds;
+    return s;
+}
+
+float Island::evaluate() {
+    if (val_ == nullptr) throw Error("evaluate: no validation data");
+    val_->seek(val_start_);
+    const int N = devices(), V = config_.val_batches, rounds = (V + N - 1) / N;
+    const std::size_t bt = static_cast<std::size_t>(config_.B) * config_.T;
+    read_batches(*val_, V);
+    run_on_devices([&](int r) {
+        Device& d = *devices_[r];
+        d.losses.assign(rounds, 0.0f);
+        for (int k = 0; k < rounds; ++k) {
+            // Under ZeRO-3 every rank must join every gather, so a rank without a batch in the last
+            // round repeats batch 0 and drops the result.
+            const int m = k * N + r, b = m < V ? m : 0;
+            if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
+            d.losses[k] = d.model->forward(inputs_.data() + b * bt, targets_.data() + b * bt, config_.B, config_.T);
+        }
+    });
+    double sum = 0.0;
+    for (int m = 0; m < V; ++m) sum += devices_[m % N]->losses[m / N];
+    return static_cast<float>(sum / V);
+}
+
+void Island::save(const std::string& path) {
+    std::vector<float> params(layout_.num_params());
+    get_params(params);
+    RunState state;
+    state.step = steps_done_;
+    state.train_cursor = train_->cursor();
+    state.m.resize(layout_.num_params());
+    state.v.resize(layout_.num_params());
+    if (parallel_ == Parallel::ddp) {
+        devices_[0]->adamw->get_state(state.m, state.v);
+    } else {
+        run_on_devices([&](int r) {
+            Zero3Store& z = *devices_[r]->zero3;
+            z.gather_to_host(z.shard_m(), r == 0 ? std::span<float>(state.m) : std::span<float>());
+            z.gather_to_host(z.shard_v(), r == 0 ? std::span<float>(state.v) : std::span<float>());
+        });
+    }
+    write_checkpoint(path, model_config_, params);
+    write_run_state(path + ".state", state);
+}
+
+void Island::resume(const std::string& path) {
+    const std::vector<float> params = read_checkpoint_params(path, model_config_);
+    const RunState state = read_run_state(path + ".state", layout_.num_params());
+    if (state.step > config_.steps)
+        throw Error("run state '" + path + ".state' is at step " + std::to_string(state.step) +
+                    ", beyond the configured " + std::to_string(config_.steps) + " steps");
+    train_->seek(state.train_cursor);  // validates before anything else changes
+    set_params(params);
+    for (auto& d : devices_) {
+        if (d->adamw) {
+            d->adamw->set_state(state.m, state.v, state.step);
+        } else {
+            d->zero3->scatter_from_host(state.m, d->zero3->shard_m());
+            d->zero3->scatter_from_host(state.v, d->zero3->shard_v());
+            d->zero3->set_steps_taken(state.step);
+        }
+    }
+    steps_done_ = state.step;
+}
+
+std::vector<DeviceMemory> Island::memory() const {
+    std::vector<DeviceMemory> out;
+    for (const auto& d : devices_) {
+        if (d->ddp) {
+            DeviceMemory m = d->ddp->memory();
+            m.optimizer_bytes = 2 * layout_.num_params() * sizeof(float);
+            out.push_back(m);
+        } else {
+            out.push_back(d->zero3->memory());
+        }
+    }
+    return out;
+}
+
+std::uint64_t Island::bytes_sent(int device) const { return devices_.at(device)->collective->bytes_sent(); }
+
+Zero3Store* Island::zero3(int device) { return devices_.at(device)->zero3.get(); }
+
+}  // namespace arch

@@ -1,0 +1,83 @@
+// core/island.h: an island: N devices (one thread each, one process) that run the inner training loop
+// together every step, data parallel (DDP: whole model per device, gradients all-reduced) or ZeRO-3
+// (1/N of parameters, gradients and AdamW state per device). One device is plain training.
+// Batch semantics: each device runs grad_accum micro-batches of B rows per step, so one step covers
+// N * grad_accum * B rows; micro-batch m of the step (m = k*N + r) goes to device r at micro-step k,
+// which makes an island of N equal to one device with grad_accum * N on the same data order.
+// It prints nothing; callers report the StepStats and memory() it returns. See docs/island.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/collective.h"
+#include "core/device_memory.h"
+#include "core/gpt2.h"
+#include "core/trainer.h"
+#include "core/zero3.h"
+
+namespace arch {
+
+enum class Parallel { ddp, zero3 };
+Parallel parse_parallel(const std::string& name);  // "ddp" | "zero3"; throws otherwise
+const char* parallel_name(Parallel parallel);
+
+class Island {
+public:
+    // backends[r] and collectives[r] belong to device r; the collectives form one group of
+    // backends.size() ranks (e.g. make_cpu_collectives(n)). Checks the config as Trainer does.
+    Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
+           std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives);
+    ~Island();
+    Island(const Island&) = delete;
+    Island& operator=(const Island&) = delete;
+
+    int devices() const { return static_cast<int>(devices_.size()); }
+    Parallel parallel() const { return parallel_; }
+    const TrainConfig& config() const { return config_; }
+    const ModelConfig& model_config() const { return model_config_; }
+    std::size_t num_params() const { return layout_.num_params(); }
+
+    // GPT-2 init (same values as GPT2::init_weights(seed) on one device).
+    void init_weights(std::uint64_t seed);
+    // The full flat parameter vector θ (ParamLayout order, host memory); ZeRO-3 gathers / scatters it.
+    void get_params(std::span<float> full);
+    void set_params(std::span<const float> full);
+
+    StepStats step();  // throws if training diverges; after any throw the island is unusable
+    float evaluate();  // mean val loss over val_batches (spread over the devices); throws without val data
+    int steps_done() const { return steps_done_; }
+    bool has_val() const { return val_ != nullptr; }
+
+    // Same files as Trainer::save / resume (checkpoint + CKPT.state), so runs move between modes.
+    void save(const std::string& path);
+    void resume(const std::string& path);
+
+    std::vector<DeviceMemory> memory() const;      // per device
+    std::uint64_t bytes_sent(int device) const;    // by that device's collective so far
+    Zero3Store* zero3(int device);                 // its shard (for per-slice pseudo-gradients); null under DDP
+
+private:
+    struct Device;
+    void run_on_devices(const std::function<void(int)>& fn);
+    void read_batches(DataLoader& loader, int count);
+
+    ModelConfig model_config_;
+    TrainConfig config_;
+    Parallel parallel_;
+    ParamLayout layout_;
+    std::vector<std::unique_ptr<Device>> devices_;
+    std::unique_ptr<DataLoader> train_;
+    std::unique_ptr<DataLoader> val_;
+    DataCursor val_start_;
+    std::vector<int> inputs_, targets_;  // the step's micro-batches, B*T ids each, back to back
+    int steps_done_ = 0;
+    bool failed_ = false;
+};
+
+}  // namespace arch
