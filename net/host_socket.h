@@ -1,0 +1,65 @@
+// net/host_socket.h: the host's end of the run: a ROUTER socket, CURVE server, that only peers on
+// the allow-list can reach. Each message comes with the peer's key as authenticated by ZAP; replies
+// are routed by that key. Not thread-safe: one thread owns the socket (the ZAP thread is internal).
+// Owns its own ZeroMQ context, because a context holds exactly one ZAP handler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "net/allow_list.h"
+#include "net/keys.h"
+#include "net/transport.h"
+
+namespace arch::net {
+
+struct HostOptions {
+    std::string bind_endpoint = "tcp://127.0.0.1:*";  // "*" port: pick an ephemeral one (see endpoint())
+    KeyPair keys;                                      // the host's long-term pair
+    AllowList allow;                                   // peers that may connect
+    uint64_t run_id = 0;                               // messages of other runs are dropped
+    Limits limits;
+    LogFn log = stderr_log();
+    std::string zap_domain = "archipelago";
+};
+
+class HostSocket {
+public:
+    // Starts the ZAP handler, then binds. Throws arch::Error (bad keys, endpoint in use, ...).
+    explicit HostSocket(HostOptions options);
+    ~HostSocket();
+    HostSocket(const HostSocket&) = delete;
+    HostSocket& operator=(const HostSocket&) = delete;
+
+    // The endpoint actually bound, with the real port: "tcp://127.0.0.1:41234".
+    std::string endpoint() const;
+
+    // Waits up to timeout_ms for one message or connection event. Malformed frames, frames from
+    // another run and frames without an authenticated key are dropped and logged; they never
+    // reach the caller. kind == connected is reported before a connection's first message;
+    // kind == disconnected when libzmq drops the connection (closed, or silent beyond
+    // heartbeat_timeout_ms). A disconnect is advisory: a later message from the key means it is back.
+    std::optional<Incoming> poll(int timeout_ms);
+
+    // Sends one message to the peer's newest connection. run_id, sequence and payload_bytes of
+    // `header` are filled in by the socket. Returns false (and logs) if the peer is not connected
+    // or its queue stayed full for send_timeout_ms. Throws arch::Error if the message exceeds
+    // max_message_bytes (use a transfer for large payloads).
+    bool send(const std::string& peer_key, const Header& header, std::span<const uint8_t> payload);
+
+    // Replaces the allow-list, from any thread. New handshakes use it at once; messages from
+    // connected keys no longer on it are dropped from then on.
+    void set_allow_list(AllowList allow);
+
+    bool connected(const std::string& peer_key) const;
+    const Traffic& traffic() const;
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace arch::net

@@ -1,0 +1,73 @@
+// net/invite.cpp: invite file format and validation.
+#include "net/invite.h"
+
+#include <sodium.h>
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "net/keys.h"
+#include "net/text_file.h"
+
+namespace arch::net {
+namespace {
+
+void check_endpoint(const std::string& endpoint, const std::string& what) {
+    const std::string scheme = "tcp://";
+    const auto colon = endpoint.rfind(':');
+    const bool shaped = endpoint.rfind(scheme, 0) == 0 && colon != std::string::npos && colon > scheme.size();
+    const std::string port = shaped ? endpoint.substr(colon + 1) : "";
+    bool port_ok = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+    if (port_ok) port_ok = std::stoul(port) >= 1 && std::stoul(port) <= 65535;
+    if (!shaped || !port_ok || endpoint.find_first_of(" \t\r\n") != std::string::npos)
+        throw Error(what + ": host-endpoint must look like tcp://HOST:PORT (port 1..65535), found '" + endpoint + "'");
+}
+
+}  // namespace
+
+uint64_t random_run_id() {
+    if (sodium_init() < 0) throw Error("libsodium failed to initialise");
+    uint64_t id = 0;
+    while (id == 0) randombytes_buf(&id, sizeof(id));
+    return id;
+}
+
+void Invite::validate(const std::string& what) const {
+    check_endpoint(host_endpoint, what);
+    check_public_key(host_public_key, what + ": host-public-key");
+    if (run_id == 0) throw Error(what + ": run-id must be nonzero");
+}
+
+std::string Invite::to_text() const {
+    char id[17];
+    std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(run_id));
+    return "# archipelago invite: give this file to the peer that will join (it holds no secret)\n"
+           "host-endpoint = " + host_endpoint + "\nhost-public-key = " + host_public_key + "\nrun-id = " + id + "\n";
+}
+
+void Invite::save(const std::string& path) const {
+    validate("invite");
+    detail::write_text_file_atomic(path, to_text(), 0644);
+}
+
+Invite Invite::load(const std::string& path) { return parse(detail::read_text_file(path, 4096), "invite '" + path + "'"); }
+
+Invite Invite::parse(const std::string& text, const std::string& what) {
+    const auto fields = detail::parse_fields(text, what);
+    for (const auto& [name, value] : fields)
+        if (name != "host-endpoint" && name != "host-public-key" && name != "run-id")
+            throw Error(what + ": unknown field '" + name + "'");
+    for (const char* name : {"host-endpoint", "host-public-key", "run-id"})
+        if (!fields.count(name)) throw Error(what + ": missing field '" + std::string(name) + "'");
+    Invite invite;
+    invite.host_endpoint = fields.at("host-endpoint");
+    invite.host_public_key = fields.at("host-public-key");
+    const std::string& id = fields.at("run-id");
+    if (id.empty() || id.size() > 16 || id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        throw Error(what + ": run-id must be 1..16 hex digits, found '" + id + "'");
+    invite.run_id = std::stoull(id, nullptr, 16);
+    invite.validate(what);
+    return invite;
+}
+
+}  // namespace arch::net

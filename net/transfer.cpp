@@ -1,0 +1,256 @@
+// net/transfer.cpp: TransferSender and TransferReceiver state machines.
+#include "net/transfer.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "net/message.h"
+
+namespace arch::net {
+namespace {
+
+std::string id_text(uint64_t id) { return std::to_string(id); }
+
+TransferStep rejected(std::string reason) {
+    TransferStep step;
+    step.rejected = std::move(reason);
+    return step;
+}
+
+}  // namespace
+
+// ---- sender ----
+
+TransferSender::TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes, uint32_t tag)
+    : blob_(std::move(blob)) {
+    if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
+    const uint64_t count = (blob_.size() + chunk_bytes - 1) / chunk_bytes;
+    if (count > 0xfffffff0ull) throw Error("transfer of " + std::to_string(blob_.size()) + " bytes needs too many chunks");
+    begin_.id = transfer_id;
+    begin_.total_bytes = blob_.size();
+    begin_.chunk_bytes = chunk_bytes;
+    begin_.chunk_count = static_cast<uint32_t>(count);
+    begin_.tag = tag;
+    begin_.digest = blake2b_256(blob_);
+}
+
+Outbound TransferSender::begin() const { return Outbound{kTransferBegin, encode(begin_)}; }
+
+Outbound TransferSender::abort(const std::string& reason) {
+    error_ = "aborted by sender: " + reason;
+    return Outbound{kTransferAbort, encode(AbortMsg{begin_.id, reason})};
+}
+
+TransferStep TransferSender::on_message(uint16_t type, std::span<const uint8_t> payload) {
+    std::string error;
+    const auto id = peek_transfer_id(payload);
+    if (id && *id != begin_.id)
+        return rejected(type_name(type) + " for transfer " + id_text(*id) + ", this sender has " + id_text(begin_.id));
+    TransferStep step;
+    switch (type) {
+        case kTransferStatus: {
+            auto m = decode_status(payload, error);
+            if (!m) return rejected(error);
+            if (m->held.size() != begin_.chunk_count)
+                return rejected("transfer-status lists " + std::to_string(m->held.size()) + " chunks, transfer has " +
+                                std::to_string(begin_.chunk_count));
+            session_ = m->session;
+            have_session_ = true;
+            credit_ = std::min(m->credit, begin_.chunk_count);
+            held_ = std::move(m->held);
+            cursor_ = 0;
+            resend_.clear();
+            if (std::all_of(held_.begin(), held_.end(), [](bool h) { return h; })) done_ = true;
+            break;
+        }
+        case kTransferCredit: {
+            auto m = decode_credit(payload, error);
+            if (!m) return rejected(error);
+            if (!have_session_ || m->session != session_) return step;  // from before a reconnect: ignore
+            credits_received_ += m->grant;
+            credit_ = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{credit_} + m->grant, begin_.chunk_count));
+            if (m->resend < begin_.chunk_count && !held_[m->resend]) resend_.push_back(m->resend);
+            break;
+        }
+        case kTransferDone: {
+            if (!decode_done(payload, error)) return rejected(error);
+            done_ = true;
+            break;
+        }
+        case kTransferAbort: {
+            auto m = decode_abort(payload, error);
+            if (!m) return rejected(error);
+            error_ = "receiver aborted transfer " + id_text(begin_.id) + ": " + m->reason;
+            break;
+        }
+        default: return rejected("unexpected " + type_name(type) + " for a transfer sender");
+    }
+    if (!done_ && error_.empty()) step.replies = pump();
+    return step;
+}
+
+std::vector<Outbound> TransferSender::pump() {
+    std::vector<Outbound> out;
+    while (credit_ > 0) {
+        uint32_t index;
+        if (!resend_.empty()) {
+            index = resend_.front();
+            resend_.erase(resend_.begin());
+        } else {
+            while (cursor_ < begin_.chunk_count && held_[cursor_]) ++cursor_;
+            if (cursor_ >= begin_.chunk_count) break;
+            index = cursor_++;
+        }
+        const uint64_t offset = uint64_t{index} * begin_.chunk_bytes;
+        const uint64_t length = std::min<uint64_t>(begin_.chunk_bytes, blob_.size() - offset);
+        const std::span<const uint8_t> data(blob_.data() + offset, length);
+        out.push_back(Outbound{kTransferChunk, encode_chunk(begin_.id, session_, index, data)});
+        --credit_;
+        ++chunks_sent_;
+    }
+    return out;
+}
+
+// ---- receiver ----
+
+TransferReceiver::TransferReceiver(ReceiverLimits limits, uint64_t expected_id)
+    : limits_(limits), expected_id_(expected_id) {
+    if (limits_.window_chunks == 0) throw Error("transfer window must be at least one chunk");
+}
+
+void TransferReceiver::reset() {
+    active_ = false;
+    complete_ = false;
+    begin_ = BeginMsg{};
+    held_.clear();
+    chunks_held_ = 0;
+    bad_chunks_ = 0;
+    data_.clear();
+    data_.shrink_to_fit();
+}
+
+std::vector<uint8_t> TransferReceiver::take() {
+    if (!complete_) throw Error("transfer " + id_text(begin_.id) + " is not complete");
+    std::vector<uint8_t> blob = std::move(data_);
+    reset();
+    return blob;
+}
+
+Outbound TransferReceiver::status() const {
+    return Outbound{kTransferStatus, encode(StatusMsg{begin_.id, session_, limits_.window_chunks, held_})};
+}
+
+Outbound TransferReceiver::credit(uint32_t resend) const {
+    return Outbound{kTransferCredit, encode(CreditMsg{begin_.id, session_, 1, resend})};
+}
+
+TransferStep TransferReceiver::on_message(uint16_t type, std::span<const uint8_t> payload) {
+    switch (type) {
+        case kTransferBegin: return on_begin(payload);
+        case kTransferChunk: return on_chunk(payload);
+        case kTransferAbort: {
+            std::string error;
+            const auto m = decode_abort(payload, error);
+            if (!m) return rejected(error);
+            if (!active_ || m->id != begin_.id) return rejected("transfer-abort for unknown transfer " + id_text(m->id));
+            reset();
+            return {};
+        }
+        default: return rejected("unexpected " + type_name(type) + " for a transfer receiver");
+    }
+}
+
+TransferStep TransferReceiver::on_begin(std::span<const uint8_t> payload) {
+    std::string error;
+    const auto m = decode_begin(payload, error);
+    if (!m) return rejected(error);
+    const std::string what = "transfer-begin " + id_text(m->id) + ": ";
+    if (expected_id_ != 0 && m->id != expected_id_)
+        return rejected(what + "expected transfer " + id_text(expected_id_));
+    if (m->chunk_bytes == 0 || m->chunk_bytes > limits_.max_chunk_bytes)
+        return rejected(what + "chunk size " + std::to_string(m->chunk_bytes) + " outside 1.." +
+                        std::to_string(limits_.max_chunk_bytes));
+    if (m->total_bytes > limits_.max_total_bytes)
+        return rejected(what + std::to_string(m->total_bytes) + " bytes exceeds the limit of " +
+                        std::to_string(limits_.max_total_bytes));
+    const uint64_t count = (m->total_bytes + m->chunk_bytes - 1) / m->chunk_bytes;
+    if (count != m->chunk_count)
+        return rejected(what + "chunk count " + std::to_string(m->chunk_count) + " does not match " +
+                        std::to_string(m->total_bytes) + " bytes in chunks of " + std::to_string(m->chunk_bytes));
+    if (active_ && m->id != begin_.id)
+        return rejected(what + "transfer " + id_text(begin_.id) + " is " + (complete_ ? "complete but not taken" : "in progress"));
+    if (active_ && (m->total_bytes != begin_.total_bytes || m->chunk_bytes != begin_.chunk_bytes ||
+                    m->tag != begin_.tag || m->digest != begin_.digest))
+        return rejected(what + "re-announced with a different size, chunking, tag or digest");
+    if (!active_) {
+        begin_ = *m;
+        data_.assign(m->total_bytes, 0);
+        held_.assign(m->chunk_count, false);
+        chunks_held_ = 0;
+        bad_chunks_ = 0;
+        active_ = true;
+        complete_ = m->chunk_count == 0 && blake2b_256({}) == m->digest;
+    }
+    ++session_;
+    TransferStep step;
+    step.replies.push_back(status());
+    if (complete_) step.replies.push_back(Outbound{kTransferDone, encode_done(begin_.id)});
+    return step;
+}
+
+TransferStep TransferReceiver::bad_chunk(uint32_t resend, std::string reason, bool current_session) {
+    TransferStep step;
+    if (++bad_chunks_ > limits_.max_bad_chunks) {
+        step.replies.push_back(Outbound{kTransferAbort, encode(AbortMsg{begin_.id, "too many bad chunks"})});
+        step.rejected = reason + "; more than " + std::to_string(limits_.max_bad_chunks) +
+                        " bad chunks, transfer " + id_text(begin_.id) + " aborted";
+        reset();
+        return step;
+    }
+    if (current_session) step.replies.push_back(credit(resend));
+    step.rejected = std::move(reason);
+    return step;
+}
+
+TransferStep TransferReceiver::on_chunk(std::span<const uint8_t> payload) {
+    std::string error;
+    const auto c = decode_chunk(payload, error);
+    if (!c) return rejected(error);
+    if (!active_ || c->id != begin_.id) return rejected("transfer-chunk for unknown transfer " + id_text(c->id));
+    if (complete_) return rejected("transfer-chunk " + std::to_string(c->index) + " after transfer " + id_text(c->id) + " completed");
+    const bool current = c->session == session_;
+    const std::string what = "transfer " + id_text(c->id) + " chunk " + std::to_string(c->index);
+    if (c->index >= begin_.chunk_count)
+        return bad_chunk(kNoResend, what + ": index out of range (transfer has " + std::to_string(begin_.chunk_count) + " chunks)",
+                         current);
+    const uint64_t offset = uint64_t{c->index} * begin_.chunk_bytes;
+    const uint64_t expected = std::min<uint64_t>(begin_.chunk_bytes, begin_.total_bytes - offset);
+    if (c->data.size() != expected)
+        return bad_chunk(c->index, what + ": " + std::to_string(c->data.size()) + " bytes, expected " + std::to_string(expected),
+                         current);
+    if (held_[c->index]) {
+        TransferStep step = rejected(what + ": duplicate");
+        if (current) step.replies.push_back(credit(kNoResend));
+        return step;
+    }
+    if (blake2b_256(c->data) != c->checksum) return bad_chunk(c->index, what + ": checksum mismatch", current);
+
+    std::copy(c->data.begin(), c->data.end(), data_.begin() + static_cast<std::ptrdiff_t>(offset));
+    held_[c->index] = true;
+    ++chunks_held_;
+    TransferStep step;
+    if (current) step.replies.push_back(credit(kNoResend));
+    if (chunks_held_ == begin_.chunk_count) {
+        if (blake2b_256(data_) == begin_.digest) {
+            complete_ = true;
+            step.replies.push_back(Outbound{kTransferDone, encode_done(begin_.id)});
+        } else {
+            step.replies.push_back(Outbound{kTransferAbort, encode(AbortMsg{begin_.id, "blob digest mismatch"})});
+            step.rejected = "transfer " + id_text(begin_.id) + ": every chunk verified but the blob digest does not match; aborted";
+            reset();
+        }
+    }
+    return step;
+}
+
+}  // namespace arch::net

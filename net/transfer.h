@@ -1,0 +1,114 @@
+// net/transfer.h: moving one large blob (a pseudo-gradient, the global model) as checksummed
+// chunks with credit-based flow control, resumable after a reconnect. Pure state machines: they
+// consume message payloads and return the messages to send; they never touch a socket or a clock,
+// so the host and peer loops embed them and tests drive them directly.
+//
+// Conversation (sender S, receiver R; types in message.h, layouts in transfer_wire.h):
+//   S: begin  ->  R: status (chunks held, credit = window, new session)
+//   S: chunk x credit  ->  R: credit +1 per chunk consumed (with "resend i" after a bad chunk)
+//   R: done once every chunk is held and the whole-blob BLAKE2b matches;  either: abort(reason)
+// Resume: after a reconnect S calls begin() again; R answers with the chunks it holds and S sends
+// only the rest. Credit belongs to a session, so credits from before a reconnect are ignored.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "net/transfer_wire.h"
+
+namespace arch::net {
+
+struct Outbound {
+    uint16_t type = 0;  // a kTransfer* type from message.h
+    std::vector<uint8_t> payload;
+};
+
+// What one incoming message did. `rejected` is empty when it was accepted; otherwise it says why
+// (the caller logs it) and the receiver's data (held chunks, bytes) is unchanged.
+struct TransferStep {
+    std::vector<Outbound> replies;
+    std::string rejected;
+};
+
+class TransferSender {
+public:
+    // chunk_bytes: at most a few MiB and below the link's max_message_bytes minus 80 bytes of headers.
+    TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes, uint32_t tag = 0);
+
+    Outbound begin() const;                              // send first, and again after every reconnect
+    TransferStep on_message(uint16_t type, std::span<const uint8_t> payload);  // status/credit/done/abort
+    Outbound abort(const std::string& reason);           // give up; done() stays false
+
+    bool done() const { return done_; }
+    bool failed() const { return !error_.empty(); }
+    const std::string& error() const { return error_; }
+    uint64_t transfer_id() const { return begin_.id; }
+    uint32_t chunk_count() const { return begin_.chunk_count; }
+    uint64_t chunks_sent() const { return chunks_sent_; }  // chunk messages produced, all sessions
+    uint64_t credits_received() const { return credits_received_; }
+
+private:
+    std::vector<Outbound> pump();  // chunks while credit lasts
+
+    BeginMsg begin_;
+    std::vector<uint8_t> blob_;
+    uint32_t session_ = 0;
+    bool have_session_ = false;
+    uint32_t credit_ = 0;
+    std::vector<bool> held_;      // what the receiver reported at the start of this session
+    uint32_t cursor_ = 0;         // next index to consider in this session
+    std::vector<uint32_t> resend_;
+    bool done_ = false;
+    std::string error_;
+    uint64_t chunks_sent_ = 0;
+    uint64_t credits_received_ = 0;
+};
+
+struct ReceiverLimits {
+    uint64_t max_total_bytes = 4ull << 30;  // refuse to allocate more for one blob
+    uint32_t max_chunk_bytes = 8u << 20;
+    uint32_t window_chunks = 4;             // chunks in flight: memory in queues ~ window * chunk
+    uint32_t max_bad_chunks = 16;           // wrong checksum/length/index before the transfer is aborted
+};
+
+class TransferReceiver {
+public:
+    // expected_id 0 accepts any transfer id; otherwise begins for other ids are rejected.
+    explicit TransferReceiver(ReceiverLimits limits = {}, uint64_t expected_id = 0);
+
+    TransferStep on_message(uint16_t type, std::span<const uint8_t> payload);  // begin/chunk/abort
+
+    bool active() const { return active_; }      // a begin was accepted
+    bool complete() const { return complete_; }  // every chunk held and the blob digest verified
+    uint64_t transfer_id() const { return begin_.id; }
+    uint32_t tag() const { return begin_.tag; }
+    uint32_t chunk_count() const { return begin_.chunk_count; }
+    uint32_t chunks_held() const { return chunks_held_; }
+    const std::vector<bool>& held() const { return held_; }
+    uint32_t bad_chunks() const { return bad_chunks_; }
+    const std::vector<uint8_t>& data() const { return data_; }  // partial until complete()
+    std::vector<uint8_t> take();  // the blob (once complete) and reset to idle
+    void reset();                 // forget the transfer (e.g. its round was abandoned)
+
+private:
+    TransferStep on_begin(std::span<const uint8_t> payload);
+    TransferStep on_chunk(std::span<const uint8_t> payload);
+    Outbound status() const;
+    Outbound credit(uint32_t resend) const;
+    TransferStep bad_chunk(uint32_t resend, std::string reason, bool current_session);
+
+    ReceiverLimits limits_;
+    uint64_t expected_id_;
+    bool active_ = false;
+    bool complete_ = false;
+    BeginMsg begin_;
+    uint32_t session_ = 0;
+    std::vector<bool> held_;
+    uint32_t chunks_held_ = 0;
+    uint32_t bad_chunks_ = 0;
+    std::vector<uint8_t> data_;
+};
+
+}  // namespace arch::net

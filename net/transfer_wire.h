@@ -1,0 +1,77 @@
+// net/transfer_wire.h: the payloads of the six transfer message types (message.h) and their codecs.
+// Decoders check lengths and ranges only; what a value means for a transfer in progress is
+// decided by TransferSender/TransferReceiver (transfer.h). Little-endian, fixed layouts:
+//   begin:  id u64 | total_bytes u64 | chunk_bytes u32 | chunk_count u32 | tag u32 | blake2b-256 of blob
+//   status: id u64 | session u32 | credit u32 | chunk_count u32 | bitmap (ceil(count/8) bytes, LSB first)
+//   chunk:  id u64 | session u32 | index u32 | blake2b-256 of data | data
+//   credit: id u64 | session u32 | grant u32 | resend u32 (kNoResend: none)
+//   done:   id u64
+//   abort:  id u64 | reason (UTF-8, at most 256 bytes)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace arch::net {
+
+using Digest = std::array<uint8_t, 32>;  // BLAKE2b-256
+Digest blake2b_256(std::span<const uint8_t> bytes);
+
+inline constexpr uint32_t kNoResend = 0xffffffffu;
+inline constexpr std::size_t kChunkPrefixBytes = 8 + 4 + 4 + 32;
+
+struct BeginMsg {
+    uint64_t id = 0;
+    uint64_t total_bytes = 0;
+    uint32_t chunk_bytes = 0;
+    uint32_t chunk_count = 0;
+    uint32_t tag = 0;  // what the blob is, in the run protocol's words (net/ does not interpret it)
+    Digest digest{};
+};
+struct StatusMsg {
+    uint64_t id = 0;
+    uint32_t session = 0;
+    uint32_t credit = 0;
+    std::vector<bool> held;  // one flag per chunk
+};
+struct ChunkView {  // points into the decoded payload
+    uint64_t id = 0;
+    uint32_t session = 0;
+    uint32_t index = 0;
+    Digest checksum{};
+    std::span<const uint8_t> data;
+};
+struct CreditMsg {
+    uint64_t id = 0;
+    uint32_t session = 0;
+    uint32_t grant = 0;
+    uint32_t resend = kNoResend;
+};
+struct AbortMsg {
+    uint64_t id = 0;
+    std::string reason;
+};
+
+std::vector<uint8_t> encode(const BeginMsg& m);
+std::vector<uint8_t> encode(const StatusMsg& m);
+std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index, std::span<const uint8_t> data);
+std::vector<uint8_t> encode(const CreditMsg& m);
+std::vector<uint8_t> encode_done(uint64_t id);
+std::vector<uint8_t> encode(const AbortMsg& m);
+
+// Each returns nullopt and sets `error` when the payload has the wrong length or shape.
+std::optional<BeginMsg> decode_begin(std::span<const uint8_t> p, std::string& error);
+std::optional<StatusMsg> decode_status(std::span<const uint8_t> p, std::string& error);
+std::optional<ChunkView> decode_chunk(std::span<const uint8_t> p, std::string& error);
+std::optional<CreditMsg> decode_credit(std::span<const uint8_t> p, std::string& error);
+std::optional<uint64_t> decode_done(std::span<const uint8_t> p, std::string& error);
+std::optional<AbortMsg> decode_abort(std::span<const uint8_t> p, std::string& error);
+
+// The transfer id of any transfer payload (its first 8 bytes), for routing to the right state machine.
+std::optional<uint64_t> peek_transfer_id(std::span<const uint8_t> payload);
+
+}  // namespace arch::net

@@ -1,0 +1,39 @@
+// net/zmq_common.h (internal to net/): the libzmq plumbing HostSocket and PeerSocket share:
+// applying Limits, a socket monitor and its events in words, and receiving/validating one frame.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <zmq.hpp>
+
+#include "net/transport.h"
+
+namespace arch::net::detail {
+
+void set_int(zmq::socket_t& socket, int option, int value, const char* name);
+void set_string(zmq::socket_t& socket, int option, const std::string& value, const char* name);
+void apply_limits(zmq::socket_t& socket, const Limits& limits);
+
+struct MonitorEvent {
+    uint16_t event = 0;
+    uint32_t value = 0;  // fd, errno, ZAP status or protocol error code, depending on the event
+    std::string endpoint;
+};
+
+// Starts a monitor on `socket` and returns the PAIR socket that receives its events.
+zmq::socket_t start_monitor(zmq::context_t& context, zmq::socket_t& socket, int events);
+std::optional<MonitorEvent> read_monitor_event(zmq::socket_t& monitor);  // non-blocking
+std::string describe_handshake_failure(const MonitorEvent& event);
+
+// Validates a received frame against the run; on success fills header and payload, on failure
+// counts it as rejected and returns the reason.
+bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header, std::vector<uint8_t>& payload,
+                  Traffic& traffic, std::string& reason);
+
+// Stamps run id, sequence and length, builds the single frame, counts it as sent once libzmq takes it.
+zmq::message_t build_frame(Header header, std::span<const uint8_t> payload, uint64_t run_id, uint64_t sequence,
+                           const Limits& limits);
+void count(std::map<uint16_t, TypeTraffic>& table, uint16_t type, std::size_t bytes);
+
+}  // namespace arch::net::detail
