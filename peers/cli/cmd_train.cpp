@@ -14,10 +14,12 @@
 #include "core/corpus.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/island.h"
 #include "core/sampling.h"
 #include "core/tokenizer.h"
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_collective.h"
 #include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 
@@ -34,6 +36,7 @@ const char* kTrainUsage =
     "batch:  --batch B (4) --seq-len T (64) --grad-accum N (1) --steps N (200)\n"
     "optim:  --lr 6e-4 --warmup 20 --schedule cosine|constant --final-lr-frac 0.1 --weight-decay 0.1\n"
     "        --beta1 0.9 --beta2 0.95 --eps 1e-8 --grad-clip 1.0 --seed 1337\n"
+    "island: --devices N (1: plain training; N CPU threads) --parallel ddp|zero3 (default ddp)\n"
     "run:    --out DIR (runs/train) --resume --save-every N (0: at the end) --stop-after N\n"
     "        --val-every N (50) --val-batches N (8) --log-format text|jsonl --sample-tokens N (0)\n";
 
@@ -117,6 +120,36 @@ TrainConfig resolve_train(Args& args, const Data& data) {
     return t;
 }
 
+// The run's inner loop: one device (Trainer), or an island of --devices CPU threads (Island).
+struct Loop {
+    GPT2& model;
+    std::unique_ptr<Trainer> one;
+    std::unique_ptr<Island> many;
+    Loop(GPT2& m, const TrainConfig& t, int devices, Parallel parallel) : model(m) {
+        if (devices == 1) {
+            one = std::make_unique<Trainer>(m, t);
+            return;
+        }
+        std::vector<std::unique_ptr<Backend>> backends;
+        for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
+        many = std::make_unique<Island>(m.config(), t, parallel, std::move(backends), make_cpu_collectives(devices));
+    }
+    StepStats step() { return one ? one->step() : many->step(); }
+    float evaluate() { return one ? one->evaluate() : many->evaluate(); }
+    bool has_val() const { return one ? one->has_val() : many->has_val(); }
+    int steps_done() const { return one ? one->steps_done() : many->steps_done(); }
+    void save(const std::string& path) { one ? one->save(path) : many->save(path); }
+    void resume(const std::string& path) { one ? one->resume(path) : many->resume(path); }
+    void init_weights(uint64_t seed) { one ? model.init_weights(seed) : many->init_weights(seed); }
+    void set_params(std::span<const float> p) { one ? model.set_params(p) : many->set_params(p); }
+    void sync_model() {  // the island's parameters into `model` (for sampling)
+        if (!many) return;
+        std::vector<float> p(model.num_params());
+        many->get_params(p);
+        model.set_params(p);
+    }
+};
+
 }  // namespace
 
 int cmd_train(const std::vector<std::string>& argv) {
@@ -137,24 +170,35 @@ int cmd_train(const std::vector<std::string>& argv) {
     const bool jsonl = args.str("log-format", "text") == "jsonl";
     if (!jsonl && args.str("log-format", "text") != "text") throw Error("train: --log-format must be text or jsonl");
     const int sample_tokens = args.integer("sample-tokens", 0);
+    const int devices = args.integer("devices", 1);
+    const Parallel parallel = parse_parallel(args.str("parallel", "ddp"));
+    if (devices < 1) throw Error("train: --devices must be at least 1, got " + std::to_string(devices));
     args.finish();
 
     auto backend = make_cpu_backend();
     GPT2 model(model_config, *backend);
-    Trainer trainer(model, train_config);  // validates data against the model before any file is written
+    Loop trainer(model, train_config, devices, parallel);  // validates data against the model before any file is written
     const std::string ckpt = out + "/model.bin";
     if (resume) {
         trainer.resume(ckpt);
     } else if (init) {
-        model.set_params(read_checkpoint_params(*init, model_config));
+        trainer.set_params(read_checkpoint_params(*init, model_config));
     } else {
-        model.init_weights(train_config.seed);
+        trainer.init_weights(train_config.seed);
     }
     std::FILE* log = jsonl ? stderr : stdout;  // jsonl owns stdout; human progress goes to stderr
     const bool live = ::isatty(::fileno(log));
     std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | backend %s\n",
                  describe(model_config).c_str(), model.num_params() / 1e6, train_config.B, train_config.T,
                  train_config.grad_accum, train_config.steps, trainer.steps_done(), backend->name().c_str());
+    if (trainer.many) {
+        const auto mem = trainer.many->memory();
+        std::fprintf(log, "island: %d cpu devices, %s, global batch %d rows per step\n", devices,
+                     parallel_name(parallel), train_config.B * train_config.grad_accum * devices);
+        for (std::size_t r = 0; r < mem.size(); ++r)
+            std::fprintf(log, "  device %zu: params %.2f MB, grads %.2f MB, optimizer %.2f MB\n", r,
+                         mem[r].params_bytes / 1e6, mem[r].grads_bytes / 1e6, mem[r].optimizer_bytes / 1e6);
+    }
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec) throw Error("cannot create the output folder '" + out + "': " + ec.message());
@@ -194,6 +238,7 @@ int cmd_train(const std::vector<std::string>& argv) {
     std::fprintf(log, "saved %s (+ .state) after step %d\n", ckpt.c_str(), trainer.steps_done());
 
     if (sample_tokens > 0 && !data.tokenizer.empty()) {
+        trainer.sync_model();
         const Tokenizer tok = Tokenizer::load(data.tokenizer);
         SamplingConfig sc;
         sc.max_new_tokens = sample_tokens;
