@@ -43,7 +43,7 @@ public:
     // send_timeout_ms. Throws arch::Error above max_message_bytes.
     bool send(const Header& header, std::span<const uint8_t> payload);
 
-    bool connected() const;  // a CURVE handshake succeeded and no disconnect followed
+    bool connected() const;  // as of the last poll(): a handshake succeeded, no disconnect since
     const Traffic& traffic() const;
 
 private:

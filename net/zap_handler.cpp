@@ -86,7 +86,7 @@ void ZapHandler::handle(const std::vector<zmq::message_t>& request) {
             text = "key " + fingerprint(z85) + " (" + z85 + ") is not on the allow-list";
         }
     }
-    if (status != "200") log("refused a connection from " + address + ": " + text);
+    if (status != "200") log("host: refused a connection from " + address + ": " + text);
     const std::string request_id = frame(1);
     socket_.send(zmq::buffer(std::string("1.0")), zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(request_id), zmq::send_flags::sndmore);

@@ -86,7 +86,7 @@ std::string describe_handshake_failure(const MonitorEvent& e) {
     if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
         return "authentication refused with ZAP status " + std::to_string(e.value) + where;
     if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-        return "handshake failed (timeout or connection closed during the handshake)" + where;
+        return "handshake failed (timed out, or the other side closed during the handshake: e.g. a client without CURVE)" + where;
     switch (e.value) {
         case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
             return "handshake failed: security mechanism mismatch (the other side does not use CURVE)" + where;

@@ -1,0 +1,113 @@
+// tests/net/test_net_files.cpp: key files (mode 0600, refusal of readable secrets), allow-list and
+// invite files: round trips and rejection of malformed input with a message naming the problem.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "core/error.h"
+#include "net/allow_list.h"
+#include "net/invite.h"
+#include "net/keys.h"
+#include "net/text_file.h"
+#include "net_fixture.h"
+
+using namespace arch::net;
+using arch::net::test::TempDir;
+
+namespace {
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+mode_t mode_of(const std::string& path) {
+    struct stat st;
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+}  // namespace
+
+TEST_CASE("key pairs are saved with mode 0600 and load back", "[net][keys]") {
+    TempDir dir;
+    const KeyPair keys = generate_keypair();
+    REQUIRE(keys.public_key.size() == 40);
+    REQUIRE(keys.secret_key.size() == 40);
+    CHECK(generate_keypair().public_key != keys.public_key);
+    const std::string path = dir.file("node.key");
+    save_keypair(keys, path);
+    CHECK(mode_of(path) == 0600);
+    const KeyPair loaded = load_keypair(path);
+    CHECK(loaded.public_key == keys.public_key);
+    CHECK(loaded.secret_key == keys.secret_key);
+    CHECK(load_public_key(path + ".pub") == keys.public_key);
+    CHECK(fingerprint(keys.public_key).size() == 16);
+    CHECK(fingerprint(keys.public_key) == fingerprint(loaded.public_key));
+    CHECK_THROWS_WITH(save_keypair(generate_keypair(), path), Catch::Contains("already exists"));
+    // The .pub file holds no secret.
+    CHECK(arch::net::detail::read_text_file(path + ".pub").find(keys.secret_key) == std::string::npos);
+}
+
+TEST_CASE("a secret key readable by others is refused", "[net][keys]") {
+    TempDir dir;
+    const std::string path = dir.file("node.key");
+    save_keypair(generate_keypair(), path);
+    REQUIRE(::chmod(path.c_str(), 0644) == 0);
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("readable by group or others") && Catch::Contains("chmod 600"));
+}
+
+TEST_CASE("key files with bad or mismatched keys are refused", "[net][keys]") {
+    TempDir dir;
+    const KeyPair a = generate_keypair(), b = generate_keypair();
+    const std::string path = dir.file("bad.key");
+    write(path, "public-key = " + a.public_key + "\nsecret-key = " + b.secret_key + "\n");
+    ::chmod(path.c_str(), 0600);
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("does not belong"));
+    write(path, "public-key = tooshort\nsecret-key = " + b.secret_key + "\n");
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("40-character Z85"));
+    write(path, "secret-key = " + b.secret_key + "\n");
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("no 'public-key'"));
+    CHECK_THROWS_AS(load_keypair(dir.file("missing.key")), arch::Error);
+}
+
+TEST_CASE("allow-list round trip, edits and malformed lines", "[net][allow]") {
+    TempDir dir;
+    const KeyPair a = generate_keypair(), b = generate_keypair(), c = generate_keypair();
+    AllowList list;
+    list.add(a.public_key, "alice's 4090s");
+    list.add(b.public_key, "");
+    CHECK(list.contains(a.public_key));
+    CHECK_FALSE(list.contains(c.public_key));
+    CHECK(list.name_of(a.public_key) == "alice's 4090s");
+    list.save(dir.file("allow.txt"));
+    AllowList loaded = AllowList::load(dir.file("allow.txt"));
+    CHECK(loaded.size() == 2);
+    CHECK(loaded.name_of(a.public_key) == "alice's 4090s");
+    CHECK(loaded.remove(b.public_key));
+    CHECK_FALSE(loaded.remove(b.public_key));
+    CHECK_FALSE(loaded.contains(b.public_key));
+    CHECK_THROWS_WITH(list.add("not-a-key", "x"), Catch::Contains("Z85"));
+
+    CHECK(AllowList::parse("# comment\n\n#\n  " + c.public_key + "   lab box  \n", "t").name_of(c.public_key) == "lab box");
+    CHECK_THROWS_WITH(AllowList::parse(a.public_key + " x\ngarbage here\n", "allow"), Catch::Contains("allow line 2"));
+    CHECK_THROWS_WITH(AllowList::parse(a.public_key + "\n" + a.public_key + "\n", "allow"), Catch::Contains("listed twice"));
+}
+
+TEST_CASE("invites round trip and reject bad fields", "[net][invite]") {
+    TempDir dir;
+    Invite invite{"tcp://127.0.0.1:5555", generate_keypair().public_key, random_run_id()};
+    CHECK(invite.run_id != 0);
+    invite.save(dir.file("run.invite"));
+    const Invite loaded = Invite::load(dir.file("run.invite"));
+    CHECK(loaded.host_endpoint == invite.host_endpoint);
+    CHECK(loaded.host_public_key == invite.host_public_key);
+    CHECK(loaded.run_id == invite.run_id);
+
+    const std::string key = invite.host_public_key;
+    auto parse = [&](const std::string& endpoint, const std::string& k, const std::string& id) {
+        return Invite::parse("host-endpoint = " + endpoint + "\nhost-public-key = " + k + "\nrun-id = " + id + "\n", "inv");
+    };
+    CHECK_THROWS_WITH(parse("http://x:1", key, "1"), Catch::Contains("tcp://HOST:PORT"));
+    CHECK_THROWS_WITH(parse("tcp://x:70000", key, "1"), Catch::Contains("tcp://HOST:PORT"));
+    CHECK_THROWS_WITH(parse("tcp://x:1", "short", "1"), Catch::Contains("host-public-key"));
+    CHECK_THROWS_WITH(parse("tcp://x:1", key, "0"), Catch::Contains("nonzero"));
+    CHECK_THROWS_WITH(parse("tcp://x:1", key, "xyz"), Catch::Contains("hex"));
+    CHECK_THROWS_WITH(Invite::parse("host-endpoint = tcp://x:1\n", "inv"), Catch::Contains("missing field"));
+    CHECK_THROWS_WITH(Invite::parse("color = red\n", "inv"), Catch::Contains("unknown field 'color'"));
+}

@@ -1,0 +1,243 @@
+// tests/net/test_transfer.cpp: the transfer state machines without sockets: a full transfer with
+// credit never exceeding the window, resume from held chunks, and every kind of bad chunk rejected
+// with a reason while the receiver's data stays as it was.
+#include <catch2/catch.hpp>
+#include <deque>
+#include <random>
+
+#include "core/error.h"
+#include "net/message.h"
+#include "net/transfer.h"
+
+using namespace arch::net;
+
+namespace {
+
+std::vector<uint8_t> random_blob(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> blob(n);
+    for (auto& b : blob) b = static_cast<uint8_t>(rng());
+    return blob;
+}
+
+// Delivers messages between one sender and one receiver in order; records the largest number of
+// chunks ever in flight.
+struct Wire {
+    std::deque<Outbound> to_receiver, to_sender;
+    std::size_t max_chunks_in_flight = 0;
+    void push(std::deque<Outbound>& q, std::vector<Outbound> msgs) {
+        for (auto& m : msgs) q.push_back(std::move(m));
+        std::size_t chunks = 0;
+        for (const auto& m : to_receiver) chunks += m.type == kTransferChunk;
+        max_chunks_in_flight = std::max(max_chunks_in_flight, chunks);
+    }
+    // Runs until both queues drain or `limit` receiver deliveries happened.
+    void run(TransferSender& s, TransferReceiver& r, std::size_t limit = SIZE_MAX) {
+        while ((!to_receiver.empty() || !to_sender.empty()) && limit > 0) {
+            if (!to_receiver.empty()) {
+                Outbound m = std::move(to_receiver.front());
+                to_receiver.pop_front();
+                auto step = r.on_message(m.type, m.payload);
+                REQUIRE(step.rejected.empty());
+                push(to_sender, std::move(step.replies));
+                --limit;
+            }
+            if (!to_sender.empty()) {
+                Outbound m = std::move(to_sender.front());
+                to_sender.pop_front();
+                auto step = s.on_message(m.type, m.payload);
+                REQUIRE(step.rejected.empty());
+                push(to_receiver, std::move(step.replies));
+            }
+        }
+    }
+};
+
+// A receiver that has accepted `s`'s begin (session 1), and the chunk messages s would send.
+TransferReceiver started(TransferSender& s, ReceiverLimits limits = {}) {
+    TransferReceiver r(limits);
+    const auto b = s.begin();
+    auto step = r.on_message(b.type, b.payload);
+    REQUIRE(step.rejected.empty());
+    REQUIRE(step.replies.size() == 1);
+    return r;
+}
+
+std::vector<uint8_t> chunk(uint64_t id, uint32_t session, uint32_t index, std::span<const uint8_t> data) {
+    return encode_chunk(id, session, index, data);
+}
+
+}  // namespace
+
+TEST_CASE("a transfer completes with credit bounding chunks in flight", "[net][transfer]") {
+    const auto blob = random_blob(1000003, 1);
+    TransferSender s(7, blob, 65536, 3);
+    ReceiverLimits limits;
+    limits.window_chunks = 3;
+    TransferReceiver r(limits);
+    Wire wire;
+    wire.push(wire.to_receiver, {s.begin()});
+    wire.run(s, r);
+    REQUIRE(r.complete());
+    CHECK(s.done());
+    CHECK(r.tag() == 3);
+    CHECK(s.chunks_sent() == s.chunk_count());
+    CHECK(s.chunk_count() == 16);
+    CHECK(wire.max_chunks_in_flight <= 3);
+    CHECK(r.take() == blob);
+    CHECK_FALSE(r.active());
+}
+
+TEST_CASE("an empty blob completes at once", "[net][transfer]") {
+    TransferSender s(1, {}, 1024);
+    TransferReceiver r;
+    Wire wire;
+    wire.push(wire.to_receiver, {s.begin()});
+    wire.run(s, r);
+    CHECK(r.complete());
+    CHECK(s.done());
+    CHECK(r.take().empty());
+}
+
+TEST_CASE("resume after a lost connection sends only the missing chunks", "[net][transfer]") {
+    const auto blob = random_blob(20 * 4096 + 17, 2);
+    TransferSender s(9, blob, 4096);
+    TransferReceiver r;
+    Wire wire;
+    wire.push(wire.to_receiver, {s.begin()});
+    wire.run(s, r, 8);  // begin + 7 chunks delivered, then the connection drops
+    wire.to_receiver.clear();
+    wire.to_sender.clear();
+    const uint32_t held = r.chunks_held();
+    REQUIRE(held == 7);
+    const uint64_t sent_before = s.chunks_sent();
+
+    wire.push(wire.to_receiver, {s.begin()});  // reconnected
+    wire.run(s, r);
+    REQUIRE(r.complete());
+    CHECK(s.chunks_sent() - sent_before == s.chunk_count() - held);
+    CHECK(r.take() == blob);
+}
+
+TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[net][transfer]") {
+    const auto blob = random_blob(10 * 1000 + 5, 3);
+    TransferSender s(5, blob, 1000);
+    TransferReceiver r = started(s);
+    const auto good0 = std::span(blob).first(1000);
+    REQUIRE(r.on_message(kTransferChunk, chunk(5, 1, 0, good0)).rejected.empty());
+    const auto data_before = r.data();
+    const auto held_before = r.held();
+
+    auto expect_rejected = [&](uint16_t type, const std::vector<uint8_t>& payload, const std::string& why) {
+        const auto step = r.on_message(type, payload);
+        INFO(step.rejected);
+        CHECK_THAT(step.rejected, Catch::Contains(why));
+        CHECK(r.data() == data_before);
+        CHECK(r.held() == held_before);
+        CHECK(r.chunks_held() == 1);
+        return step;
+    };
+    SECTION("out-of-range index") {
+        expect_rejected(kTransferChunk, chunk(5, 1, 11, good0), "out of range");
+        expect_rejected(kTransferChunk, chunk(5, 1, 0xffffffffu, good0), "out of range");
+    }
+    SECTION("duplicate") {
+        const auto step = expect_rejected(kTransferChunk, chunk(5, 1, 0, good0), "duplicate");
+        REQUIRE(step.replies.size() == 1);  // the credit it used comes back
+        CHECK(step.replies[0].type == kTransferCredit);
+    }
+    SECTION("bad checksum asks for a resend") {
+        auto payload = chunk(5, 1, 1, std::span(blob).subspan(1000, 1000));
+        payload.back() ^= 1;
+        const auto step = expect_rejected(kTransferChunk, payload, "checksum mismatch");
+        std::string error;
+        REQUIRE(step.replies.size() == 1);
+        const auto credit = decode_credit(step.replies[0].payload, error);
+        REQUIRE(credit);
+        CHECK(credit->resend == 1);
+    }
+    SECTION("wrong length") {
+        expect_rejected(kTransferChunk, chunk(5, 1, 1, std::span(blob).subspan(1000, 999)), "expected 1000");
+        expect_rejected(kTransferChunk, chunk(5, 1, 10, std::span(blob).subspan(0, 1000)), "expected 5");
+    }
+    SECTION("unknown transfer, truncated and garbage payloads, wrong types") {
+        expect_rejected(kTransferChunk, chunk(6, 1, 1, good0), "unknown transfer 6");
+        expect_rejected(kTransferChunk, std::vector<uint8_t>(47, 0), "at least 48");
+        expect_rejected(kTransferChunk, {}, "transfer-chunk");
+        expect_rejected(kTransferCredit, std::vector<uint8_t>(20, 0), "unexpected transfer-credit");
+        expect_rejected(kFirstProtocolType, {}, "unexpected type 0x0100");
+        expect_rejected(kTransferAbort, std::vector<uint8_t>(3, 0), "transfer-abort");
+    }
+    SECTION("a begin for another transfer, or changed parameters") {
+        TransferSender other(6, blob, 1000);
+        expect_rejected(kTransferBegin, other.begin().payload, "in progress");
+        TransferSender changed(5, random_blob(blob.size(), 4), 1000);
+        expect_rejected(kTransferBegin, changed.begin().payload, "different");
+    }
+    SECTION("too many bad chunks abort the transfer") {
+        ReceiverLimits limits;
+        limits.max_bad_chunks = 2;
+        TransferReceiver strict = started(s, limits);
+        for (int i = 0; i < 2; ++i) CHECK_FALSE(strict.on_message(kTransferChunk, chunk(5, 1, 99, good0)).rejected.empty());
+        CHECK(strict.active());
+        const auto step = strict.on_message(kTransferChunk, chunk(5, 1, 99, good0));
+        CHECK_THAT(step.rejected, Catch::Contains("aborted"));
+        REQUIRE(step.replies.size() == 1);
+        CHECK(step.replies[0].type == kTransferAbort);
+        CHECK_FALSE(strict.active());
+        // The sender hears it and fails with the reason.
+        s.on_message(step.replies[0].type, step.replies[0].payload);
+        CHECK(s.failed());
+        CHECK_THAT(s.error(), Catch::Contains("too many bad chunks"));
+    }
+}
+
+TEST_CASE("begin messages outside the receiver's limits are refused", "[net][transfer]") {
+    ReceiverLimits limits;
+    limits.max_total_bytes = 1 << 20;
+    limits.max_chunk_bytes = 4096;
+    TransferReceiver r(limits, 77);
+    auto rejected = [&](const BeginMsg& m) { return r.on_message(kTransferBegin, encode(m)).rejected; };
+    BeginMsg m{77, 8192, 4096, 2, 0, {}};
+    CHECK_THAT(rejected(BeginMsg{78, 8192, 4096, 2, 0, {}}), Catch::Contains("expected transfer 77"));
+    CHECK_THAT(rejected(BeginMsg{77, 2 << 20, 4096, 512, 0, {}}), Catch::Contains("exceeds the limit"));
+    CHECK_THAT(rejected(BeginMsg{77, 8192, 8192, 1, 0, {}}), Catch::Contains("chunk size"));
+    CHECK_THAT(rejected(BeginMsg{77, 8192, 0, 0, 0, {}}), Catch::Contains("chunk size"));
+    CHECK_THAT(rejected(BeginMsg{77, 8192, 4096, 3, 0, {}}), Catch::Contains("chunk count"));
+    CHECK_THAT(r.on_message(kTransferBegin, std::vector<uint8_t>(59, 0)).rejected, Catch::Contains("expected 60"));
+    CHECK_FALSE(r.active());
+    CHECK(rejected(m).empty());
+    CHECK(r.active());
+    CHECK_THROWS_AS(r.take(), arch::Error);
+}
+
+TEST_CASE("a blob whose chunks verify but whose digest does not is aborted", "[net][transfer]") {
+    const auto blob = random_blob(3000, 5);
+    TransferSender s(3, blob, 1000);
+    TransferReceiver r = started(s);
+    auto other = random_blob(1000, 6);
+    r.on_message(kTransferChunk, chunk(3, 1, 0, std::span(blob).first(1000)));
+    r.on_message(kTransferChunk, chunk(3, 1, 1, std::span(blob).subspan(1000, 1000)));
+    const auto step = r.on_message(kTransferChunk, chunk(3, 1, 2, other));  // self-consistent, wrong data
+    CHECK_THAT(step.rejected, Catch::Contains("blob digest"));
+    CHECK_FALSE(r.complete());
+    CHECK_FALSE(r.active());
+}
+
+TEST_CASE("random garbage fed to both state machines never crashes them", "[net][transfer]") {
+    const auto blob = random_blob(5000, 7);
+    TransferSender s(11, blob, 1000);
+    ReceiverLimits limits;
+    limits.max_total_bytes = 1 << 20;  // a random begin must not make the test allocate gigabytes
+    TransferReceiver r = started(s, limits);
+    std::mt19937 rng(8);
+    for (int i = 0; i < 3000; ++i) {
+        std::vector<uint8_t> junk(rng() % 120);
+        for (auto& b : junk) b = static_cast<uint8_t>(rng());
+        if (junk.size() >= 8 && rng() % 2) junk[0] = 11, std::fill(junk.begin() + 1, junk.begin() + 8, 0);
+        const auto type = static_cast<uint16_t>(kTransferBegin + rng() % 7);
+        (void)r.on_message(type, junk);
+        (void)s.on_message(type, junk);
+    }
+    CHECK(r.chunks_held() == 0);
+}

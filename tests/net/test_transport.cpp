@@ -1,0 +1,279 @@
+// tests/net/test_transport.cpp: HostSocket and PeerSocket over real sockets on 127.0.0.1:
+// who gets in (allow-listed CURVE keys only), what gets through (valid frames of this run only),
+// connection events (including a silent peer noticed by heartbeats) and the traffic counters.
+#include <catch2/catch.hpp>
+#include <zmq.hpp>
+
+#include "net/message.h"
+#include "net_fixture.h"
+#include "tcp_recorder.h"
+
+using namespace arch::net;
+using namespace arch::net::test;
+
+namespace {
+
+constexpr uint16_t kHello = kFirstProtocolType + 1;
+constexpr uint16_t kReport = kFirstProtocolType + 2;
+
+Header header(uint16_t type, uint32_t round = 0) {
+    Header h;
+    h.type = type;
+    h.round = round;
+    return h;
+}
+
+std::string text_of(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// A bare libzmq DEALER, optionally CURVE, for clients that misbehave below PeerSocket's API.
+zmq::socket_t raw_dealer(zmq::context_t& ctx, const std::string& endpoint, const std::string* server_key,
+                         const KeyPair* keys) {
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::reconnect_ivl, 50);
+    if (server_key != nullptr) {
+        s.set(zmq::sockopt::curve_serverkey, *server_key);
+        s.set(zmq::sockopt::curve_publickey, keys->public_key);
+        s.set(zmq::sockopt::curve_secretkey, keys->secret_key);
+    }
+    s.connect(endpoint);
+    return s;
+}
+
+std::vector<uint8_t> frame(uint16_t type, const std::string& payload, uint64_t run_id = kRunId) {
+    Header h = header(type);
+    h.run_id = run_id;
+    return encode_message(h, bytes_of(payload));
+}
+
+}  // namespace
+
+TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transport]") {
+    LogSink log;
+    const KeyPair host_keys = generate_keypair(), good = generate_keypair(), stranger = generate_keypair();
+    AllowList allow;
+    allow.add(good.public_key, "good");
+    HostSocket host(host_options(host_keys, allow, log));
+
+    PeerSocket good_peer(peer_options(host.endpoint(), host_keys.public_key, good, log));
+    REQUIRE(good_peer.send(header(kHello), bytes_of("good-1")));
+    auto first = next_message(host);
+    REQUIRE(first);
+    CHECK(first->peer_key == good.public_key);
+    CHECK(text_of(first->payload) == "good-1");
+
+    // Three bad clients try at once: an unlisted key, no CURVE at all, and a wrong host key.
+    LogSink stranger_log;
+    PeerSocket unlisted(peer_options(host.endpoint(), host_keys.public_key, stranger, stranger_log));
+    unlisted.send(header(kHello), bytes_of("from-unlisted"));
+    zmq::context_t ctx;
+    zmq::socket_t plain = raw_dealer(ctx, host.endpoint(), nullptr, nullptr);
+    plain.send(zmq::buffer(frame(kHello, "from-plain")), zmq::send_flags::dontwait);
+    PeerSocket wrong_server(peer_options(host.endpoint(), generate_keypair().public_key, good, log));
+    wrong_server.send(header(kHello), bytes_of("from-wrong-server-key"));
+
+    // Meanwhile the good peer keeps talking; the host must see only its messages.
+    int good_seen = 0, sent = 1;
+    const bool all_refusals_logged = wait_for([&] {
+        if (sent - good_seen < 3 && sent < 200) good_peer.send(header(kHello), bytes_of("good-" + std::to_string(++sent)));
+        if (auto in = host.poll(20); in && in->kind == Incoming::Kind::message) {
+            CHECK(in->peer_key == good.public_key);
+            CHECK(text_of(in->payload).rfind("good-", 0) == 0);
+            ++good_seen;
+        }
+        (void)unlisted.poll(0);
+        (void)good_peer.poll(0);
+        // The plain client is refused for a mechanism mismatch; if it notices first and hangs up,
+        // the host sees the handshake cut short instead.
+        return log.contains("is not on the allow-list") &&
+               (log.contains("mechanism mismatch") || log.contains("closed during the handshake")) &&
+               log.contains("cryptographic error") && stranger_log.contains("host refused our key");
+    });
+    INFO(log.all() << stranger_log.all());
+    CHECK(all_refusals_logged);
+    CHECK(good_seen >= 1);
+    CHECK(log.contains(fingerprint(stranger.public_key)));
+    CHECK_FALSE(unlisted.connected());
+    CHECK_FALSE(wrong_server.connected());
+    CHECK(good_peer.connected());
+    CHECK(host.traffic().rejected_messages == 0);  // nothing of theirs even reached validation
+}
+
+TEST_CASE("malformed frames from an authenticated peer are dropped with a reason", "[net][transport]") {
+    LogSink log;
+    const KeyPair host_keys = generate_keypair(), client = generate_keypair();
+    AllowList allow;
+    allow.add(client.public_key, "client");
+    HostSocket host(host_options(host_keys, allow, log));
+    zmq::context_t ctx;
+    zmq::socket_t raw = raw_dealer(ctx, host.endpoint(), &host_keys.public_key, &client);
+
+    auto send_raw = [&](const std::vector<uint8_t>& bytes) { raw.send(zmq::buffer(bytes), zmq::send_flags::none); };
+    send_raw(frame(kHello, "first"));
+    auto in = next_message(host);
+    REQUIRE(in);
+    CHECK(text_of(in->payload) == "first");
+
+    auto bad_magic = frame(kHello, "x");
+    bad_magic[1] ^= 0x55;
+    auto bad_version = frame(kHello, "x");
+    bad_version[4] = 9;
+    auto bad_length = frame(kHello, "xyz");
+    bad_length.pop_back();
+    send_raw(bytes_of("complete garbage, not a header at all"));
+    send_raw(bad_magic);
+    send_raw(bad_version);
+    const auto whole = frame(kHello, "x");
+    send_raw(std::vector<uint8_t>(whole.begin(), whole.begin() + 20));
+    send_raw(bad_length);
+    send_raw(frame(kHello, "other run", kRunId + 1));
+    raw.send(zmq::buffer(frame(kHello, "part 1")), zmq::send_flags::sndmore);
+    raw.send(zmq::buffer(frame(kHello, "part 2")), zmq::send_flags::none);
+    send_raw(frame(kHello, "after the garbage"));
+
+    in = next_message(host);
+    REQUIRE(in);
+    CHECK(text_of(in->payload) == "after the garbage");
+    INFO(log.all());
+    CHECK(host.traffic().rejected_messages == 7);
+    CHECK(log.contains("bad magic"));
+    CHECK(log.contains("unsupported message version 9"));
+    CHECK(log.contains("truncated header"));
+    CHECK(log.contains("length mismatch"));
+    CHECK(log.contains("wrong run id"));
+    CHECK(log.contains("expected 1 frame after the routing id, found 2"));
+
+    SECTION("an oversized frame drops the connection, and nothing of it arrives") {
+        const std::string big(5 << 20, 'B');  // over the 4 MiB max_message_bytes of test_limits()
+        send_raw(frame(kHello, big));
+        bool disconnected = false;
+        REQUIRE(wait_for([&] {
+            auto e = host.poll(50);
+            if (e && e->kind == Incoming::Kind::message) FAIL("oversized message was delivered");
+            disconnected = disconnected || (e && e->kind == Incoming::Kind::disconnected);
+            return disconnected;
+        }));
+        CHECK(log.contains("disconnected"));
+        send_raw(frame(kHello, "back again"));  // libzmq reconnects the raw socket by itself
+        in = next_message(host);
+        REQUIRE(in);
+        CHECK(text_of(in->payload) == "back again");
+    }
+    SECTION("plain TCP garbage (not even ZMTP) does not disturb the host") {
+        const auto port = static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1)));
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(port);
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+        const std::string junk(4096, '\xff');
+        CHECK(::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) > 0);
+        send_raw(frame(kHello, "still fine"));
+        in = next_message(host);
+        REQUIRE(in);
+        CHECK(text_of(in->payload) == "still fine");
+        ::close(fd);
+    }
+}
+
+TEST_CASE("the host sees peers connect, leave, and go silent", "[net][transport]") {
+    LogSink log;
+    const KeyPair host_keys = generate_keypair(), a = generate_keypair();
+    AllowList allow;
+    allow.add(a.public_key, "a");
+    HostSocket host(host_options(host_keys, allow, log));
+    TcpRecorder relay(static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1))));
+
+    auto next_event = [&](Incoming::Kind kind, int timeout_ms) {
+        bool seen = false;
+        wait_for([&] {
+            auto e = host.poll(20);
+            seen = e && e->kind == kind && e->peer_key == a.public_key;
+            return seen;
+        }, timeout_ms);
+        return seen;
+    };
+    {
+        PeerSocket peer(peer_options(relay.endpoint(), host_keys.public_key, a, log));
+        REQUIRE(wait_for([&] { return peer.poll(20) && peer.connected(); }));
+        peer.send(header(kHello), bytes_of("hi"));
+        CHECK(next_event(Incoming::Kind::connected, 5000));
+        CHECK(host.connected(a.public_key));
+        // Host replies by key.
+        REQUIRE(host.send(a.public_key, header(kReport, 3), bytes_of("welcome")));
+        auto reply = next_message(peer);
+        REQUIRE(reply);
+        CHECK(reply->header.round == 3);
+        CHECK(reply->peer_key == host_keys.public_key);
+        CHECK(text_of(reply->payload) == "welcome");
+
+        SECTION("a peer that goes silent is dropped within the heartbeat timeout") {
+            relay.freeze();
+            const auto start = std::chrono::steady_clock::now();
+            CHECK(next_event(Incoming::Kind::disconnected, 5000));
+            const auto took = std::chrono::steady_clock::now() - start;
+            CHECK(took < std::chrono::milliseconds(test_limits().heartbeat_timeout_ms + 1500));
+            CHECK_FALSE(host.connected(a.public_key));
+            CHECK_FALSE(host.send(a.public_key, header(kReport), bytes_of("anyone?")));
+            relay.resume();
+            relay.cut();  // let the peer notice and reconnect (backoff) on a fresh connection
+            REQUIRE(wait_for([&] {
+                peer.poll(20);
+                return peer.connected();
+            }));
+            peer.send(header(kHello), bytes_of("back"));
+            auto in = next_message(host);
+            REQUIRE(in);
+            CHECK(text_of(in->payload) == "back");
+        }
+        SECTION("removing a key from the allow-list stops its messages") {
+            host.set_allow_list(AllowList{});
+            peer.send(header(kHello), bytes_of("still here?"));
+            CHECK(wait_for([&] {
+                host.poll(20);
+                return log.contains("no longer on the allow-list");
+            }));
+        }
+    }
+    SECTION("a peer that closes its socket is reported at once") {
+        CHECK(next_event(Incoming::Kind::disconnected, 3000));
+    }
+}
+
+TEST_CASE("bytes are counted per message type, as sent on the wire", "[net][transport]") {
+    LogSink log;
+    const KeyPair host_keys = generate_keypair(), a = generate_keypair();
+    AllowList allow;
+    allow.add(a.public_key, "a");
+    HostSocket host(host_options(host_keys, allow, log));
+    TcpRecorder relay(static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1))));
+    PeerSocket peer(peer_options(relay.endpoint(), host_keys.public_key, a, log));
+
+    uint64_t hello_bytes = 0, report_bytes = 0;
+    for (int i = 0; i < 20; ++i) {
+        const std::string payload(static_cast<std::size_t>(100 * i + 1), 'p');
+        const uint16_t type = i % 3 == 0 ? kReport : kHello;
+        REQUIRE(peer.send(header(type), bytes_of(payload)));
+        (type == kReport ? report_bytes : hello_bytes) += kHeaderBytes + payload.size();
+    }
+    for (int i = 0; i < 20; ++i) REQUIRE(next_message(host));
+    REQUIRE(host.send(a.public_key, header(kReport), bytes_of(std::string(50000, 'r'))));
+    REQUIRE(next_message(peer));
+
+    const auto& sent = peer.traffic().sent;
+    CHECK(sent.at(kHello).bytes == hello_bytes);
+    CHECK(sent.at(kReport).bytes == report_bytes);
+    CHECK(sent.at(kHello).messages + sent.at(kReport).messages == 20);
+    CHECK(host.traffic().received.at(kHello).bytes == hello_bytes);
+    CHECK(host.traffic().received.at(kReport).bytes == report_bytes);
+    CHECK(host.traffic().sent.at(kReport).bytes == kHeaderBytes + 50000);
+    CHECK(peer.traffic().received.at(kReport).bytes == kHeaderBytes + 50000);
+
+    // What crossed the wire is the counted bytes plus CURVE framing (about 40 bytes per message),
+    // the handshake and heartbeats: never less, and not much more.
+    const uint64_t counted = peer.traffic().bytes_sent() + host.traffic().bytes_sent();
+    const uint64_t wire = relay.recorded_size();
+    CHECK(wire > counted);
+    CHECK(wire < counted + 21 * 64 + 16384);
+}
