@@ -26,7 +26,8 @@ AllowList AllowList::parse(const std::string& text, const std::string& what) {
         // Z85 has no space, so "# ..." and "#" alone can never be a key: they are comments.
         if (line.compare(begin, 2, "# ") == 0 || line.substr(begin) == "#") continue;
         const auto key_end = line.find_first_of(" \t", begin);
-        const std::string key = line.substr(begin, key_end == std::string::npos ? std::string::npos : key_end - begin);
+        const std::string key =
+            line.substr(begin, key_end == std::string::npos ? std::string::npos : key_end - begin);
         std::string name;
         if (key_end != std::string::npos) {
             const auto name_begin = line.find_first_not_of(" \t", key_end);
@@ -37,7 +38,8 @@ AllowList AllowList::parse(const std::string& text, const std::string& what) {
         }
         const std::string where = what + " line " + std::to_string(number);
         check_public_key(key, where);
-        if (list.contains(key)) throw Error(where + ": key " + fingerprint(key) + " is listed twice");
+        if (list.contains(key))
+            throw Error(where + ": key " + fingerprint(key) + " is listed twice");
         list.names_[key] = name;
     }
     return list;
@@ -49,17 +51,24 @@ std::string AllowList::to_text() const {
     return text;
 }
 
-void AllowList::save(const std::string& path) const { detail::write_text_file_atomic(path, to_text(), 0644); }
+void AllowList::save(const std::string& path) const {
+    detail::write_text_file_atomic(path, to_text(), 0644);
+}
 
 void AllowList::add(const std::string& public_key, const std::string& name) {
     check_public_key(public_key, "allow-list key");
-    if (name.find_first_of("\r\n") != std::string::npos) throw Error("allow-list name must be one line: '" + name + "'");
+    if (name.find_first_of("\r\n") != std::string::npos)
+        throw Error("allow-list name must be one line: '" + name + "'");
     names_[public_key] = name;
 }
 
-bool AllowList::remove(const std::string& public_key) { return names_.erase(public_key) > 0; }
+bool AllowList::remove(const std::string& public_key) {
+    return names_.erase(public_key) > 0;
+}
 
-bool AllowList::contains(const std::string& public_key) const { return names_.count(public_key) > 0; }
+bool AllowList::contains(const std::string& public_key) const {
+    return names_.count(public_key) > 0;
+}
 
 std::string AllowList::name_of(const std::string& public_key) const {
     const auto it = names_.find(public_key);

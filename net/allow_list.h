@@ -1,6 +1,7 @@
 // net/allow_list.h: the host's list of peer public keys that may connect, as a text file of
-// "Z85KEY name" lines ("# " starts a comment line). It knows nothing of sockets: HostSocket consults
-// a copy of it from its ZAP handler. Names are for people (logs, GUI); identity is the key alone.
+// "Z85KEY name" lines ("# " starts a comment line). It knows nothing of sockets: HostSocket
+// consults a copy of it from its ZAP handler. Names are for people (logs, GUI); identity is the key
+// alone.
 #pragma once
 
 #include <map>
@@ -10,7 +11,7 @@
 namespace arch::net {
 
 class AllowList {
-public:
+  public:
     AllowList() = default;
 
     // Parses the file; errors name the line. A missing file is an error (use an empty AllowList
@@ -28,7 +29,7 @@ public:
     std::size_t size() const { return names_.size(); }
     std::vector<std::string> keys() const;
 
-private:
+  private:
     std::map<std::string, std::string> names_;  // key -> name
 };
 

@@ -11,7 +11,8 @@
 #include "net/zmq_common.h"
 
 #ifndef ZMQ_ZAP_ENFORCE_DOMAIN
-#define ZMQ_ZAP_ENFORCE_DOMAIN 93  // a DRAFT constant in libzmq 4.3 headers, accepted by stable builds
+#define ZMQ_ZAP_ENFORCE_DOMAIN \
+    93  // a DRAFT constant in libzmq 4.3 headers, accepted by stable builds
 #endif
 
 namespace arch::net {
@@ -54,12 +55,14 @@ HostSocket::HostSocket(HostOptions options) : state_(std::make_unique<State>()) 
     detail::apply_limits(s.router, s.options.limits);
     detail::set_int(s.router, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY");
     detail::set_int(s.router, ZMQ_CURVE_SERVER, 1, "ZMQ_CURVE_SERVER");
-    detail::set_string(s.router, ZMQ_CURVE_SECRETKEY, s.options.keys.secret_key, "ZMQ_CURVE_SECRETKEY");
+    detail::set_string(s.router, ZMQ_CURVE_SECRETKEY, s.options.keys.secret_key,
+                       "ZMQ_CURVE_SECRETKEY");
     detail::set_string(s.router, ZMQ_ZAP_DOMAIN, s.options.zap_domain, "ZMQ_ZAP_DOMAIN");
     detail::set_int(s.router, ZMQ_ZAP_ENFORCE_DOMAIN, 1, "ZMQ_ZAP_ENFORCE_DOMAIN");
-    s.monitor = detail::start_monitor(s.context, s.router,
-                                      ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+    s.monitor = detail::start_monitor(
+        s.context, s.router,
+        ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
     try {
         s.router.bind(s.options.bind_endpoint);
     } catch (const zmq::error_t& e) {
@@ -77,7 +80,9 @@ HostSocket::~HostSocket() {
     s.context.close();
 }
 
-std::string HostSocket::endpoint() const { return state_->endpoint; }
+std::string HostSocket::endpoint() const {
+    return state_->endpoint;
+}
 
 void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) {
     if (event.event != ZMQ_EVENT_DISCONNECTED) {
@@ -121,21 +126,24 @@ void HostSocket::State::receive_one() {
     if (parts != 1) {
         reason = "expected 1 frame after the routing id, found " + std::to_string(parts);
     } else if (!is_valid_public_key(key)) {
-        reason = "no authenticated key on the connection";  // fail closed; cannot happen with ZAP 200
+        reason =
+            "no authenticated key on the connection";  // fail closed; cannot happen with ZAP 200
     } else if (!zap->allow_list()->contains(key)) {
         reason = "key is no longer on the allow-list";
     }
     Header header;
     std::vector<uint8_t> payload;
-    if (reason.empty() && !detail::accept_frame(frame, options.run_id, header, payload, traffic, reason)) {
+    if (reason.empty() &&
+        !detail::accept_frame(frame, options.run_id, header, payload, traffic, reason)) {
         // accept_frame counted it as rejected
     } else if (!reason.empty()) {
         traffic.rejected_messages += 1;
         traffic.rejected_bytes += frame.size();
     }
     if (!reason.empty()) {
-        log("host: dropped a message from " + (key.empty() ? std::string("an unknown peer") : "peer " + fingerprint(key)) +
-            ": " + reason);
+        log("host: dropped a message from " +
+            (key.empty() ? std::string("an unknown peer") : "peer " + fingerprint(key)) + ": " +
+            reason);
         return;
     }
     const std::string rid = routing.to_string();
@@ -165,13 +173,16 @@ std::optional<Incoming> HostSocket::poll(int timeout_ms) {
             s.pending.pop_front();
             return next;
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
         // Wake at least every 100 ms so ZAP refusals reach the log while nothing else happens.
         const long wait = std::max<long>(0, std::min<long>(left.count(), 100));
-        zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0}, {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0},
+                                   {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
         zmq::poll(items, 2, std::chrono::milliseconds(wait));
         if (items[1].revents & ZMQ_POLLIN)
-            while (auto event = detail::read_monitor_event(s.monitor)) s.handle_monitor_event(*event);
+            while (auto event = detail::read_monitor_event(s.monitor))
+                s.handle_monitor_event(*event);
         if (items[0].revents & ZMQ_POLLIN) s.receive_one();
         if (s.pending.empty() && std::chrono::steady_clock::now() >= deadline) {
             s.drain_zap_log();
@@ -180,13 +191,16 @@ std::optional<Incoming> HostSocket::poll(int timeout_ms) {
     }
 }
 
-bool HostSocket::send(const std::string& peer_key, const Header& header, std::span<const uint8_t> payload) {
+bool HostSocket::send(const std::string& peer_key, const Header& header,
+                      std::span<const uint8_t> payload) {
     State& s = *state_;
-    zmq::message_t frame = detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
+    zmq::message_t frame =
+        detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
     const std::size_t bytes = frame.size();
     const auto route = s.routing_of.find(peer_key);
     if (route == s.routing_of.end()) {
-        s.log("host: cannot send " + type_name(header.type) + " to peer " + fingerprint(peer_key) + ": not connected");
+        s.log("host: cannot send " + type_name(header.type) + " to peer " + fingerprint(peer_key) +
+              ": not connected");
         return false;
     }
     try {
@@ -203,10 +217,16 @@ bool HostSocket::send(const std::string& peer_key, const Header& header, std::sp
     return true;
 }
 
-void HostSocket::set_allow_list(AllowList allow) { state_->zap->set_allow_list(std::move(allow)); }
+void HostSocket::set_allow_list(AllowList allow) {
+    state_->zap->set_allow_list(std::move(allow));
+}
 
-bool HostSocket::connected(const std::string& peer_key) const { return state_->routing_of.count(peer_key) > 0; }
+bool HostSocket::connected(const std::string& peer_key) const {
+    return state_->routing_of.count(peer_key) > 0;
+}
 
-const Traffic& HostSocket::traffic() const { return state_->traffic; }
+const Traffic& HostSocket::traffic() const {
+    return state_->traffic;
+}
 
 }  // namespace arch::net

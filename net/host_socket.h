@@ -17,17 +17,18 @@
 namespace arch::net {
 
 struct HostOptions {
-    std::string bind_endpoint = "tcp://127.0.0.1:*";  // "*" port: pick an ephemeral one (see endpoint())
-    KeyPair keys;                                      // the host's long-term pair
-    AllowList allow;                                   // peers that may connect
-    uint64_t run_id = 0;                               // messages of other runs are dropped
+    std::string bind_endpoint =
+        "tcp://127.0.0.1:*";  // "*" port: pick an ephemeral one (see endpoint())
+    KeyPair keys;             // the host's long-term pair
+    AllowList allow;          // peers that may connect
+    uint64_t run_id = 0;      // messages of other runs are dropped
     Limits limits;
     LogFn log = stderr_log();
     std::string zap_domain = "archipelago";
 };
 
 class HostSocket {
-public:
+  public:
     // Starts the ZAP handler, then binds. Throws arch::Error (bad keys, endpoint in use, ...).
     explicit HostSocket(HostOptions options);
     ~HostSocket();
@@ -41,7 +42,8 @@ public:
     // another run and frames without an authenticated key are dropped and logged; they never
     // reach the caller. kind == connected is reported before a connection's first message;
     // kind == disconnected when libzmq drops the connection (closed, or silent beyond
-    // heartbeat_timeout_ms). A disconnect is advisory: a later message from the key means it is back.
+    // heartbeat_timeout_ms). A disconnect is advisory: a later message from the key means it is
+    // back.
     std::optional<Incoming> poll(int timeout_ms);
 
     // Sends one message to the peer's newest connection. run_id, sequence and payload_bytes of
@@ -57,7 +59,7 @@ public:
     bool connected(const std::string& peer_key) const;
     const Traffic& traffic() const;
 
-private:
+  private:
     struct State;
     std::unique_ptr<State> state_;
 };

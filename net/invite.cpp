@@ -15,12 +15,16 @@ namespace {
 void check_endpoint(const std::string& endpoint, const std::string& what) {
     const std::string scheme = "tcp://";
     const auto colon = endpoint.rfind(':');
-    const bool shaped = endpoint.rfind(scheme, 0) == 0 && colon != std::string::npos && colon > scheme.size();
+    const bool shaped =
+        endpoint.rfind(scheme, 0) == 0 && colon != std::string::npos && colon > scheme.size();
     const std::string port = shaped ? endpoint.substr(colon + 1) : "";
-    bool port_ok = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+    bool port_ok = !port.empty() && port.size() <= 5 &&
+                   port.find_first_not_of("0123456789") == std::string::npos;
     if (port_ok) port_ok = std::stoul(port) >= 1 && std::stoul(port) <= 65535;
     if (!shaped || !port_ok || endpoint.find_first_of(" \t\r\n") != std::string::npos)
-        throw Error(what + ": host-endpoint must look like tcp://HOST:PORT (port 1..65535), found '" + endpoint + "'");
+        throw Error(what +
+                    ": host-endpoint must look like tcp://HOST:PORT (port 1..65535), found '" +
+                    endpoint + "'");
 }
 
 }  // namespace
@@ -42,7 +46,8 @@ std::string Invite::to_text() const {
     char id[17];
     std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(run_id));
     return "# archipelago invite: give this file to the peer that will join (it holds no secret)\n"
-           "host-endpoint = " + host_endpoint + "\nhost-public-key = " + host_public_key + "\nrun-id = " + id + "\n";
+           "host-endpoint = " +
+           host_endpoint + "\nhost-public-key = " + host_public_key + "\nrun-id = " + id + "\n";
 }
 
 void Invite::save(const std::string& path) const {
@@ -50,7 +55,9 @@ void Invite::save(const std::string& path) const {
     detail::write_text_file_atomic(path, to_text(), 0644);
 }
 
-Invite Invite::load(const std::string& path) { return parse(detail::read_text_file(path, 4096), "invite '" + path + "'"); }
+Invite Invite::load(const std::string& path) {
+    return parse(detail::read_text_file(path, 4096), "invite '" + path + "'");
+}
 
 Invite Invite::parse(const std::string& text, const std::string& what) {
     const auto fields = detail::parse_fields(text, what);
@@ -63,7 +70,8 @@ Invite Invite::parse(const std::string& text, const std::string& what) {
     invite.host_endpoint = fields.at("host-endpoint");
     invite.host_public_key = fields.at("host-public-key");
     const std::string& id = fields.at("run-id");
-    if (id.empty() || id.size() > 16 || id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+    if (id.empty() || id.size() > 16 ||
+        id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
         throw Error(what + ": run-id must be 1..16 hex digits, found '" + id + "'");
     invite.run_id = std::stoull(id, nullptr, 16);
     invite.validate(what);

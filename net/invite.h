@@ -1,6 +1,6 @@
-// net/invite.h: what a peer needs to join a run: the host's endpoint, its public key and the run id.
-// It is not secret (no secret key inside) but it is what a peer trusts: a wrong host key means the
-// peer refuses the host. File format: "name = value" lines, see docs/net.md.
+// net/invite.h: what a peer needs to join a run: the host's endpoint, its public key and the run
+// id. It is not secret (no secret key inside) but it is what a peer trusts: a wrong host key means
+// the peer refuses the host. File format: "name = value" lines, see docs/net.md.
 #pragma once
 
 #include <cstdint>

@@ -57,20 +57,26 @@ void save_keypair(const KeyPair& keys, const std::string& path, bool overwrite) 
     check_public_key(keys.secret_key, "secret key");
     struct stat st;
     if (!overwrite && ::stat(path.c_str(), &st) == 0)
-        throw Error("key file '" + path + "' already exists; remove it first if you really mean to replace this node's identity");
-    detail::write_text_file_atomic(path,
-                                   "# archipelago CURVE key pair: keep this file private (mode 0600)\n"
-                                   "public-key = " + keys.public_key + "\nsecret-key = " + keys.secret_key + "\n",
-                                   0600);
+        throw Error(
+            "key file '" + path +
+            "' already exists; remove it first if you really mean to replace this node's identity");
+    detail::write_text_file_atomic(
+        path,
+        "# archipelago CURVE key pair: keep this file private (mode 0600)\n"
+        "public-key = " +
+            keys.public_key + "\nsecret-key = " + keys.secret_key + "\n",
+        0600);
     detail::write_text_file_atomic(path + ".pub",
-                                   "# archipelago CURVE public key (fingerprint " + fingerprint(keys.public_key) +
+                                   "# archipelago CURVE public key (fingerprint " +
+                                       fingerprint(keys.public_key) +
                                        ")\npublic-key = " + keys.public_key + "\n",
                                    0644);
 }
 
 KeyPair load_keypair(const std::string& path) {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) throw Error("cannot open key file '" + path + "': " + std::strerror(errno));
+    if (::stat(path.c_str(), &st) != 0)
+        throw Error("cannot open key file '" + path + "': " + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) throw Error("key file '" + path + "' is not a regular file");
     if ((st.st_mode & 077) != 0) {
         char mode[8];
@@ -78,7 +84,8 @@ KeyPair load_keypair(const std::string& path) {
         throw Error("secret key file '" + path + "' is readable by group or others (mode " + mode +
                     "); run 'chmod 600 " + path + "' and check nobody copied it");
     }
-    const auto fields = detail::parse_fields(detail::read_text_file(path, 4096), "key file '" + path + "'");
+    const auto fields =
+        detail::parse_fields(detail::read_text_file(path, 4096), "key file '" + path + "'");
     KeyPair keys{field(fields, "public-key", path), field(fields, "secret-key", path)};
     check_public_key(keys.public_key, "key file '" + path + "' public-key");
     check_public_key(keys.secret_key, "key file '" + path + "' secret-key");
@@ -89,7 +96,8 @@ KeyPair load_keypair(const std::string& path) {
 }
 
 std::string load_public_key(const std::string& path) {
-    const auto fields = detail::parse_fields(detail::read_text_file(path, 4096), "key file '" + path + "'");
+    const auto fields =
+        detail::parse_fields(detail::read_text_file(path, 4096), "key file '" + path + "'");
     const std::string key = field(fields, "public-key", path);
     check_public_key(key, "key file '" + path + "' public-key");
     return key;
@@ -98,7 +106,8 @@ std::string load_public_key(const std::string& path) {
 std::string fingerprint(const std::string& public_key) {
     uint8_t raw[32];
     if (!decode_key(public_key, raw)) return "invalid-key";
-    uint8_t digest[crypto_generichash_BYTES_MIN];  // 16, the smallest BLAKE2b output libsodium allows
+    uint8_t
+        digest[crypto_generichash_BYTES_MIN];  // 16, the smallest BLAKE2b output libsodium allows
     crypto_generichash(digest, sizeof(digest), raw, sizeof(raw), nullptr, 0);
     return detail::to_hex(std::span<const uint8_t>(digest, 8));
 }

@@ -1,6 +1,7 @@
 // net/keys.h: a node's long-term CURVE key pair (Z85 text, 40 characters per key) and its files.
 // The secret file is written with mode 0600 and refused on load if group or others can read it;
-// the public key also goes to PATH.pub, which is safe to share. Keys are never logged: use fingerprint().
+// the public key also goes to PATH.pub, which is safe to share. Keys are never logged: use
+// fingerprint().
 #pragma once
 
 #include <string>

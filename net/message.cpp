@@ -15,7 +15,8 @@ void put(uint8_t* out, T value) {
 template <typename T>
 T get(const uint8_t* in) {
     T value = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(static_cast<T>(in[i]) << (8 * i));
+    for (std::size_t i = 0; i < sizeof(T); ++i)
+        value |= static_cast<T>(static_cast<T>(in[i]) << (8 * i));
     return value;
 }
 
@@ -48,8 +49,8 @@ std::vector<uint8_t> encode_message(Header header, std::span<const uint8_t> payl
 
 std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string& error) {
     if (frame.size() < kHeaderBytes) {
-        error = "truncated header: frame holds " + std::to_string(frame.size()) + " bytes, a header needs " +
-                std::to_string(kHeaderBytes);
+        error = "truncated header: frame holds " + std::to_string(frame.size()) +
+                " bytes, a header needs " + std::to_string(kHeaderBytes);
         return std::nullopt;
     }
     const uint8_t* p = frame.data();
@@ -59,8 +60,8 @@ std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string&
         return std::nullopt;
     }
     if (p[4] != kVersion) {
-        error = "unsupported message version " + std::to_string(p[4]) + " (this build speaks version " +
-                std::to_string(kVersion) + ")";
+        error = "unsupported message version " + std::to_string(p[4]) +
+                " (this build speaks version " + std::to_string(kVersion) + ")";
         return std::nullopt;
     }
     Header h;
@@ -72,8 +73,8 @@ std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string&
     h.sequence = get<uint64_t>(p + 24);
     const std::size_t body = frame.size() - kHeaderBytes;
     if (body != h.payload_bytes) {
-        error = "length mismatch: header says " + std::to_string(h.payload_bytes) + " payload bytes, frame holds " +
-                std::to_string(body);
+        error = "length mismatch: header says " + std::to_string(h.payload_bytes) +
+                " payload bytes, frame holds " + std::to_string(body);
         return std::nullopt;
     }
     return h;
@@ -81,12 +82,18 @@ std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string&
 
 std::string type_name(uint16_t type) {
     switch (type) {
-        case kTransferBegin: return "transfer-begin";
-        case kTransferStatus: return "transfer-status";
-        case kTransferChunk: return "transfer-chunk";
-        case kTransferCredit: return "transfer-credit";
-        case kTransferDone: return "transfer-done";
-        case kTransferAbort: return "transfer-abort";
+        case kTransferBegin:
+            return "transfer-begin";
+        case kTransferStatus:
+            return "transfer-status";
+        case kTransferChunk:
+            return "transfer-chunk";
+        case kTransferCredit:
+            return "transfer-credit";
+        case kTransferDone:
+            return "transfer-done";
+        case kTransferAbort:
+            return "transfer-abort";
         default: {
             char text[16];
             std::snprintf(text, sizeof(text), "type 0x%04x", type);

@@ -19,7 +19,8 @@ inline constexpr std::size_t kHeaderBytes = 32;
 
 // Message types owned by net/ (transfer.h). The run protocol uses types >= kFirstProtocolType.
 enum MessageType : uint16_t {
-    kTransferBegin = 0x0010,   // sender -> receiver: announce (or re-announce after reconnect) a blob
+    kTransferBegin =
+        0x0010,  // sender -> receiver: announce (or re-announce after reconnect) a blob
     kTransferStatus = 0x0011,  // receiver -> sender: chunks held + initial credit for this session
     kTransferChunk = 0x0012,   // sender -> receiver: one chunk with its BLAKE2b-256 checksum
     kTransferCredit = 0x0013,  // receiver -> sender: more credit (and optionally "resend chunk i")
@@ -32,11 +33,11 @@ enum MessageType : uint16_t {
 // 12 payload_bytes u32 | 16 run_id u64 | 24 sequence u64.
 struct Header {
     uint16_t type = 0;
-    uint8_t flags = 0;           // meaning defined by the type's owner; net/ leaves it alone
+    uint8_t flags = 0;  // meaning defined by the type's owner; net/ leaves it alone
     uint32_t round = 0;
     uint32_t payload_bytes = 0;  // bytes that follow the header in the same frame
     uint64_t run_id = 0;
-    uint64_t sequence = 0;       // per-sender counter, set by the caller (or the socket if 0)
+    uint64_t sequence = 0;  // per-sender counter, set by the caller (or the socket if 0)
 };
 
 // Writes the 32 header bytes (magic and version included) into out[0..32).

@@ -41,12 +41,16 @@ PeerSocket::PeerSocket(PeerOptions options) : state_(std::make_unique<State>()) 
     check_public_key(s.options.keys.secret_key, "peer secret key");
     s.dealer = zmq::socket_t(s.context, zmq::socket_type::dealer);
     detail::apply_limits(s.dealer, s.options.limits);
-    detail::set_string(s.dealer, ZMQ_CURVE_SERVERKEY, s.options.host_public_key, "ZMQ_CURVE_SERVERKEY");
-    detail::set_string(s.dealer, ZMQ_CURVE_PUBLICKEY, s.options.keys.public_key, "ZMQ_CURVE_PUBLICKEY");
-    detail::set_string(s.dealer, ZMQ_CURVE_SECRETKEY, s.options.keys.secret_key, "ZMQ_CURVE_SECRETKEY");
+    detail::set_string(s.dealer, ZMQ_CURVE_SERVERKEY, s.options.host_public_key,
+                       "ZMQ_CURVE_SERVERKEY");
+    detail::set_string(s.dealer, ZMQ_CURVE_PUBLICKEY, s.options.keys.public_key,
+                       "ZMQ_CURVE_PUBLICKEY");
+    detail::set_string(s.dealer, ZMQ_CURVE_SECRETKEY, s.options.keys.secret_key,
+                       "ZMQ_CURVE_SECRETKEY");
     s.monitor = detail::start_monitor(s.context, s.dealer,
                                       ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED |
-                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
     try {
         s.dealer.connect(s.options.host_endpoint);
@@ -67,7 +71,8 @@ void PeerSocket::State::handle_monitor_event(const detail::MonitorEvent& e) {
         is_connected = true;
         event(Incoming::Kind::connected);
     } else if (e.event == ZMQ_EVENT_DISCONNECTED) {
-        if (is_connected) log("peer: disconnected from host " + options.host_endpoint + "; reconnecting");
+        if (is_connected)
+            log("peer: disconnected from host " + options.host_endpoint + "; reconnecting");
         is_connected = false;
         event(Incoming::Kind::disconnected);
     } else if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
@@ -116,11 +121,14 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
             s.pending.pop_front();
             return next;
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        zmq::pollitem_t items[] = {{s.dealer.handle(), 0, ZMQ_POLLIN, 0}, {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        zmq::pollitem_t items[] = {{s.dealer.handle(), 0, ZMQ_POLLIN, 0},
+                                   {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
         zmq::poll(items, 2, std::chrono::milliseconds(std::max<long>(0, left.count())));
         if (items[1].revents & ZMQ_POLLIN)
-            while (auto event = detail::read_monitor_event(s.monitor)) s.handle_monitor_event(*event);
+            while (auto event = detail::read_monitor_event(s.monitor))
+                s.handle_monitor_event(*event);
         if (items[0].revents & ZMQ_POLLIN) s.receive_one();
         if (s.pending.empty() && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     }
@@ -128,18 +136,24 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
 
 bool PeerSocket::send(const Header& header, std::span<const uint8_t> payload) {
     State& s = *state_;
-    zmq::message_t frame = detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
+    zmq::message_t frame =
+        detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
     const std::size_t bytes = frame.size();
     if (!s.dealer.send(frame, zmq::send_flags::none)) {
-        s.log("peer: send of " + type_name(header.type) + " timed out (queue full or never connected)");
+        s.log("peer: send of " + type_name(header.type) +
+              " timed out (queue full or never connected)");
         return false;
     }
     detail::count(s.traffic.sent, header.type, bytes);
     return true;
 }
 
-bool PeerSocket::connected() const { return state_->is_connected; }
+bool PeerSocket::connected() const {
+    return state_->is_connected;
+}
 
-const Traffic& PeerSocket::traffic() const { return state_->traffic; }
+const Traffic& PeerSocket::traffic() const {
+    return state_->traffic;
+}
 
 }  // namespace arch::net

@@ -18,14 +18,14 @@ namespace arch::net {
 struct PeerOptions {
     std::string host_endpoint;    // from the invite
     std::string host_public_key;  // from the invite
-    KeyPair keys;                 // this peer's long-term pair (its public key is on the host's allow-list)
-    uint64_t run_id = 0;          // from the invite; messages of other runs are dropped
+    KeyPair keys;         // this peer's long-term pair (its public key is on the host's allow-list)
+    uint64_t run_id = 0;  // from the invite; messages of other runs are dropped
     Limits limits;
     LogFn log = stderr_log();
 };
 
 class PeerSocket {
-public:
+  public:
     // Connects in the background (returns at once). Throws arch::Error on bad keys or endpoint.
     explicit PeerSocket(PeerOptions options);
     ~PeerSocket();
@@ -46,7 +46,7 @@ public:
     bool connected() const;  // as of the last poll(): a handshake succeeded, no disconnect since
     const Traffic& traffic() const;
 
-private:
+  private:
     struct State;
     std::unique_ptr<State> state_;
 };

@@ -30,7 +30,8 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes) {
         text.append(buffer, static_cast<std::size_t>(n));
         if (text.size() > max_bytes) {
             ::close(fd);
-            throw Error("'" + path + "' is larger than " + std::to_string(max_bytes) + " bytes; is it the right file?");
+            throw Error("'" + path + "' is larger than " + std::to_string(max_bytes) +
+                        " bytes; is it the right file?");
         }
     }
     ::close(fd);
@@ -47,8 +48,10 @@ void write_text_file_atomic(const std::string& path, const std::string& text, mo
     while (ok && done < text.size()) {
         const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) ok = false;
-        else done += static_cast<std::size_t>(n);
+        if (n < 0)
+            ok = false;
+        else
+            done += static_cast<std::size_t>(n);
     }
     const std::string why = ok ? "" : std::strerror(errno);
     if (ok && ::fsync(fd) != 0) ok = false;
@@ -81,11 +84,13 @@ std::map<std::string, std::string> parse_fields(const std::string& text, const s
         if (t.empty() || t[0] == '#') continue;
         const auto eq = t.find('=');
         if (eq == std::string::npos)
-            throw Error(what + " line " + std::to_string(number) + ": expected 'name = value', found '" + t + "'");
+            throw Error(what + " line " + std::to_string(number) +
+                        ": expected 'name = value', found '" + t + "'");
         const std::string name = trim(t.substr(0, eq));
         const std::string value = trim(t.substr(eq + 1));
         if (!fields.emplace(name, value).second)
-            throw Error(what + " line " + std::to_string(number) + ": '" + name + "' appears twice");
+            throw Error(what + " line " + std::to_string(number) + ": '" + name +
+                        "' appears twice");
     }
     return fields;
 }

@@ -9,7 +9,9 @@
 namespace arch::net {
 namespace {
 
-std::string id_text(uint64_t id) { return std::to_string(id); }
+std::string id_text(uint64_t id) {
+    return std::to_string(id);
+}
 
 TransferStep rejected(std::string reason) {
     TransferStep step;
@@ -21,11 +23,13 @@ TransferStep rejected(std::string reason) {
 
 // ---- sender ----
 
-TransferSender::TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes, uint32_t tag)
+TransferSender::TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob,
+                               uint32_t chunk_bytes, uint32_t tag)
     : blob_(std::move(blob)) {
     if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
     const uint64_t count = (blob_.size() + chunk_bytes - 1) / chunk_bytes;
-    if (count > 0xfffffff0ull) throw Error("transfer of " + std::to_string(blob_.size()) + " bytes needs too many chunks");
+    if (count > 0xfffffff0ull)
+        throw Error("transfer of " + std::to_string(blob_.size()) + " bytes needs too many chunks");
     begin_.id = transfer_id;
     begin_.total_bytes = blob_.size();
     begin_.chunk_bytes = chunk_bytes;
@@ -34,7 +38,9 @@ TransferSender::TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, 
     begin_.digest = blake2b_256(blob_);
 }
 
-Outbound TransferSender::begin() const { return Outbound{kTransferBegin, encode(begin_)}; }
+Outbound TransferSender::begin() const {
+    return Outbound{kTransferBegin, encode(begin_)};
+}
 
 Outbound TransferSender::abort(const std::string& reason) {
     error_ = "aborted by sender: " + reason;
@@ -45,15 +51,16 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const uint8_t> 
     std::string error;
     const auto id = peek_transfer_id(payload);
     if (id && *id != begin_.id)
-        return rejected(type_name(type) + " for transfer " + id_text(*id) + ", this sender has " + id_text(begin_.id));
+        return rejected(type_name(type) + " for transfer " + id_text(*id) + ", this sender has " +
+                        id_text(begin_.id));
     TransferStep step;
     switch (type) {
         case kTransferStatus: {
             auto m = decode_status(payload, error);
             if (!m) return rejected(error);
             if (m->held.size() != begin_.chunk_count)
-                return rejected("transfer-status lists " + std::to_string(m->held.size()) + " chunks, transfer has " +
-                                std::to_string(begin_.chunk_count));
+                return rejected("transfer-status lists " + std::to_string(m->held.size()) +
+                                " chunks, transfer has " + std::to_string(begin_.chunk_count));
             session_ = m->session;
             have_session_ = true;
             credit_ = std::min(m->credit, begin_.chunk_count);
@@ -66,9 +73,11 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const uint8_t> 
         case kTransferCredit: {
             auto m = decode_credit(payload, error);
             if (!m) return rejected(error);
-            if (!have_session_ || m->session != session_) return step;  // from before a reconnect: ignore
+            if (!have_session_ || m->session != session_)
+                return step;  // from before a reconnect: ignore
             credits_received_ += m->grant;
-            credit_ = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{credit_} + m->grant, begin_.chunk_count));
+            credit_ = static_cast<uint32_t>(
+                std::min<uint64_t>(uint64_t{credit_} + m->grant, begin_.chunk_count));
             if (m->resend < begin_.chunk_count && !held_[m->resend]) resend_.push_back(m->resend);
             break;
         }
@@ -83,7 +92,8 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const uint8_t> 
             error_ = "receiver aborted transfer " + id_text(begin_.id) + ": " + m->reason;
             break;
         }
-        default: return rejected("unexpected " + type_name(type) + " for a transfer sender");
+        default:
+            return rejected("unexpected " + type_name(type) + " for a transfer sender");
     }
     if (!done_ && error_.empty()) step.replies = pump();
     return step;
@@ -137,7 +147,8 @@ std::vector<uint8_t> TransferReceiver::take() {
 }
 
 Outbound TransferReceiver::status() const {
-    return Outbound{kTransferStatus, encode(StatusMsg{begin_.id, session_, limits_.window_chunks, held_})};
+    return Outbound{kTransferStatus,
+                    encode(StatusMsg{begin_.id, session_, limits_.window_chunks, held_})};
 }
 
 Outbound TransferReceiver::credit(uint32_t resend) const {
@@ -146,17 +157,21 @@ Outbound TransferReceiver::credit(uint32_t resend) const {
 
 TransferStep TransferReceiver::on_message(uint16_t type, std::span<const uint8_t> payload) {
     switch (type) {
-        case kTransferBegin: return on_begin(payload);
-        case kTransferChunk: return on_chunk(payload);
+        case kTransferBegin:
+            return on_begin(payload);
+        case kTransferChunk:
+            return on_chunk(payload);
         case kTransferAbort: {
             std::string error;
             const auto m = decode_abort(payload, error);
             if (!m) return rejected(error);
-            if (!active_ || m->id != begin_.id) return rejected("transfer-abort for unknown transfer " + id_text(m->id));
+            if (!active_ || m->id != begin_.id)
+                return rejected("transfer-abort for unknown transfer " + id_text(m->id));
             reset();
             return {};
         }
-        default: return rejected("unexpected " + type_name(type) + " for a transfer receiver");
+        default:
+            return rejected("unexpected " + type_name(type) + " for a transfer receiver");
     }
 }
 
@@ -175,10 +190,12 @@ TransferStep TransferReceiver::on_begin(std::span<const uint8_t> payload) {
                         std::to_string(limits_.max_total_bytes));
     const uint64_t count = (m->total_bytes + m->chunk_bytes - 1) / m->chunk_bytes;
     if (count != m->chunk_count)
-        return rejected(what + "chunk count " + std::to_string(m->chunk_count) + " does not match " +
-                        std::to_string(m->total_bytes) + " bytes in chunks of " + std::to_string(m->chunk_bytes));
+        return rejected(what + "chunk count " + std::to_string(m->chunk_count) +
+                        " does not match " + std::to_string(m->total_bytes) +
+                        " bytes in chunks of " + std::to_string(m->chunk_bytes));
     if (active_ && m->id != begin_.id)
-        return rejected(what + "transfer " + id_text(begin_.id) + " is " + (complete_ ? "complete but not taken" : "in progress"));
+        return rejected(what + "transfer " + id_text(begin_.id) + " is " +
+                        (complete_ ? "complete but not taken" : "in progress"));
     if (active_ && (m->total_bytes != begin_.total_bytes || m->chunk_bytes != begin_.chunk_bytes ||
                     m->tag != begin_.tag || m->digest != begin_.digest))
         return rejected(what + "re-announced with a different size, chunking, tag or digest");
@@ -198,10 +215,12 @@ TransferStep TransferReceiver::on_begin(std::span<const uint8_t> payload) {
     return step;
 }
 
-TransferStep TransferReceiver::bad_chunk(uint32_t resend, std::string reason, bool current_session) {
+TransferStep TransferReceiver::bad_chunk(uint32_t resend, std::string reason,
+                                         bool current_session) {
     TransferStep step;
     if (++bad_chunks_ > limits_.max_bad_chunks) {
-        step.replies.push_back(Outbound{kTransferAbort, encode(AbortMsg{begin_.id, "too many bad chunks"})});
+        step.replies.push_back(
+            Outbound{kTransferAbort, encode(AbortMsg{begin_.id, "too many bad chunks"})});
         step.rejected = reason + "; more than " + std::to_string(limits_.max_bad_chunks) +
                         " bad chunks, transfer " + id_text(begin_.id) + " aborted";
         reset();
@@ -216,24 +235,32 @@ TransferStep TransferReceiver::on_chunk(std::span<const uint8_t> payload) {
     std::string error;
     const auto c = decode_chunk(payload, error);
     if (!c) return rejected(error);
-    if (!active_ || c->id != begin_.id) return rejected("transfer-chunk for unknown transfer " + id_text(c->id));
-    if (complete_) return rejected("transfer-chunk " + std::to_string(c->index) + " after transfer " + id_text(c->id) + " completed");
+    if (!active_ || c->id != begin_.id)
+        return rejected("transfer-chunk for unknown transfer " + id_text(c->id));
+    if (complete_)
+        return rejected("transfer-chunk " + std::to_string(c->index) + " after transfer " +
+                        id_text(c->id) + " completed");
     const bool current = c->session == session_;
     const std::string what = "transfer " + id_text(c->id) + " chunk " + std::to_string(c->index);
     if (c->index >= begin_.chunk_count)
-        return bad_chunk(kNoResend, what + ": index out of range (transfer has " + std::to_string(begin_.chunk_count) + " chunks)",
+        return bad_chunk(kNoResend,
+                         what + ": index out of range (transfer has " +
+                             std::to_string(begin_.chunk_count) + " chunks)",
                          current);
     const uint64_t offset = uint64_t{c->index} * begin_.chunk_bytes;
     const uint64_t expected = std::min<uint64_t>(begin_.chunk_bytes, begin_.total_bytes - offset);
     if (c->data.size() != expected)
-        return bad_chunk(c->index, what + ": " + std::to_string(c->data.size()) + " bytes, expected " + std::to_string(expected),
+        return bad_chunk(c->index,
+                         what + ": " + std::to_string(c->data.size()) + " bytes, expected " +
+                             std::to_string(expected),
                          current);
     if (held_[c->index]) {
         TransferStep step = rejected(what + ": duplicate");
         if (current) step.replies.push_back(credit(kNoResend));
         return step;
     }
-    if (blake2b_256(c->data) != c->checksum) return bad_chunk(c->index, what + ": checksum mismatch", current);
+    if (blake2b_256(c->data) != c->checksum)
+        return bad_chunk(c->index, what + ": checksum mismatch", current);
 
     std::copy(c->data.begin(), c->data.end(), data_.begin() + static_cast<std::ptrdiff_t>(offset));
     held_[c->index] = true;
@@ -245,8 +272,10 @@ TransferStep TransferReceiver::on_chunk(std::span<const uint8_t> payload) {
             complete_ = true;
             step.replies.push_back(Outbound{kTransferDone, encode_done(begin_.id)});
         } else {
-            step.replies.push_back(Outbound{kTransferAbort, encode(AbortMsg{begin_.id, "blob digest mismatch"})});
-            step.rejected = "transfer " + id_text(begin_.id) + ": every chunk verified but the blob digest does not match; aborted";
+            step.replies.push_back(
+                Outbound{kTransferAbort, encode(AbortMsg{begin_.id, "blob digest mismatch"})});
+            step.rejected = "transfer " + id_text(begin_.id) +
+                            ": every chunk verified but the blob digest does not match; aborted";
             reset();
         }
     }

@@ -33,13 +33,16 @@ struct TransferStep {
 };
 
 class TransferSender {
-public:
-    // chunk_bytes: at most a few MiB and below the link's max_message_bytes minus 80 bytes of headers.
-    TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes, uint32_t tag = 0);
+  public:
+    // chunk_bytes: at most a few MiB and below the link's max_message_bytes minus 80 bytes of
+    // headers.
+    TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes,
+                   uint32_t tag = 0);
 
-    Outbound begin() const;                              // send first, and again after every reconnect
-    TransferStep on_message(uint16_t type, std::span<const uint8_t> payload);  // status/credit/done/abort
-    Outbound abort(const std::string& reason);           // give up; done() stays false
+    Outbound begin() const;  // send first, and again after every reconnect
+    TransferStep on_message(uint16_t type,
+                            std::span<const uint8_t> payload);  // status/credit/done/abort
+    Outbound abort(const std::string& reason);                  // give up; done() stays false
 
     bool done() const { return done_; }
     bool failed() const { return !error_.empty(); }
@@ -49,7 +52,7 @@ public:
     uint64_t chunks_sent() const { return chunks_sent_; }  // chunk messages produced, all sessions
     uint64_t credits_received() const { return credits_received_; }
 
-private:
+  private:
     std::vector<Outbound> pump();  // chunks while credit lasts
 
     BeginMsg begin_;
@@ -57,8 +60,8 @@ private:
     uint32_t session_ = 0;
     bool have_session_ = false;
     uint32_t credit_ = 0;
-    std::vector<bool> held_;      // what the receiver reported at the start of this session
-    uint32_t cursor_ = 0;         // next index to consider in this session
+    std::vector<bool> held_;  // what the receiver reported at the start of this session
+    uint32_t cursor_ = 0;     // next index to consider in this session
     std::vector<uint32_t> resend_;
     bool done_ = false;
     std::string error_;
@@ -69,12 +72,12 @@ private:
 struct ReceiverLimits {
     uint64_t max_total_bytes = 4ull << 30;  // refuse to allocate more for one blob
     uint32_t max_chunk_bytes = 8u << 20;
-    uint32_t window_chunks = 4;             // chunks in flight: memory in queues ~ window * chunk
-    uint32_t max_bad_chunks = 16;           // wrong checksum/length/index before the transfer is aborted
+    uint32_t window_chunks = 4;    // chunks in flight: memory in queues ~ window * chunk
+    uint32_t max_bad_chunks = 16;  // wrong checksum/length/index before the transfer is aborted
 };
 
 class TransferReceiver {
-public:
+  public:
     // expected_id 0 accepts any transfer id; otherwise begins for other ids are rejected.
     explicit TransferReceiver(ReceiverLimits limits = {}, uint64_t expected_id = 0);
 
@@ -92,7 +95,7 @@ public:
     std::vector<uint8_t> take();  // the blob (once complete) and reset to idle
     void reset();                 // forget the transfer (e.g. its round was abandoned)
 
-private:
+  private:
     TransferStep on_begin(std::span<const uint8_t> payload);
     TransferStep on_chunk(std::span<const uint8_t> payload);
     Outbound status() const;

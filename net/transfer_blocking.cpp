@@ -8,15 +8,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_transfer_type(uint16_t type) { return type >= kTransferBegin && type <= kTransferAbort; }
+bool is_transfer_type(uint16_t type) {
+    return type >= kTransferBegin && type <= kTransferAbort;
+}
 
 int ms_until(Clock::time_point t) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
     return left < 0 ? 0 : static_cast<int>(left);
 }
 
 template <typename Socket>
-std::optional<TransferMessage> next_transfer_message(Socket& socket, const std::string* from, int timeout_ms) {
+std::optional<TransferMessage> next_transfer_message(Socket& socket, const std::string* from,
+                                                     int timeout_ms) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     do {
         auto in = socket.poll(ms_until(deadline));
@@ -38,7 +42,9 @@ TransferLink link_to_host(PeerSocket& socket, uint32_t round) {
         h.round = round;
         return socket.send(h, m.payload);
     };
-    link.receive = [&socket](int timeout_ms) { return next_transfer_message(socket, nullptr, timeout_ms); };
+    link.receive = [&socket](int timeout_ms) {
+        return next_transfer_message(socket, nullptr, timeout_ms);
+    };
     return link;
 }
 
@@ -50,11 +56,14 @@ TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint3
         h.round = round;
         return socket.send(peer_key, h, m.payload);
     };
-    link.receive = [&socket, peer_key](int timeout_ms) { return next_transfer_message(socket, &peer_key, timeout_ms); };
+    link.receive = [&socket, peer_key](int timeout_ms) {
+        return next_transfer_message(socket, &peer_key, timeout_ms);
+    };
     return link;
 }
 
-bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms, std::string& error, int retry_ms) {
+bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms, std::string& error,
+               int retry_ms) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     link.send(sender.begin());
     while (!sender.done()) {
@@ -63,7 +72,8 @@ bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms,
             return false;
         }
         if (Clock::now() >= deadline) {
-            error = "transfer " + std::to_string(sender.transfer_id()) + " timed out after " + std::to_string(timeout_ms) + " ms";
+            error = "transfer " + std::to_string(sender.transfer_id()) + " timed out after " +
+                    std::to_string(timeout_ms) + " ms";
             return false;
         }
         auto m = link.receive(std::min(retry_ms, ms_until(deadline)));
@@ -76,13 +86,15 @@ bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms,
     return true;
 }
 
-std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver, const TransferLink& link, int timeout_ms,
+std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver,
+                                                 const TransferLink& link, int timeout_ms,
                                                  std::string& error, const LogFn& log) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!receiver.complete()) {
         if (Clock::now() >= deadline) {
             error = "no complete transfer within " + std::to_string(timeout_ms) + " ms (" +
-                    std::to_string(receiver.chunks_held()) + " of " + std::to_string(receiver.chunk_count()) + " chunks held)";
+                    std::to_string(receiver.chunks_held()) + " of " +
+                    std::to_string(receiver.chunk_count()) + " chunks held)";
             return std::nullopt;
         }
         auto m = link.receive(ms_until(deadline));

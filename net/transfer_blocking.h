@@ -37,7 +37,9 @@ bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms,
 
 // Answers the sender until the blob is complete; rejected messages go to `log`. Returns the blob,
 // or nullopt with `error` when timeout_ms passes.
-std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver, const TransferLink& link, int timeout_ms,
-                                                 std::string& error, const LogFn& log = stderr_log());
+std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver,
+                                                 const TransferLink& link, int timeout_ms,
+                                                 std::string& error,
+                                                 const LogFn& log = stderr_log());
 
 }  // namespace arch::net

@@ -9,23 +9,25 @@ namespace arch::net {
 namespace {
 
 class Writer {
-public:
+  public:
     explicit Writer(std::size_t reserve) { bytes.reserve(reserve); }
     template <typename T>
     void put(T value) {
-        for (std::size_t i = 0; i < sizeof(T); ++i) bytes.push_back(static_cast<uint8_t>(value >> (8 * i)));
+        for (std::size_t i = 0; i < sizeof(T); ++i)
+            bytes.push_back(static_cast<uint8_t>(value >> (8 * i)));
     }
     void put_bytes(std::span<const uint8_t> b) { bytes.insert(bytes.end(), b.begin(), b.end()); }
     std::vector<uint8_t> bytes;
 };
 
 class Reader {
-public:
+  public:
     explicit Reader(std::span<const uint8_t> p) : p_(p) {}
     template <typename T>
     T get() {  // callers check size() first
         T value = 0;
-        for (std::size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(static_cast<T>(p_[pos_ + i]) << (8 * i));
+        for (std::size_t i = 0; i < sizeof(T); ++i)
+            value |= static_cast<T>(static_cast<T>(p_[pos_ + i]) << (8 * i));
         pos_ += sizeof(T);
         return value;
     }
@@ -37,15 +39,16 @@ public:
     }
     std::span<const uint8_t> rest() const { return p_.subspan(pos_); }
 
-private:
+  private:
     std::span<const uint8_t> p_;
     std::size_t pos_ = 0;
 };
 
-bool need(std::span<const uint8_t> p, std::size_t bytes, bool exact, const char* what, std::string& error) {
+bool need(std::span<const uint8_t> p, std::size_t bytes, bool exact, const char* what,
+          std::string& error) {
     if (exact ? p.size() == bytes : p.size() >= bytes) return true;
-    error = std::string(what) + ": payload holds " + std::to_string(p.size()) + " bytes, expected " +
-            (exact ? "" : "at least ") + std::to_string(bytes);
+    error = std::string(what) + ": payload holds " + std::to_string(p.size()) +
+            " bytes, expected " + (exact ? "" : "at least ") + std::to_string(bytes);
     return false;
 }
 
@@ -81,7 +84,8 @@ std::vector<uint8_t> encode(const StatusMsg& m) {
     return std::move(w.bytes);
 }
 
-std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index, std::span<const uint8_t> data) {
+std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
+                                  std::span<const uint8_t> data) {
     Writer w(kChunkPrefixBytes + data.size());
     w.put(id);
     w.put(session);
@@ -110,7 +114,8 @@ std::vector<uint8_t> encode(const AbortMsg& m) {
     Writer w(8 + 256);
     w.put(m.id);
     const std::string reason = m.reason.substr(0, 256);
-    w.put_bytes(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(reason.data()), reason.size()));
+    w.put_bytes(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(reason.data()), reason.size()));
     return std::move(w.bytes);
 }
 
@@ -135,7 +140,8 @@ std::optional<StatusMsg> decode_status(std::span<const uint8_t> p, std::string& 
     m.session = r.get<uint32_t>();
     m.credit = r.get<uint32_t>();
     const uint32_t count = r.get<uint32_t>();
-    if (!need(p, 20 + (static_cast<std::size_t>(count) + 7) / 8, true, "transfer-status bitmap", error))
+    if (!need(p, 20 + (static_cast<std::size_t>(count) + 7) / 8, true, "transfer-status bitmap",
+              error))
         return std::nullopt;
     const auto bitmap = r.rest();
     m.held.resize(count);

@@ -1,12 +1,11 @@
 // net/transfer_wire.h: the payloads of the six transfer message types (message.h) and their codecs.
 // Decoders check lengths and ranges only; what a value means for a transfer in progress is
 // decided by TransferSender/TransferReceiver (transfer.h). Little-endian, fixed layouts:
-//   begin:  id u64 | total_bytes u64 | chunk_bytes u32 | chunk_count u32 | tag u32 | blake2b-256 of blob
-//   status: id u64 | session u32 | credit u32 | chunk_count u32 | bitmap (ceil(count/8) bytes, LSB first)
-//   chunk:  id u64 | session u32 | index u32 | blake2b-256 of data | data
-//   credit: id u64 | session u32 | grant u32 | resend u32 (kNoResend: none)
-//   done:   id u64
-//   abort:  id u64 | reason (UTF-8, at most 256 bytes)
+//   begin:  id u64 | total_bytes u64 | chunk_bytes u32 | chunk_count u32 | tag u32 | blake2b-256 of
+//   blob status: id u64 | session u32 | credit u32 | chunk_count u32 | bitmap (ceil(count/8) bytes,
+//   LSB first) chunk:  id u64 | session u32 | index u32 | blake2b-256 of data | data credit: id u64
+//   | session u32 | grant u32 | resend u32 (kNoResend: none) done:   id u64 abort:  id u64 | reason
+//   (UTF-8, at most 256 bytes)
 #pragma once
 
 #include <array>
@@ -58,7 +57,8 @@ struct AbortMsg {
 
 std::vector<uint8_t> encode(const BeginMsg& m);
 std::vector<uint8_t> encode(const StatusMsg& m);
-std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index, std::span<const uint8_t> data);
+std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
+                                  std::span<const uint8_t> data);
 std::vector<uint8_t> encode(const CreditMsg& m);
 std::vector<uint8_t> encode_done(uint64_t id);
 std::vector<uint8_t> encode(const AbortMsg& m);
@@ -71,7 +71,8 @@ std::optional<CreditMsg> decode_credit(std::span<const uint8_t> p, std::string& 
 std::optional<uint64_t> decode_done(std::span<const uint8_t> p, std::string& error);
 std::optional<AbortMsg> decode_abort(std::span<const uint8_t> p, std::string& error);
 
-// The transfer id of any transfer payload (its first 8 bytes), for routing to the right state machine.
+// The transfer id of any transfer payload (its first 8 bytes), for routing to the right state
+// machine.
 std::optional<uint64_t> peek_transfer_id(std::span<const uint8_t> payload);
 
 }  // namespace arch::net

@@ -16,16 +16,18 @@ namespace arch::net {
 
 // Applied to every socket, always (there is no "unlimited"). Times in milliseconds.
 struct Limits {
-    int64_t max_message_bytes = 16 << 20;  // ZMQ_MAXMSGSIZE: a bigger inbound frame drops the connection
-    int handshake_ivl_ms = 5000;           // ZMQ_HANDSHAKE_IVL: CURVE handshake must finish within this
-    int heartbeat_ivl_ms = 1000;           // ZMQ_HEARTBEAT_IVL: send a ZMTP PING this often
-    int heartbeat_timeout_ms = 5000;       // ZMQ_HEARTBEAT_TIMEOUT: no traffic for this long -> disconnect
-    int heartbeat_ttl_ms = 10000;          // ZMQ_HEARTBEAT_TTL: the other side drops us after this silence
-    int reconnect_ivl_ms = 200;            // ZMQ_RECONNECT_IVL: first reconnect delay (peer side)
-    int reconnect_ivl_max_ms = 10000;      // ZMQ_RECONNECT_IVL_MAX: delay doubles up to this
-    int linger_ms = 500;                   // ZMQ_LINGER: how long close() may flush queued messages
-    int send_timeout_ms = 5000;            // ZMQ_SNDTIMEO: send() gives up (returns false) after this
-    int queue_messages = 256;              // ZMQ_SNDHWM and ZMQ_RCVHWM
+    int64_t max_message_bytes =
+        16 << 20;                 // ZMQ_MAXMSGSIZE: a bigger inbound frame drops the connection
+    int handshake_ivl_ms = 5000;  // ZMQ_HANDSHAKE_IVL: CURVE handshake must finish within this
+    int heartbeat_ivl_ms = 1000;  // ZMQ_HEARTBEAT_IVL: send a ZMTP PING this often
+    int heartbeat_timeout_ms =
+        5000;                      // ZMQ_HEARTBEAT_TIMEOUT: no traffic for this long -> disconnect
+    int heartbeat_ttl_ms = 10000;  // ZMQ_HEARTBEAT_TTL: the other side drops us after this silence
+    int reconnect_ivl_ms = 200;    // ZMQ_RECONNECT_IVL: first reconnect delay (peer side)
+    int reconnect_ivl_max_ms = 10000;  // ZMQ_RECONNECT_IVL_MAX: delay doubles up to this
+    int linger_ms = 500;               // ZMQ_LINGER: how long close() may flush queued messages
+    int send_timeout_ms = 5000;        // ZMQ_SNDTIMEO: send() gives up (returns false) after this
+    int queue_messages = 256;          // ZMQ_SNDHWM and ZMQ_RCVHWM
 };
 
 // One thing poll() hands back: a message, or a connection event.

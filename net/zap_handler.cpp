@@ -39,7 +39,8 @@ std::vector<std::string> ZapHandler::take_log() {
 
 void ZapHandler::log(std::string line) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (log_.size() < 1000) log_.push_back(std::move(line));  // a flood of refusals must not grow memory
+    if (log_.size() < 1000)
+        log_.push_back(std::move(line));  // a flood of refusals must not grow memory
 }
 
 void ZapHandler::run() {
@@ -65,7 +66,9 @@ void ZapHandler::run() {
 
 void ZapHandler::handle(const std::vector<zmq::message_t>& request) {
     // RFC 27 request: version, request id, domain, address, routing id, mechanism, credentials...
-    auto frame = [&](std::size_t i) { return i < request.size() ? request[i].to_string() : std::string(); };
+    auto frame = [&](std::size_t i) {
+        return i < request.size() ? request[i].to_string() : std::string();
+    };
     std::string status = "400", text, user_id;
     const std::string address = frame(3);
     if (request.size() < 6 || frame(0) != "1.0") {

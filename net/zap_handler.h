@@ -1,7 +1,8 @@
-// net/zap_handler.h (internal to net/): the ZAP (RFC 27) handler a HostSocket runs on its own thread.
-// It binds inproc://zeromq.zap.01 in the constructor, so it exists before the host socket binds;
-// it answers 200 only for CURVE clients of the right domain whose key is on the allow-list, and
-// 400 for everything else (fail closed). Refusals are queued as log lines for the owner to drain.
+// net/zap_handler.h (internal to net/): the ZAP (RFC 27) handler a HostSocket runs on its own
+// thread. It binds inproc://zeromq.zap.01 in the constructor, so it exists before the host socket
+// binds; it answers 200 only for CURVE clients of the right domain whose key is on the allow-list,
+// and 400 for everything else (fail closed). Refusals are queued as log lines for the owner to
+// drain.
 #pragma once
 
 #include <memory>
@@ -16,7 +17,7 @@
 namespace arch::net::detail {
 
 class ZapHandler {
-public:
+  public:
     ZapHandler(zmq::context_t& context, std::string domain, AllowList allow);
     ~ZapHandler();  // the owner must shut the context down first so the thread's recv returns
     ZapHandler(const ZapHandler&) = delete;
@@ -26,7 +27,7 @@ public:
     std::shared_ptr<const AllowList> allow_list() const;
     std::vector<std::string> take_log();  // thread-safe
 
-private:
+  private:
     void run();
     void handle(const std::vector<zmq::message_t>& request);
     void log(std::string line);

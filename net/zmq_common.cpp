@@ -32,7 +32,8 @@ namespace arch::net::detail {
 
 void set_int(zmq::socket_t& socket, int option, int value, const char* name) {
     if (zmq_setsockopt(socket.handle(), option, &value, sizeof(value)) != 0)
-        throw Error(std::string("cannot set ") + name + "=" + std::to_string(value) + ": " + zmq_strerror(zmq_errno()));
+        throw Error(std::string("cannot set ") + name + "=" + std::to_string(value) + ": " +
+                    zmq_strerror(zmq_errno()));
 }
 
 void set_string(zmq::socket_t& socket, int option, const std::string& value, const char* name) {
@@ -42,7 +43,8 @@ void set_string(zmq::socket_t& socket, int option, const std::string& value, con
 
 void apply_limits(zmq::socket_t& socket, const Limits& limits) {
     if (limits.max_message_bytes <= static_cast<int64_t>(kHeaderBytes))
-        throw Error("max_message_bytes must exceed the " + std::to_string(kHeaderBytes) + "-byte header");
+        throw Error("max_message_bytes must exceed the " + std::to_string(kHeaderBytes) +
+                    "-byte header");
     const int64_t max_bytes = limits.max_message_bytes;
     if (zmq_setsockopt(socket.handle(), ZMQ_MAXMSGSIZE, &max_bytes, sizeof(max_bytes)) != 0)
         throw Error(std::string("cannot set ZMQ_MAXMSGSIZE: ") + zmq_strerror(zmq_errno()));
@@ -72,7 +74,8 @@ zmq::socket_t start_monitor(zmq::context_t& context, zmq::socket_t& socket, int 
 std::optional<MonitorEvent> read_monitor_event(zmq::socket_t& monitor) {
     zmq::message_t first, second;
     if (!monitor.recv(first, zmq::recv_flags::dontwait)) return std::nullopt;
-    if (!first.more() || first.size() < 6) return std::nullopt;  // libzmq's v1 event: u16 event + u32 value
+    if (!first.more() || first.size() < 6)
+        return std::nullopt;  // libzmq's v1 event: u16 event + u32 value
     (void)monitor.recv(second);
     MonitorEvent event;
     std::memcpy(&event.event, first.data(), 2);
@@ -86,12 +89,18 @@ std::string describe_handshake_failure(const MonitorEvent& e) {
     if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
         return "authentication refused with ZAP status " + std::to_string(e.value) + where;
     if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-        return "handshake failed (timed out, or the other side closed during the handshake: e.g. a client without CURVE)" + where;
+        return "handshake failed (timed out, or the other side closed during the handshake: e.g. a "
+               "client without CURVE)" +
+               where;
     switch (e.value) {
         case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
-            return "handshake failed: security mechanism mismatch (the other side does not use CURVE)" + where;
+            return "handshake failed: security mechanism mismatch (the other side does not use "
+                   "CURVE)" +
+                   where;
         case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
-            return "handshake failed: cryptographic error (the client may hold a wrong host public key)" + where;
+            return "handshake failed: cryptographic error (the client may hold a wrong host public "
+                   "key)" +
+                   where;
         case ZMQ_PROTOCOL_ERROR_ZMTP_KEY_EXCHANGE:
             return "handshake failed: key exchange error" + where;
         default: {
@@ -108,15 +117,16 @@ void count(std::map<uint16_t, TypeTraffic>& table, uint16_t type, std::size_t by
     entry.bytes += bytes;
 }
 
-bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header, std::vector<uint8_t>& payload,
-                  Traffic& traffic, std::string& reason) {
+bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
+                  std::vector<uint8_t>& payload, Traffic& traffic, std::string& reason) {
     const auto* bytes = static_cast<const uint8_t*>(frame.data());
     const std::span<const uint8_t> view(bytes, frame.size());
     auto decoded = decode_header(view, reason);
     if (decoded && decoded->run_id != run_id) {
         char text[80];
         std::snprintf(text, sizeof(text), "wrong run id %016llx (this run is %016llx)",
-                      static_cast<unsigned long long>(decoded->run_id), static_cast<unsigned long long>(run_id));
+                      static_cast<unsigned long long>(decoded->run_id),
+                      static_cast<unsigned long long>(run_id));
         reason = text;
         decoded.reset();
     }
@@ -131,8 +141,8 @@ bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header, 
     return true;
 }
 
-zmq::message_t build_frame(Header header, std::span<const uint8_t> payload, uint64_t run_id, uint64_t sequence,
-                           const Limits& limits) {
+zmq::message_t build_frame(Header header, std::span<const uint8_t> payload, uint64_t run_id,
+                           uint64_t sequence, const Limits& limits) {
     const std::size_t total = kHeaderBytes + payload.size();
     if (static_cast<int64_t>(total) > limits.max_message_bytes)
         throw Error("message of " + std::to_string(total) + " bytes (" + type_name(header.type) +

@@ -2,6 +2,8 @@
 // ephemeral 127.0.0.1 port, a thread-safe log that tests can wait on, and deadline-based waiting.
 #pragma once
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -9,7 +11,6 @@
 #include <functional>
 #include <mutex>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "net/host_socket.h"
@@ -19,7 +20,7 @@ namespace arch::net::test {
 
 // Collects log lines from any thread.
 class LogSink {
-public:
+  public:
     LogFn fn(const std::string& prefix) {
         return [this, prefix](const std::string& line) {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -39,7 +40,7 @@ public:
         return text;
     }
 
-private:
+  private:
     mutable std::mutex mutex_;
     std::vector<std::string> lines_;
 };
@@ -71,8 +72,8 @@ inline HostOptions host_options(const KeyPair& host_keys, const AllowList& allow
     return o;
 }
 
-inline PeerOptions peer_options(const std::string& endpoint, const std::string& host_key, const KeyPair& keys,
-                                LogSink& log) {
+inline PeerOptions peer_options(const std::string& endpoint, const std::string& host_key,
+                                const KeyPair& keys, LogSink& log) {
     PeerOptions o;
     o.host_endpoint = endpoint;
     o.host_public_key = host_key;
@@ -94,25 +95,31 @@ inline bool wait_for(const std::function<bool()>& step, int timeout_ms = 10000) 
 // Polls the host until a message arrives (events are skipped); nullopt at the deadline.
 inline std::optional<Incoming> next_message(HostSocket& host, int timeout_ms = 10000) {
     std::optional<Incoming> found;
-    wait_for([&] {
-        auto in = host.poll(50);
-        if (in && in->kind == Incoming::Kind::message) found = std::move(in);
-        return found.has_value();
-    }, timeout_ms);
+    wait_for(
+        [&] {
+            auto in = host.poll(50);
+            if (in && in->kind == Incoming::Kind::message) found = std::move(in);
+            return found.has_value();
+        },
+        timeout_ms);
     return found;
 }
 
 inline std::optional<Incoming> next_message(PeerSocket& peer, int timeout_ms = 10000) {
     std::optional<Incoming> found;
-    wait_for([&] {
-        auto in = peer.poll(50);
-        if (in && in->kind == Incoming::Kind::message) found = std::move(in);
-        return found.has_value();
-    }, timeout_ms);
+    wait_for(
+        [&] {
+            auto in = peer.poll(50);
+            if (in && in->kind == Incoming::Kind::message) found = std::move(in);
+            return found.has_value();
+        },
+        timeout_ms);
     return found;
 }
 
-inline std::vector<uint8_t> bytes_of(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+inline std::vector<uint8_t> bytes_of(const std::string& text) {
+    return std::vector<uint8_t>(text.begin(), text.end());
+}
 
 // A fresh temporary folder, removed at scope exit.
 struct TempDir {

@@ -20,7 +20,7 @@
 namespace arch::net::test {
 
 class TcpRecorder {
-public:
+  public:
     explicit TcpRecorder(uint16_t target_port) : target_port_(target_port) {
         listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
         int one = 1;
@@ -29,7 +29,8 @@ public:
         addr.sin_family = AF_INET;
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         addr.sin_port = 0;
-        if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listener_, 8) != 0)
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+            ::listen(listener_, 8) != 0)
             throw std::runtime_error("recorder: cannot listen");
         socklen_t len = sizeof(addr);
         ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -62,7 +63,7 @@ public:
     void freeze() { frozen_ = true; }
     void resume() { frozen_ = false; }
 
-private:
+  private:
     struct Pair {
         int client = -1, server = -1;
     };
@@ -103,8 +104,10 @@ private:
             if (fds[0].revents & POLLIN) {
                 const int client = ::accept(listener_, nullptr, nullptr);
                 const int server = client >= 0 ? connect_target() : -1;
-                if (server >= 0) pairs.push_back({client, server});
-                else if (client >= 0) ::close(client);
+                if (server >= 0)
+                    pairs.push_back({client, server});
+                else if (client >= 0)
+                    ::close(client);
             }
             const std::size_t polled = (fds.size() - 1) / 2;  // pairs in fds (none while frozen)
             for (std::size_t i = 0; i < polled; ++i) {

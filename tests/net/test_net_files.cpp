@@ -16,7 +16,9 @@ using namespace arch::net;
 using arch::net::test::TempDir;
 
 namespace {
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+}
 mode_t mode_of(const std::string& path) {
     struct stat st;
     REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -41,7 +43,8 @@ TEST_CASE("key pairs are saved with mode 0600 and load back", "[net][keys]") {
     CHECK(fingerprint(keys.public_key) == fingerprint(loaded.public_key));
     CHECK_THROWS_WITH(save_keypair(generate_keypair(), path), Catch::Contains("already exists"));
     // The .pub file holds no secret.
-    CHECK(arch::net::detail::read_text_file(path + ".pub").find(keys.secret_key) == std::string::npos);
+    CHECK(arch::net::detail::read_text_file(path + ".pub").find(keys.secret_key) ==
+          std::string::npos);
 }
 
 TEST_CASE("a secret key readable by others is refused", "[net][keys]") {
@@ -49,7 +52,8 @@ TEST_CASE("a secret key readable by others is refused", "[net][keys]") {
     const std::string path = dir.file("node.key");
     save_keypair(generate_keypair(), path);
     REQUIRE(::chmod(path.c_str(), 0644) == 0);
-    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("readable by group or others") && Catch::Contains("chmod 600"));
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("readable by group or others") &&
+                                              Catch::Contains("chmod 600"));
 }
 
 TEST_CASE("key files with bad or mismatched keys are refused", "[net][keys]") {
@@ -84,9 +88,12 @@ TEST_CASE("allow-list round trip, edits and malformed lines", "[net][allow]") {
     CHECK_FALSE(loaded.contains(b.public_key));
     CHECK_THROWS_WITH(list.add("not-a-key", "x"), Catch::Contains("Z85"));
 
-    CHECK(AllowList::parse("# comment\n\n#\n  " + c.public_key + "   lab box  \n", "t").name_of(c.public_key) == "lab box");
-    CHECK_THROWS_WITH(AllowList::parse(a.public_key + " x\ngarbage here\n", "allow"), Catch::Contains("allow line 2"));
-    CHECK_THROWS_WITH(AllowList::parse(a.public_key + "\n" + a.public_key + "\n", "allow"), Catch::Contains("listed twice"));
+    CHECK(AllowList::parse("# comment\n\n#\n  " + c.public_key + "   lab box  \n", "t")
+              .name_of(c.public_key) == "lab box");
+    CHECK_THROWS_WITH(AllowList::parse(a.public_key + " x\ngarbage here\n", "allow"),
+                      Catch::Contains("allow line 2"));
+    CHECK_THROWS_WITH(AllowList::parse(a.public_key + "\n" + a.public_key + "\n", "allow"),
+                      Catch::Contains("listed twice"));
 }
 
 TEST_CASE("invites round trip and reject bad fields", "[net][invite]") {
@@ -101,13 +108,17 @@ TEST_CASE("invites round trip and reject bad fields", "[net][invite]") {
 
     const std::string key = invite.host_public_key;
     auto parse = [&](const std::string& endpoint, const std::string& k, const std::string& id) {
-        return Invite::parse("host-endpoint = " + endpoint + "\nhost-public-key = " + k + "\nrun-id = " + id + "\n", "inv");
+        return Invite::parse(
+            "host-endpoint = " + endpoint + "\nhost-public-key = " + k + "\nrun-id = " + id + "\n",
+            "inv");
     };
     CHECK_THROWS_WITH(parse("http://x:1", key, "1"), Catch::Contains("tcp://HOST:PORT"));
     CHECK_THROWS_WITH(parse("tcp://x:70000", key, "1"), Catch::Contains("tcp://HOST:PORT"));
     CHECK_THROWS_WITH(parse("tcp://x:1", "short", "1"), Catch::Contains("host-public-key"));
     CHECK_THROWS_WITH(parse("tcp://x:1", key, "0"), Catch::Contains("nonzero"));
     CHECK_THROWS_WITH(parse("tcp://x:1", key, "xyz"), Catch::Contains("hex"));
-    CHECK_THROWS_WITH(Invite::parse("host-endpoint = tcp://x:1\n", "inv"), Catch::Contains("missing field"));
-    CHECK_THROWS_WITH(Invite::parse("color = red\n", "inv"), Catch::Contains("unknown field 'color'"));
+    CHECK_THROWS_WITH(Invite::parse("host-endpoint = tcp://x:1\n", "inv"),
+                      Catch::Contains("missing field"));
+    CHECK_THROWS_WITH(Invite::parse("color = red\n", "inv"),
+                      Catch::Contains("unknown field 'color'"));
 }

@@ -63,7 +63,8 @@ TransferReceiver started(TransferSender& s, ReceiverLimits limits = {}) {
     return r;
 }
 
-std::vector<uint8_t> chunk(uint64_t id, uint32_t session, uint32_t index, std::span<const uint8_t> data) {
+std::vector<uint8_t> chunk(uint64_t id, uint32_t session, uint32_t index,
+                           std::span<const uint8_t> data) {
     return encode_chunk(id, session, index, data);
 }
 
@@ -128,7 +129,8 @@ TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[n
     const auto data_before = r.data();
     const auto held_before = r.held();
 
-    auto expect_rejected = [&](uint16_t type, const std::vector<uint8_t>& payload, const std::string& why) {
+    auto expect_rejected = [&](uint16_t type, const std::vector<uint8_t>& payload,
+                               const std::string& why) {
         const auto step = r.on_message(type, payload);
         INFO(step.rejected);
         CHECK_THAT(step.rejected, Catch::Contains(why));
@@ -157,8 +159,10 @@ TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[n
         CHECK(credit->resend == 1);
     }
     SECTION("wrong length") {
-        expect_rejected(kTransferChunk, chunk(5, 1, 1, std::span(blob).subspan(1000, 999)), "expected 1000");
-        expect_rejected(kTransferChunk, chunk(5, 1, 10, std::span(blob).subspan(0, 1000)), "expected 5");
+        expect_rejected(kTransferChunk, chunk(5, 1, 1, std::span(blob).subspan(1000, 999)),
+                        "expected 1000");
+        expect_rejected(kTransferChunk, chunk(5, 1, 10, std::span(blob).subspan(0, 1000)),
+                        "expected 5");
     }
     SECTION("unknown transfer, truncated and garbage payloads, wrong types") {
         expect_rejected(kTransferChunk, chunk(6, 1, 1, good0), "unknown transfer 6");
@@ -178,7 +182,8 @@ TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[n
         ReceiverLimits limits;
         limits.max_bad_chunks = 2;
         TransferReceiver strict = started(s, limits);
-        for (int i = 0; i < 2; ++i) CHECK_FALSE(strict.on_message(kTransferChunk, chunk(5, 1, 99, good0)).rejected.empty());
+        for (int i = 0; i < 2; ++i)
+            CHECK_FALSE(strict.on_message(kTransferChunk, chunk(5, 1, 99, good0)).rejected.empty());
         CHECK(strict.active());
         const auto step = strict.on_message(kTransferChunk, chunk(5, 1, 99, good0));
         CHECK_THAT(step.rejected, Catch::Contains("aborted"));
@@ -197,14 +202,19 @@ TEST_CASE("begin messages outside the receiver's limits are refused", "[net][tra
     limits.max_total_bytes = 1 << 20;
     limits.max_chunk_bytes = 4096;
     TransferReceiver r(limits, 77);
-    auto rejected = [&](const BeginMsg& m) { return r.on_message(kTransferBegin, encode(m)).rejected; };
+    auto rejected = [&](const BeginMsg& m) {
+        return r.on_message(kTransferBegin, encode(m)).rejected;
+    };
     BeginMsg m{77, 8192, 4096, 2, 0, {}};
-    CHECK_THAT(rejected(BeginMsg{78, 8192, 4096, 2, 0, {}}), Catch::Contains("expected transfer 77"));
-    CHECK_THAT(rejected(BeginMsg{77, 2 << 20, 4096, 512, 0, {}}), Catch::Contains("exceeds the limit"));
+    CHECK_THAT(rejected(BeginMsg{78, 8192, 4096, 2, 0, {}}),
+               Catch::Contains("expected transfer 77"));
+    CHECK_THAT(rejected(BeginMsg{77, 2 << 20, 4096, 512, 0, {}}),
+               Catch::Contains("exceeds the limit"));
     CHECK_THAT(rejected(BeginMsg{77, 8192, 8192, 1, 0, {}}), Catch::Contains("chunk size"));
     CHECK_THAT(rejected(BeginMsg{77, 8192, 0, 0, 0, {}}), Catch::Contains("chunk size"));
     CHECK_THAT(rejected(BeginMsg{77, 8192, 4096, 3, 0, {}}), Catch::Contains("chunk count"));
-    CHECK_THAT(r.on_message(kTransferBegin, std::vector<uint8_t>(59, 0)).rejected, Catch::Contains("expected 60"));
+    CHECK_THAT(r.on_message(kTransferBegin, std::vector<uint8_t>(59, 0)).rejected,
+               Catch::Contains("expected 60"));
     CHECK_FALSE(r.active());
     CHECK(rejected(m).empty());
     CHECK(r.active());
@@ -218,7 +228,8 @@ TEST_CASE("a blob whose chunks verify but whose digest does not is aborted", "[n
     auto other = random_blob(1000, 6);
     r.on_message(kTransferChunk, chunk(3, 1, 0, std::span(blob).first(1000)));
     r.on_message(kTransferChunk, chunk(3, 1, 1, std::span(blob).subspan(1000, 1000)));
-    const auto step = r.on_message(kTransferChunk, chunk(3, 1, 2, other));  // self-consistent, wrong data
+    const auto step =
+        r.on_message(kTransferChunk, chunk(3, 1, 2, other));  // self-consistent, wrong data
     CHECK_THAT(step.rejected, Catch::Contains("blob digest"));
     CHECK_FALSE(r.complete());
     CHECK_FALSE(r.active());
@@ -234,7 +245,8 @@ TEST_CASE("random garbage fed to both state machines never crashes them", "[net]
     for (int i = 0; i < 3000; ++i) {
         std::vector<uint8_t> junk(rng() % 120);
         for (auto& b : junk) b = static_cast<uint8_t>(rng());
-        if (junk.size() >= 8 && rng() % 2) junk[0] = 11, std::fill(junk.begin() + 1, junk.begin() + 8, 0);
+        if (junk.size() >= 8 && rng() % 2)
+            junk[0] = 11, std::fill(junk.begin() + 1, junk.begin() + 8, 0);
         const auto type = static_cast<uint16_t>(kTransferBegin + rng() % 7);
         (void)r.on_message(type, junk);
         (void)s.on_message(type, junk);

@@ -23,11 +23,13 @@ Header header(uint16_t type, uint32_t round = 0) {
     return h;
 }
 
-std::string text_of(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+std::string text_of(const std::vector<uint8_t>& bytes) {
+    return std::string(bytes.begin(), bytes.end());
+}
 
 // A bare libzmq DEALER, optionally CURVE, for clients that misbehave below PeerSocket's API.
-zmq::socket_t raw_dealer(zmq::context_t& ctx, const std::string& endpoint, const std::string* server_key,
-                         const KeyPair* keys) {
+zmq::socket_t raw_dealer(zmq::context_t& ctx, const std::string& endpoint,
+                         const std::string* server_key, const KeyPair* keys) {
     zmq::socket_t s(ctx, zmq::socket_type::dealer);
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::reconnect_ivl, 50);
@@ -50,7 +52,8 @@ std::vector<uint8_t> frame(uint16_t type, const std::string& payload, uint64_t r
 
 TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transport]") {
     LogSink log;
-    const KeyPair host_keys = generate_keypair(), good = generate_keypair(), stranger = generate_keypair();
+    const KeyPair host_keys = generate_keypair(), good = generate_keypair(),
+                  stranger = generate_keypair();
     AllowList allow;
     allow.add(good.public_key, "good");
     HostSocket host(host_options(host_keys, allow, log));
@@ -64,18 +67,21 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
 
     // Three bad clients try at once: an unlisted key, no CURVE at all, and a wrong host key.
     LogSink stranger_log;
-    PeerSocket unlisted(peer_options(host.endpoint(), host_keys.public_key, stranger, stranger_log));
+    PeerSocket unlisted(
+        peer_options(host.endpoint(), host_keys.public_key, stranger, stranger_log));
     unlisted.send(header(kHello), bytes_of("from-unlisted"));
     zmq::context_t ctx;
     zmq::socket_t plain = raw_dealer(ctx, host.endpoint(), nullptr, nullptr);
     plain.send(zmq::buffer(frame(kHello, "from-plain")), zmq::send_flags::dontwait);
-    PeerSocket wrong_server(peer_options(host.endpoint(), generate_keypair().public_key, good, log));
+    PeerSocket wrong_server(
+        peer_options(host.endpoint(), generate_keypair().public_key, good, log));
     wrong_server.send(header(kHello), bytes_of("from-wrong-server-key"));
 
     // Meanwhile the good peer keeps talking; the host must see only its messages.
     int good_seen = 0, sent = 1;
     const bool all_refusals_logged = wait_for([&] {
-        if (sent - good_seen < 3 && sent < 200) good_peer.send(header(kHello), bytes_of("good-" + std::to_string(++sent)));
+        if (sent - good_seen < 3 && sent < 200)
+            good_peer.send(header(kHello), bytes_of("good-" + std::to_string(++sent)));
         if (auto in = host.poll(20); in && in->kind == Incoming::Kind::message) {
             CHECK(in->peer_key == good.public_key);
             CHECK(text_of(in->payload).rfind("good-", 0) == 0);
@@ -86,7 +92,8 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
         // The plain client is refused for a mechanism mismatch; if it notices first and hangs up,
         // the host sees the handshake cut short instead.
         return log.contains("is not on the allow-list") &&
-               (log.contains("mechanism mismatch") || log.contains("closed during the handshake")) &&
+               (log.contains("mechanism mismatch") ||
+                log.contains("closed during the handshake")) &&
                log.contains("cryptographic error") && stranger_log.contains("host refused our key");
     });
     INFO(log.all() << stranger_log.all());
@@ -99,7 +106,8 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
     CHECK(host.traffic().rejected_messages == 0);  // nothing of theirs even reached validation
 }
 
-TEST_CASE("malformed frames from an authenticated peer are dropped with a reason", "[net][transport]") {
+TEST_CASE("malformed frames from an authenticated peer are dropped with a reason",
+          "[net][transport]") {
     LogSink log;
     const KeyPair host_keys = generate_keypair(), client = generate_keypair();
     AllowList allow;
@@ -108,7 +116,9 @@ TEST_CASE("malformed frames from an authenticated peer are dropped with a reason
     zmq::context_t ctx;
     zmq::socket_t raw = raw_dealer(ctx, host.endpoint(), &host_keys.public_key, &client);
 
-    auto send_raw = [&](const std::vector<uint8_t>& bytes) { raw.send(zmq::buffer(bytes), zmq::send_flags::none); };
+    auto send_raw = [&](const std::vector<uint8_t>& bytes) {
+        raw.send(zmq::buffer(bytes), zmq::send_flags::none);
+    };
     send_raw(frame(kHello, "first"));
     auto in = next_message(host);
     REQUIRE(in);
@@ -160,7 +170,8 @@ TEST_CASE("malformed frames from an authenticated peer are dropped with a reason
         CHECK(text_of(in->payload) == "back again");
     }
     SECTION("plain TCP garbage (not even ZMTP) does not disturb the host") {
-        const auto port = static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1)));
+        const auto port = static_cast<uint16_t>(
+            std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1)));
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
@@ -183,15 +194,18 @@ TEST_CASE("the host sees peers connect, leave, and go silent", "[net][transport]
     AllowList allow;
     allow.add(a.public_key, "a");
     HostSocket host(host_options(host_keys, allow, log));
-    TcpRecorder relay(static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1))));
+    TcpRecorder relay(
+        static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1))));
 
     auto next_event = [&](Incoming::Kind kind, int timeout_ms) {
         bool seen = false;
-        wait_for([&] {
-            auto e = host.poll(20);
-            seen = e && e->kind == kind && e->peer_key == a.public_key;
-            return seen;
-        }, timeout_ms);
+        wait_for(
+            [&] {
+                auto e = host.poll(20);
+                seen = e && e->kind == kind && e->peer_key == a.public_key;
+                return seen;
+            },
+            timeout_ms);
         return seen;
     };
     {
@@ -247,7 +261,8 @@ TEST_CASE("bytes are counted per message type, as sent on the wire", "[net][tran
     AllowList allow;
     allow.add(a.public_key, "a");
     HostSocket host(host_options(host_keys, allow, log));
-    TcpRecorder relay(static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1))));
+    TcpRecorder relay(
+        static_cast<uint16_t>(std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1))));
     PeerSocket peer(peer_options(relay.endpoint(), host_keys.public_key, a, log));
 
     uint64_t hello_bytes = 0, report_bytes = 0;

@@ -2,8 +2,8 @@
 // control, resume after the peer's socket dies mid-transfer (same keys, new socket), and a loopback
 // capture showing that no plaintext of the protocol crosses the wire.
 #include <algorithm>
-#include <cstring>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -31,7 +31,8 @@ uint16_t port_of(const std::string& endpoint) {
 }
 
 bool contains(const std::vector<uint8_t>& haystack, std::span<const uint8_t> needle) {
-    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) !=
+           haystack.end();
 }
 
 constexpr uint32_t kMiB = 1 << 20;
@@ -45,7 +46,8 @@ ReceiverLimits receiver_limits() {
 }
 
 // Feeds every transfer message waiting at the host into `receiver`, for up to timeout_ms.
-void pump_host(HostSocket& host, TransferReceiver& receiver, const std::string& peer_key, int timeout_ms) {
+void pump_host(HostSocket& host, TransferReceiver& receiver, const std::string& peer_key,
+               int timeout_ms) {
     auto in = host.poll(timeout_ms);
     if (!in || in->kind != Incoming::Kind::message) return;
     auto step = receiver.on_message(in->header.type, in->payload);
@@ -80,7 +82,8 @@ TEST_CASE("a 40 MB blob crosses a CURVE link with credit flow control", "[net][t
     std::string receive_error;
     std::thread host_thread([&] {
         TransferReceiver receiver(receiver_limits());
-        received = receive_blob(receiver, link_to_peer(host, peer_keys.public_key, 1), 120000, receive_error, log.fn("host: "));
+        received = receive_blob(receiver, link_to_peer(host, peer_keys.public_key, 1), 120000,
+                                receive_error, log.fn("host: "));
         // Stay a moment so the final "done" is flushed before the socket closes.
         host.poll(200);
     });
@@ -97,7 +100,8 @@ TEST_CASE("a 40 MB blob crosses a CURVE link with credit flow control", "[net][t
     CHECK(sender.chunk_count() == 39);  // 40,000,000 bytes in 1 MiB chunks
     CHECK(sender.chunks_sent() == 39);
     CHECK(peer.traffic().sent.at(kTransferChunk).messages == 39);
-    CHECK(host.traffic().received.at(kTransferChunk).bytes == peer.traffic().sent.at(kTransferChunk).bytes);
+    CHECK(host.traffic().received.at(kTransferChunk).bytes ==
+          peer.traffic().sent.at(kTransferChunk).bytes);
     // Flow control: the receiver granted one credit per chunk on top of the initial window.
     CHECK(sender.credits_received() == 39);
 }
@@ -117,15 +121,18 @@ TEST_CASE("a transfer resumes after the peer's socket dies mid-way", "[net][tran
         Header h;
         h.type = kTransferBegin;
         REQUIRE(peer.send(h, sender.begin().payload));
-        REQUIRE(wait_for([&] {
-            pump_host(host, receiver, peer_keys.public_key, 5);
-            pump_peer(peer, sender, 5);
-            return receiver.chunks_held() >= 10;
-        }, 60000));
+        REQUIRE(wait_for(
+            [&] {
+                pump_host(host, receiver, peer_keys.public_key, 5);
+                pump_peer(peer, sender, 5);
+                return receiver.chunks_held() >= 10;
+            },
+            60000));
     }  // the socket closes with linger 0: chunks still queued are lost
     // Chunks already inside the host's queue may still arrive; they are valid and kept.
     while (auto in = host.poll(300))
-        if (in->kind == Incoming::Kind::message) (void)receiver.on_message(in->header.type, in->payload);
+        if (in->kind == Incoming::Kind::message)
+            (void)receiver.on_message(in->header.type, in->payload);
     const uint32_t held = receiver.chunks_held();
     REQUIRE(held >= 10);
     REQUIRE(held < receiver.chunk_count());
@@ -137,11 +144,13 @@ TEST_CASE("a transfer resumes after the peer's socket dies mid-way", "[net][tran
     Header h;
     h.type = kTransferBegin;
     REQUIRE(peer.send(h, sender.begin().payload));
-    REQUIRE(wait_for([&] {
-        pump_host(host, receiver, peer_keys.public_key, 5);
-        pump_peer(peer, sender, 5);
-        return receiver.complete() && sender.done();
-    }, 120000));
+    REQUIRE(wait_for(
+        [&] {
+            pump_host(host, receiver, peer_keys.public_key, 5);
+            pump_peer(peer, sender, 5);
+            return receiver.complete() && sender.done();
+        },
+        120000));
     INFO(log.all());
     CHECK(sender.chunks_sent() == sender.chunk_count() - held);  // nothing the host held was resent
     CHECK(receiver.take() == blob);
@@ -173,7 +182,8 @@ TEST_CASE("a loopback capture holds no plaintext of the protocol", "[net][transp
     std::thread host_thread([&] {
         TransferReceiver receiver(receiver_limits());
         std::string error;
-        CHECK(receive_blob(receiver, link_to_peer(host, peer_keys.public_key), 30000, error, log.fn("host: ")));
+        CHECK(receive_blob(receiver, link_to_peer(host, peer_keys.public_key), 30000, error,
+                           log.fn("host: ")));
         host.poll(200);
     });
     TransferSender sender(5, blob, 16384);
