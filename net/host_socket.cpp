@@ -34,6 +34,13 @@ struct HostSocket::State {
     std::map<std::string, std::string> routing_of;    // key -> newest routing id
     std::deque<Incoming> pending;
 
+    ~State() {  // also runs when the constructor throws (e.g. the endpoint is in use)
+        router.close();
+        monitor.close();
+        context.shutdown();  // makes the ZAP thread's recv return ETERM
+        zap.reset();         // joins it
+        context.close();
+    }
     void log(const std::string& line) {
         if (options.log) options.log(line);
     }
@@ -71,14 +78,7 @@ HostSocket::HostSocket(HostOptions options) : state_(std::make_unique<State>()) 
     s.endpoint = s.router.get(zmq::sockopt::last_endpoint);
 }
 
-HostSocket::~HostSocket() {
-    State& s = *state_;
-    s.router.close();
-    s.monitor.close();
-    s.context.shutdown();  // makes the ZAP thread's recv return ETERM
-    s.zap.reset();         // joins it
-    s.context.close();
-}
+HostSocket::~HostSocket() = default;
 
 std::string HostSocket::endpoint() const {
     return state_->endpoint;

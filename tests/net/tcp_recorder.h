@@ -118,12 +118,12 @@ class TcpRecorder {
                     const int to = side == 0 ? pairs[i].server : pairs[i].client;
                     if (from < 0) continue;
                     const ssize_t n = ::recv(from, buffer.data(), buffer.size(), 0);
-                    if (n <= 0 || !send_all(to, buffer.data(), static_cast<std::size_t>(n))) {
-                        close_pair(pairs[i]);
-                        continue;
+                    if (n > 0) {  // record before forwarding: whatever the far end got is recorded
+                        std::lock_guard<std::mutex> lock(mutex_);
+                        bytes_.insert(bytes_.end(), buffer.begin(), buffer.begin() + n);
                     }
-                    std::lock_guard<std::mutex> lock(mutex_);
-                    bytes_.insert(bytes_.end(), buffer.begin(), buffer.begin() + n);
+                    if (n <= 0 || !send_all(to, buffer.data(), static_cast<std::size_t>(n)))
+                        close_pair(pairs[i]);
                 }
             }
         }

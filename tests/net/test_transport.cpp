@@ -106,6 +106,18 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
     CHECK(host.traffic().rejected_messages == 0);  // nothing of theirs even reached validation
 }
 
+TEST_CASE("a host that cannot bind says so and cleans up", "[net][transport]") {
+    LogSink log;
+    const KeyPair host_keys = generate_keypair();
+    HostSocket first(host_options(host_keys, AllowList{}, log));
+    HostOptions again = host_options(host_keys, AllowList{}, log);
+    again.bind_endpoint = first.endpoint();
+    CHECK_THROWS_WITH(HostSocket(again), Catch::Contains("cannot bind host socket"));
+    HostOptions bad_keys = host_options(host_keys, AllowList{}, log);
+    bad_keys.keys.secret_key = "short";
+    CHECK_THROWS_WITH(HostSocket(bad_keys), Catch::Contains("host secret key"));
+}
+
 TEST_CASE("malformed frames from an authenticated peer are dropped with a reason",
           "[net][transport]") {
     LogSink log;
