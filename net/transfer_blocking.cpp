@@ -103,7 +103,7 @@ std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver,
         if (!step.rejected.empty() && log) log("transfer: rejected: " + step.rejected);
         for (const auto& reply : step.replies) link.send(reply);
     }
-    // Let the sender hear "done" before the caller closes the link: the last reply was just queued.
+    // "done" was just queued: the socket's linger_ms delivers it even if the caller closes it now.
     return receiver.take();
 }
 
