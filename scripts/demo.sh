@@ -1,12 +1,32 @@
 #!/usr/bin/env bash
-# scripts/demo.sh: what `make demo` runs after building: the tiny default model trained on the bundled
-# corpus (prepared into data/kjv/ on first use) for a couple of minutes on this machine, with live
-# progress and validation, then a sample of generated text. Checkpoint in runs/demo/.
+# scripts/demo.sh: what `make demo` runs after building: a DiLoCo run of a host and 3 peers on
+# 127.0.0.1 with fresh keys, training the tiny default on the bundled corpus (data/demo-run.toml).
+# The host prints one row per round; peers log to runs/demo/peer-N.log; then a sample of text.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${DEMO_STEPS:-600}
-./build/bin/archipelago train --config tiny --batch 8 --seq-len 128 --steps "$STEPS" --lr 2e-3 --warmup 30 \
-  --val-every 100 --out runs/demo
+A=./build/bin/archipelago
+DIR=runs/demo
+CONFIG=data/demo-run.toml
+rm -rf "$DIR"
+mkdir -p "$DIR"
+# Prepare the bundled corpus once, before the islands start (each would otherwise do it).
+$A prepare --input data/kjv.txt.zst --out data/kjv --vocab 4096 > /dev/null 2>&1 || true
+for i in 1 2 3; do
+  $A keygen --out "$DIR/peer-$i.key" > /dev/null
+  $A invite --config "$CONFIG" --peer-key "$DIR/peer-$i.key.pub" --name "peer-$i" --out "$DIR/peer-$i.invite"
+done
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+$A host --config "$CONFIG" 2> "$DIR/host.log" &
+host_pid=$!
+for i in 1 2 3; do
+  $A peer --invite "$DIR/peer-$i.invite" --key "$DIR/peer-$i.key" --name "peer-$i" 2> "$DIR/peer-$i.log" &
+  pids+=($!)
+done
+echo "host and 3 peers started; logs in $DIR/ (tail -f $DIR/host.log to watch)"
+wait "$host_pid"
+for p in "${pids[@]}"; do wait "$p" || true; done
 echo
-echo "=== sample from runs/demo/model.bin ==="
-./build/bin/archipelago sample --checkpoint runs/demo/model.bin --prompt "And the LORD said" --tokens 120
+echo "=== sample from the global model ($DIR/host/model.bin) ==="
+$A sample --checkpoint "$DIR/host/model.bin" --tokenizer data/kjv/tokenizer.bin --prompt "And the LORD said" --tokens 120

@@ -12,6 +12,7 @@ PACKAGES=(
   libzstd-dev zstd       # zstd codec stage and the bundled corpus
   libsodium-dev          # BLAKE2b checksums, keys
   libzmq3-dev cppzmq-dev # transport
+  libcpptoml-dev         # run.toml
   bible-kjv              # source of the bundled corpus (data/README.md)
   python3 python3-venv python3-numpy python3-torch  # reference fixtures and the transformers check
 )

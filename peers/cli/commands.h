@@ -11,6 +11,10 @@ int cmd_train(const std::vector<std::string>& argv);
 int cmd_prepare(const std::vector<std::string>& argv);
 int cmd_sample(const std::vector<std::string>& argv);
 int cmd_export(const std::vector<std::string>& argv);
+int cmd_keygen(const std::vector<std::string>& argv);
+int cmd_invite(const std::vector<std::string>& argv);
+int cmd_host(const std::vector<std::string>& argv);
+int cmd_peer(const std::vector<std::string>& argv);
 
 // The folder holding data/kjv.txt.zst: $ARCH_HOME, else found upward from the executable, else ".".
 std::string repo_root();

@@ -16,7 +16,11 @@ const char* kUsage =
     "  train     train a GPT-2 on one island (this machine), from scratch or from a checkpoint\n"
     "  prepare   turn text files into a tokenizer and llm.c token shards\n"
     "  sample    generate text from a checkpoint\n"
-    "  export    export a checkpoint for Hugging Face transformers (--safetensors)\n";
+    "  export    export a checkpoint for Hugging Face transformers (--safetensors)\n"
+    "  keygen    make a node's CURVE key pair\n"
+    "  invite    allow a peer's key and write the invite it joins with\n"
+    "  host      host a DiLoCo run (run.toml)\n"
+    "  peer      join a run with an invite and train one island (headless daemon)\n";
 }
 
 int main(int argc, char** argv) {
@@ -31,6 +35,10 @@ int main(int argc, char** argv) {
         if (command == "prepare") return arch::cli::cmd_prepare(rest);
         if (command == "sample") return arch::cli::cmd_sample(rest);
         if (command == "export") return arch::cli::cmd_export(rest);
+        if (command == "keygen") return arch::cli::cmd_keygen(rest);
+        if (command == "invite") return arch::cli::cmd_invite(rest);
+        if (command == "host") return arch::cli::cmd_host(rest);
+        if (command == "peer") return arch::cli::cmd_peer(rest);
         std::fprintf(stderr, "error: unknown command '%s'\n%s", command.c_str(), kUsage);
         return 2;
     } catch (const arch::Error& e) {

@@ -39,10 +39,11 @@ void GlobalModel::apply_update(std::span<const std::byte> update) {
     optimizer_->step(theta_, scratch_);
 }
 
-std::string hash_floats(std::span<const float> values) {
+std::string hash_floats(std::span<const float> values) { return hash_bytes(std::as_bytes(values)); }
+
+std::string hash_bytes(std::span<const std::byte> bytes) {
     unsigned char h[32];
-    crypto_generichash(h, sizeof(h), reinterpret_cast<const unsigned char*>(values.data()), values.size_bytes(),
-                       nullptr, 0);
+    crypto_generichash(h, sizeof(h), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr, 0);
     static const char* hex = "0123456789abcdef";
     std::string out;
     for (unsigned char c : h) {

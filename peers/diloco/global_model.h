@@ -55,5 +55,6 @@ private:
 };
 
 std::string hash_floats(std::span<const float> values);
+std::string hash_bytes(std::span<const std::byte> bytes);  // BLAKE2b-256, hex
 
 }  // namespace arch::diloco

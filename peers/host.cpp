@@ -1,0 +1,376 @@
+// peers/host.cpp: the host's event loop and round state machine (docs/protocol.md).
+#include "peers/host.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "core/checkpoint.h"
+#include "core/corpus.h"
+#include "core/data_loader.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/tokenizer.h"
+#include "kernels/cpu/cpu_backend.h"
+
+namespace arch {
+
+using protocol::Type;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string short_key(const std::string& key) { return key.substr(0, 8); }
+}  // namespace
+
+Host::Host(HostOptions options) : options_(std::move(options)) {
+    const RunConfig& c = options_.config;
+    int vocab = 0;
+    if (c.train_data.empty()) {
+        const PreparedCorpus corpus = ensure_bundled_corpus(options_.repo_root, options_.repo_root + "/data/kjv");
+        vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
+        val_pattern_ = corpus.val_pattern;
+    } else {
+        val_pattern_ = c.val_data;
+    }
+    model_config_ = run_model_config(c, vocab);
+    backend_ = make_cpu_backend();
+    eval_model_ = std::make_unique<GPT2>(model_config_, *backend_);
+    eval_model_->init_weights(c.seed);
+    std::vector<float> theta(eval_model_->num_params());
+    eval_model_->get_params(theta);
+    global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer);
+    std::filesystem::create_directories(c.checkpoint_dir);
+    if (load_checkpoint())
+        log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
+}
+
+Host::~Host() = default;
+
+void Host::log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+}
+
+void Host::save_checkpoint() {
+    protocol::Writer w;
+    for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
+    w.u64(round_);
+    w.u32(static_cast<uint32_t>(island_of_.size()));
+    for (const auto& [key, island] : island_of_) {
+        w.str(key);
+        w.u32(island);
+    }
+    w.bytes(global_->save_state());
+    std::vector<std::byte> bytes = w.take();
+    const std::string hash = diloco::hash_bytes(bytes);
+    protocol::Writer tail;
+    tail.str(hash);
+    const std::vector<std::byte> t = tail.take();
+    bytes.insert(bytes.end(), t.begin(), t.end());
+    const std::string dir = options_.config.checkpoint_dir;
+    write_file_atomic(dir + "/host.state", std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    write_checkpoint(dir + "/model.bin", model_config_, global_->theta());
+}
+
+bool Host::load_checkpoint() {
+    const std::string path = options_.config.checkpoint_dir + "/host.state";
+    if (!file_exists(path)) return false;
+    const std::vector<uint8_t> raw = read_file(path);
+    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
+    protocol::Reader r(bytes, path.c_str());
+    for (char ch : kStateMagic)
+        if (r.u8() != static_cast<uint8_t>(ch)) throw Error("'" + path + "' is not a host checkpoint");
+    const uint64_t round = r.u64();
+    const uint32_t n = r.u32();
+    if (n > 1024) throw Error("'" + path + "' is corrupt: " + std::to_string(n) + " islands");
+    std::map<std::string, uint32_t> islands;
+    for (uint32_t i = 0; i < n; ++i) {
+        std::string key = r.str(64);
+        islands[key] = r.u32();
+    }
+    const std::vector<std::byte> state = r.bytes(bytes.size());
+    const std::string hash = r.str(64);
+    r.finish();
+    if (diloco::hash_bytes(bytes.first(bytes.size() - (4 + 64))) != hash)
+        throw Error("host checkpoint '" + path + "' is corrupt: checksum mismatch");
+    global_->load_state(state);
+    round_ = round;
+    island_of_ = std::move(islands);
+    return true;
+}
+
+float Host::evaluate() {
+    if (val_pattern_.empty()) return -1.0f;
+    const RunConfig& c = options_.config;
+    eval_model_->set_params(global_->theta());
+    DataLoader val(val_pattern_, c.batch, c.seq_len, DataOrder::sequential, 0);
+    std::vector<int> x(static_cast<std::size_t>(c.batch) * c.seq_len), y(x.size());
+    double sum = 0;
+    for (int i = 0; i < c.val_batches; ++i) {
+        val.next_batch(x.data(), y.data());
+        sum += eval_model_->forward(x.data(), y.data(), c.batch, c.seq_len);
+    }
+    return static_cast<float>(sum / c.val_batches);
+}
+
+uint32_t Host::steps_for(const std::string& key) const {
+    const RunConfig& c = options_.config;
+    if (c.mode != "async") return static_cast<uint32_t>(c.steps_per_round);
+    float fastest = 0;
+    for (const auto& [k, p] : peers_) fastest = std::max(fastest, p.steps_per_s);
+    const float mine = peers_.at(key).steps_per_s;
+    if (fastest <= 0 || mine <= 0) return static_cast<uint32_t>(c.steps_per_round);
+    // Dynamic Local Updates: slower islands take fewer steps so they finish together.
+    return static_cast<uint32_t>(std::max(1.0f, std::round(c.steps_per_round * mine / fastest)));
+}
+
+void Host::send_state(Link& link, const std::string& key) {
+    protocol::Writer w;
+    w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
+    w.bytes(global_->save_state());
+    link.send_blob(key, Type::state, round_, w.take());
+    log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
+}
+
+void Host::start_island(Link& link, const std::string& key) {
+    peers_[key].busy = true;
+    const protocol::RoundStart m{round_, steps_for(key), global_->hash()};
+    link.send(key, Type::round_start, round_, protocol::encode(m));
+}
+
+void Host::start_round(Link& link) {
+    round_open_ = true;
+    any_arrival_ = false;
+    contributions_.clear();
+    expected_.clear();
+    raw_bytes_round_ = 0;
+    round_started_ = Clock::now();
+    bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);
+    bytes_down_mark_ = link.bytes_sent(Type::update) + link.bytes_sent(Type::state);
+    for (auto& [key, p] : peers_) {
+        if (!(p.connected && p.welcomed && p.in_sync)) continue;
+        expected_[key] = false;
+        start_island(link, key);
+    }
+    log("round " + std::to_string(round_) + " started with " + std::to_string(expected_.size()) + " islands");
+}
+
+bool Host::round_complete() const {
+    if (expected_.empty()) return false;
+    for (const auto& [key, delivered] : expected_)
+        if (!delivered) return false;
+    return true;
+}
+
+void Host::finish_round(Link& link) {
+    std::vector<Contribution> all = std::move(contributions_);
+    for (Contribution& f : folded_) all.push_back(std::move(f));
+    folded_.clear();
+    contributions_.clear();
+    if (all.empty()) {
+        log("round " + std::to_string(round_) + " has no pseudo-gradients; starting it again");
+        round_open_ = false;
+        return;
+    }
+    std::sort(all.begin(), all.end(), [](const Contribution& a, const Contribution& b) { return a.island < b.island; });
+    std::vector<outer::Contribution> cs;
+    double loss = 0;
+    for (const Contribution& c : all) {
+        cs.push_back({c.delta, c.tokens});
+        loss += c.loss / static_cast<double>(all.size());
+    }
+    const std::vector<std::byte> update = global_->make_update(cs);
+    global_->apply_update(update);
+    const uint64_t ended = round_;
+    ++round_;
+    round_open_ = false;
+    save_checkpoint();
+    const float val = evaluate();
+    protocol::Writer w;
+    w.bytes(protocol::encode(protocol::UpdateMeta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val}));
+    w.bytes(update);
+    const std::vector<std::byte> blob = w.take();
+    for (auto& [key, p] : peers_) {
+        if (!p.welcomed) continue;
+        p.in_sync = false;  // until its hash report comes back
+        link.send_blob(key, Type::update, ended, blob);
+    }
+    RoundRow row;
+    row.round = ended;
+    row.islands = static_cast<int>(all.size());
+    row.mean_inner_loss = static_cast<float>(loss);
+    row.val_loss = val;
+    row.bytes_up = link.bytes_received(Type::pseudo_grad) - bytes_up_mark_;
+    row.bytes_down = link.bytes_sent(Type::update) + link.bytes_sent(Type::state) - bytes_down_mark_;
+    row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
+    row.seconds = seconds_since(round_started_);
+    if (options_.on_round) options_.on_round(row);
+}
+
+void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h) {
+    const RunConfig& c = options_.config;
+    if (!island_of_.count(key)) {
+        if (island_of_.size() >= static_cast<std::size_t>(c.islands)) {
+            link.send(key, Type::reject, round_, protocol::encode_reason("the run is full (" + std::to_string(c.islands) + " islands)"));
+            log("refused " + h.name + " (" + short_key(key) + "): the run is full");
+            return;
+        }
+        const uint32_t next = static_cast<uint32_t>(island_of_.size());
+        island_of_[key] = next;
+        save_checkpoint();
+    }
+    PeerState& p = peers_[key];
+    p.name = h.name;
+    p.island = island_of_[key];
+    p.connected = true;
+    p.welcomed = true;
+    p.steps_per_s = h.steps_per_s;
+    p.busy = false;  // a peer that says hello has no round in progress
+    p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+    const protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash()};
+    link.send(key, Type::welcome, round_, protocol::encode(w));
+    log("admitted " + h.name + " (" + short_key(key) + ") as island " + std::to_string(p.island) +
+        (p.in_sync ? ", in sync" : ", needs the state"));
+    if (!p.in_sync) send_state(link, key);
+    else if (round_open_ && (c.mode == "async" || (expected_.count(key) && !expected_[key]))) start_island(link, key);
+}
+
+void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, std::span<const std::byte> blob) {
+    const RunConfig& c = options_.config;
+    PeerState& p = peers_[key];
+    protocol::Reader r(blob, "pseudo_grad");
+    const protocol::PseudoGradMeta meta = protocol::decode_pseudo_grad(r.bytes(4096));
+    const std::vector<std::byte> payload = r.bytes(blob.size());
+    r.finish();
+    const bool current = round_open_ && meta.round == round_;
+    const bool late = c.mode == "sync" && meta.round + 1 == round_ && c.straggler == "fold";
+    if (c.mode == "sync" && !current && !late)
+        throw Error("pseudo-gradient for round " + std::to_string(meta.round) + " while round " + std::to_string(round_) +
+                    (round_open_ ? " is open" : " has not started"));
+    if (c.mode == "sync" && current && (!expected_.count(key) || expected_[key]))
+        throw Error(expected_.count(key) ? "a second pseudo-gradient for this round" : "an island that is not in this round");
+    Contribution contribution{p.island, compression::decode(payload, global_->theta().size()), meta.tokens, meta.mean_loss};
+    if (contribution.delta.size() != global_->theta().size())
+        throw Error("pseudo-gradient of " + std::to_string(contribution.delta.size()) + " values, the model has " +
+                    std::to_string(global_->theta().size()));
+    p.steps_per_s = meta.steps_per_s;
+    p.last_round = meta.round;
+    p.busy = false;
+    raw_bytes_round_ += static_cast<double>(contribution.delta.size()) * sizeof(float);
+    if (late) {
+        folded_.push_back(std::move(contribution));
+        log("folded a late pseudo-gradient of island " + std::to_string(p.island) + " into round " + std::to_string(round_));
+        return;
+    }
+    if (!any_arrival_) first_arrival_ = Clock::now();
+    any_arrival_ = true;
+    if (c.mode == "sync") {
+        expected_[key] = true;
+        contributions_.push_back(std::move(contribution));
+        return;
+    }
+    // async: every pseudo-gradient is its own outer update (Delayed Nesterov), sent to everyone.
+    contributions_.push_back(std::move(contribution));
+    finish_round(link);
+    round_open_ = true;
+    start_island(link, key);
+}
+
+void Host::handle(Link& link, const LinkEvent& e) {
+    auto it = peers_.find(e.peer);
+    if (e.kind == LinkEvent::Kind::connected) {
+        if (it != peers_.end()) it->second.connected = true;
+        return;
+    }
+    if (e.kind == LinkEvent::Kind::disconnected) {
+        if (it == peers_.end()) return;
+        it->second.connected = false;
+        if (expected_.count(e.peer) && !expected_[e.peer]) {
+            expected_.erase(e.peer);
+            log("island " + std::to_string(it->second.island) + " (" + it->second.name + ") disconnected; round " +
+                std::to_string(round_) + " goes on without it");
+        }
+        return;
+    }
+    if (e.type == Type::hello) {
+        on_hello(link, e.peer, protocol::decode_hello(e.payload));
+        return;
+    }
+    if (it == peers_.end() || !it->second.welcomed) {
+        link.send(e.peer, Type::reject, round_, protocol::encode_reason("say hello first"));
+        return;
+    }
+    PeerState& p = it->second;
+    p.connected = true;
+    switch (e.type) {
+        case Type::pseudo_grad:
+            on_pseudo_grad(link, e.peer, e.round, e.payload);
+            break;
+        case Type::hash_report: {
+            const protocol::HashReport h = protocol::decode_hash_report(e.payload);
+            p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+            if (!p.in_sync) {
+                log("island " + std::to_string(p.island) + " reports θ " + h.theta_hash.substr(0, 12) + " at round " +
+                    std::to_string(h.round) + ", host has " + global_->hash().substr(0, 12) + " at " + std::to_string(round_));
+                send_state(link, e.peer);
+            } else if (round_open_ && !p.busy &&
+                       (options_.config.mode == "async" || (expected_.count(e.peer) && !expected_[e.peer]))) {
+                start_island(link, e.peer);
+            }
+            break;
+        }
+        case Type::bye:
+            p.connected = false;
+            expected_.erase(e.peer);
+            log(p.name + " left: " + protocol::decode_reason(e.payload));
+            break;
+        default:
+            throw Error(std::string("unexpected ") + protocol::type_name(e.type) + " message from a peer");
+    }
+}
+
+void Host::run(Link& link) {
+    const RunConfig& c = options_.config;
+    const auto join_deadline = Clock::now() + std::chrono::duration<double>(c.join_timeout_s);
+    log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
+        std::to_string(c.rounds) + ")");
+    while (!stop_ && round_ < static_cast<uint64_t>(c.rounds)) {
+        if (std::optional<LinkEvent> e = link.poll(50)) {
+            try {
+                handle(link, *e);
+            } catch (const Error& err) {
+                const auto it = peers_.find(e->peer);
+                log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " +
+                    (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());
+            }
+        }
+        if (!round_open_) {
+            int ready = 0, connected = 0;
+            for (const auto& [key, p] : peers_) {
+                connected += p.connected && p.welcomed;
+                ready += p.connected && p.welcomed && p.in_sync;
+            }
+            const bool first_wait = round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands);
+            const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
+            if (all_here || (ready > 0 && Clock::now() > join_deadline && ready == connected)) start_round(link);
+        } else if (c.mode == "sync") {
+            const bool late = any_arrival_ && seconds_since(first_arrival_) > c.round_timeout_s;
+            if (round_complete() || late || (expected_.empty() && !contributions_.empty())) {
+                if (late && !round_complete()) log("round " + std::to_string(round_) + " deadline passed; closing it with " +
+                                                   std::to_string(contributions_.size()) + " islands");
+                finish_round(link);
+            } else if (expected_.empty() && contributions_.empty()) {
+                round_open_ = false;  // everyone left: wait for islands again
+            }
+        }
+    }
+    for (const auto& [key, p] : peers_)
+        if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
+    log(round_ >= static_cast<uint64_t>(c.rounds) ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
+}
+
+}  // namespace arch

@@ -1,0 +1,109 @@
+// peers/host.h: the host of a DiLoCo run: admits peers (their keys are already on the allow-list;
+// identity is the authenticated key), assigns each a stable island index (its data slice), runs
+// the rounds (sync: wait for every island up to a deadline; async: apply each pseudo-gradient as it
+// arrives with Delayed Nesterov and Dynamic Local Updates), aggregates through outer_optimizer,
+// sends the update everyone applies, checks the islands' θ hashes, checkpoints every round, and
+// brings late joiners and restarted peers up to date with the full state.
+// Restart: a host started on the same checkpoint folder resumes from the last finished round.
+#pragma once
+
+#include <chrono>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/gpt2.h"
+#include "peers/diloco/global_model.h"
+#include "peers/link.h"
+#include "peers/run_config.h"
+
+namespace arch {
+
+struct RoundRow {
+    uint64_t round = 0;
+    int islands = 0;
+    float mean_inner_loss = 0;
+    float val_loss = -1;
+    uint64_t bytes_up = 0, bytes_down = 0;
+    double compression_ratio = 0;  // fp32 size of the pseudo-gradients received / bytes received for them
+    double seconds = 0;
+};
+
+struct HostOptions {
+    RunConfig config;
+    std::string repo_root = ".";
+    std::function<void(const std::string&)> log;     // one line per event
+    std::function<void(const RoundRow&)> on_round;   // one call per finished round
+};
+
+class Host {
+public:
+    explicit Host(HostOptions options);
+    ~Host();
+
+    // Runs until every round is done (then tells the peers goodbye) or stop() is called.
+    void run(Link& link);
+    void stop() { stop_ = true; }
+
+    uint64_t round() const { return round_; }
+    std::string theta_hash() const { return global_->hash(); }
+    const diloco::GlobalModel& global() const { return *global_; }
+
+private:
+    struct PeerState {
+        std::string name;
+        uint32_t island = 0;
+        bool connected = false;
+        bool welcomed = false;
+        bool in_sync = false;      // last reported hash equals the host's
+        bool busy = false;         // has a round_start it has not answered yet
+        float steps_per_s = 0;
+        uint64_t last_round = 0;   // last round it contributed to
+    };
+    struct Contribution {
+        uint32_t island;
+        std::vector<float> delta;
+        double tokens;
+        float loss;
+    };
+
+    void handle(Link& link, const LinkEvent& e);
+    void on_hello(Link& link, const std::string& key, const protocol::Hello& h);
+    void on_pseudo_grad(Link& link, const std::string& key, uint64_t round, std::span<const std::byte> blob);
+    void start_round(Link& link);
+    void start_island(Link& link, const std::string& key);
+    void finish_round(Link& link);
+    void send_state(Link& link, const std::string& key);
+    uint32_t steps_for(const std::string& key) const;
+    bool round_complete() const;
+    void save_checkpoint();
+    bool load_checkpoint();
+    float evaluate();
+    void log(const std::string& line) const;
+
+    HostOptions options_;
+    ModelConfig model_config_;
+    std::unique_ptr<diloco::GlobalModel> global_;
+    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<GPT2> eval_model_;
+    std::string val_pattern_;
+    std::map<std::string, PeerState> peers_;      // by key
+    std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
+    uint64_t round_ = 0;                          // the round in progress (or next to start)
+    bool round_open_ = false;
+    std::map<std::string, bool> expected_;        // sync: islands this round waits for (key -> delivered)
+    std::vector<Contribution> contributions_;
+    std::vector<Contribution> folded_;            // straggler = fold: late pseudo-gradients for the next round
+    std::chrono::steady_clock::time_point round_started_, first_arrival_;
+    bool any_arrival_ = false;
+    uint64_t bytes_up_mark_ = 0, bytes_down_mark_ = 0;
+    double raw_bytes_round_ = 0;
+    std::atomic<bool> stop_{false};
+};
+
+}  // namespace arch

@@ -1,0 +1,86 @@
+// peers/net_link.h: Link over net/: HostLink wraps a HostSocket, PeerLink a PeerSocket. Blobs go
+// through net/transfer.h (chunks with checksums and credit, resumed after a reconnect); everything
+// queued for one peer leaves in order, so a round_start never overtakes the update before it.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "net/host_socket.h"
+#include "net/peer_socket.h"
+#include "net/transfer.h"
+#include "peers/link.h"
+
+namespace arch {
+
+// The shared machinery; the two subclasses only say how to poll and send on their socket.
+class NetLink : public Link {
+public:
+    // log: one line per dropped or rejected transfer message (poll never throws).
+    explicit NetLink(std::function<void(const std::string&)> log) : log_(std::move(log)) {}
+
+    std::optional<LinkEvent> poll(int timeout_ms) override;
+    bool send(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> payload) override;
+    void send_blob(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> blob) override;
+    void forget(const std::string& peer) override;
+    uint64_t bytes_sent(protocol::Type type) const override;
+    uint64_t bytes_received(protocol::Type type) const override;
+
+    static constexpr uint32_t kChunkBytes = 1u << 20;
+
+protected:
+    virtual std::optional<net::Incoming> poll_socket(int timeout_ms) = 0;
+    virtual bool send_socket(const std::string& peer, const net::Header& header, std::span<const uint8_t> payload) = 0;
+
+private:
+    struct Item {  // one queued outbound message or blob
+        protocol::Type type;
+        uint64_t round;
+        std::vector<uint8_t> payload;              // a small message
+        std::unique_ptr<net::TransferSender> blob;  // or a transfer
+        bool begun = false;
+    };
+    struct Inbound {
+        net::TransferReceiver receiver;
+        uint64_t round = 0;
+    };
+    void pump(const std::string& peer);
+    bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const uint8_t> payload,
+              protocol::Type counted_as);
+    std::optional<LinkEvent> on_transfer(const net::Incoming& in);
+
+    std::map<std::string, std::deque<Item>> out_;
+    std::map<std::pair<std::string, uint64_t>, Inbound> in_;
+    std::map<uint16_t, uint64_t> sent_, received_;
+    std::function<void(const std::string&)> log_;
+};
+
+class HostLink final : public NetLink {
+public:
+    HostLink(net::HostSocket& socket, std::function<void(const std::string&)> log)
+        : NetLink(std::move(log)), socket_(socket) {}
+
+private:
+    std::optional<net::Incoming> poll_socket(int timeout_ms) override { return socket_.poll(timeout_ms); }
+    bool send_socket(const std::string& peer, const net::Header& h, std::span<const uint8_t> p) override {
+        return socket_.send(peer, h, p);
+    }
+    net::HostSocket& socket_;
+};
+
+class PeerLink final : public NetLink {
+public:
+    PeerLink(net::PeerSocket& socket, std::function<void(const std::string&)> log)
+        : NetLink(std::move(log)), socket_(socket) {}
+
+private:
+    std::optional<net::Incoming> poll_socket(int timeout_ms) override { return socket_.poll(timeout_ms); }
+    bool send_socket(const std::string&, const net::Header& h, std::span<const uint8_t> p) override {
+        return socket_.send(h, p);
+    }
+    net::PeerSocket& socket_;
+};
+
+}  // namespace arch

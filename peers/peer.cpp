@@ -1,0 +1,187 @@
+// peers/peer.cpp: the peer daemon's event loop.
+#include "peers/peer.h"
+
+#include <chrono>
+#include <thread>
+
+#include "core/corpus.h"
+#include "core/data_split.h"
+#include "core/error.h"
+#include "core/tokenizer.h"
+
+namespace arch {
+
+using protocol::Type;
+using Clock = std::chrono::steady_clock;
+
+Peer::Peer(PeerOptions options) : options_(std::move(options)) {}
+Peer::~Peer() = default;
+
+void Peer::log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+}
+
+std::optional<std::string> Peer::theta_hash() const {
+    if (!replica_valid_) return std::nullopt;
+    return replica_->hash();
+}
+
+void Peer::hello(Link& link) {
+    protocol::Hello h;
+    h.name = options_.name;
+    h.steps_per_s = steps_per_s_;
+    h.round = round_;
+    h.theta_hash = replica_valid_ ? replica_->hash() : "";
+    link.send(host_, Type::hello, round_, protocol::encode(h));
+}
+
+void Peer::report_hash(Link& link) {
+    protocol::HashReport r{round_, replica_valid_ ? replica_->hash() : std::string(64, '0')};
+    link.send(host_, Type::hash_report, round_, protocol::encode(r));
+}
+
+void Peer::on_welcome(const protocol::Welcome& w) {
+    RunConfig c = parse_run_config(w.config_toml, "the host's run config");
+    const bool same = config_ && config_->toml == c.toml && island_ == w.island_index;
+    island_ = w.island_index;
+    if (same && worker_) return;  // a rejoin: keep the island (and its inner AdamW state)
+    std::string train = c.train_data, val = c.val_data;
+    int vocab = 0;
+    if (train.empty()) {
+        const PreparedCorpus corpus = ensure_bundled_corpus(options_.repo_root, options_.repo_root + "/data/kjv");
+        train = corpus.train_pattern;
+        vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
+    }
+    const std::vector<std::string> slices = split_for_islands(
+        train, c.islands, options_.repo_root + "/data/kjv/islands",
+        static_cast<std::size_t>(c.batch) * c.seq_len + 1);
+    const ModelConfig model = run_model_config(c, vocab);
+    worker_ = std::make_unique<diloco::IslandWorker>(
+        model, run_train_config(c, slices[island_], "", c.seed + 1 + island_), c.codec);
+    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(worker_->model().num_params()), c.outer);
+    replica_valid_ = false;
+    config_ = std::move(c);
+    log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
+        describe(model) + ", data " + slices[island_]);
+}
+
+void Peer::on_state(Link& link, std::span<const std::byte> blob) {
+    if (!replica_) throw Error("a state before the welcome");
+    protocol::Reader r(blob, "state");
+    const protocol::StateMeta meta = protocol::decode_state(r.bytes(4096));
+    const std::vector<std::byte> state = r.bytes(blob.size());
+    r.finish();
+    replica_->load_state(state);
+    replica_valid_ = true;
+    round_ = meta.round;
+    if (replica_->hash() != meta.theta_hash) {
+        replica_valid_ = false;
+        throw Error("the state's θ hash does not match the host's");
+    }
+    log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12));
+    report_hash(link);
+}
+
+void Peer::on_update(Link& link, std::span<const std::byte> blob) {
+    protocol::Reader r(blob, "update");
+    const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(4096));
+    const std::vector<std::byte> update = r.bytes(blob.size());
+    r.finish();
+    if (!replica_valid_ || meta.round != round_) {
+        log("update for round " + std::to_string(meta.round) + " but θ is at round " + std::to_string(round_) +
+            "; asking for the state");
+        report_hash(link);
+        return;
+    }
+    replica_->apply_update(update);
+    round_ = meta.round + 1;
+    if (replica_->hash() != meta.theta_hash) log("θ hash differs from the host's after round " + std::to_string(meta.round));
+    else log("round " + std::to_string(meta.round) + " applied (" + std::to_string(meta.islands) + " islands" +
+             (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + "), θ " +
+             replica_->hash().substr(0, 12) + " matches the host");
+    report_hash(link);
+}
+
+void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
+    if (!replica_valid_ || m.round != round_ || m.theta_hash != replica_->hash()) {
+        report_hash(link);  // the host answers with the state
+        return;
+    }
+    const auto t0 = Clock::now();
+    int done = 0;
+    const diloco::RoundResult result = worker_->run_round(replica_->theta(), static_cast<int>(m.steps), [&](const StepStats& s) {
+        ++done;
+        if (options_.throttle > 0 && options_.throttle < 1.0)
+            std::this_thread::sleep_for(std::chrono::duration<double>(s.seconds * (1.0 / options_.throttle - 1.0)));
+        if (done % 10 == 0 || done == static_cast<int>(m.steps))
+            log("round " + std::to_string(m.round) + " step " + std::to_string(done) + "/" + std::to_string(m.steps) +
+                " loss " + std::to_string(s.loss) + " (" + std::to_string(static_cast<int>(s.tokens_per_s)) + " tok/s)");
+    });
+    steps_per_s_ = static_cast<float>(m.steps / std::chrono::duration<double>(Clock::now() - t0).count());
+    protocol::Writer w;
+    w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, result.mean_loss, m.steps, steps_per_s_}));
+    w.bytes(result.payload);
+    link.send_blob(host_, Type::pseudo_grad, m.round, w.take());
+    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes");
+}
+
+bool Peer::run(Link& link, const std::string& host_key) {
+    host_ = host_key;
+    hello(link);
+    auto last_hello = Clock::now();
+    bool disconnected = false;
+    while (!stop_ && !finished_) {
+        std::optional<LinkEvent> e = link.poll(100);
+        if (!e) {
+            // No welcome yet: the host may not be up; say hello again now and then.
+            if (!config_ && Clock::now() - last_hello > std::chrono::seconds(2)) {
+                hello(link);
+                last_hello = Clock::now();
+            }
+            continue;
+        }
+        try {
+            switch (e->kind) {
+                case LinkEvent::Kind::disconnected:
+                    if (!disconnected) log("lost the host; reconnecting");
+                    disconnected = true;
+                    continue;
+                case LinkEvent::Kind::connected:
+                    if (disconnected) {
+                        log("reconnected to the host");
+                        hello(link);
+                        last_hello = Clock::now();
+                    }
+                    disconnected = false;
+                    continue;
+                case LinkEvent::Kind::message:
+                    break;
+            }
+            switch (e->type) {
+                case Type::welcome: on_welcome(protocol::decode_welcome(e->payload)); break;
+                case Type::state: on_state(link, e->payload); break;
+                case Type::update: on_update(link, e->payload); break;
+                case Type::round_start: on_round_start(link, protocol::decode_round_start(e->payload)); break;
+                case Type::reject: {
+                    const std::string reason = protocol::decode_reason(e->payload);
+                    log("host says: " + reason);
+                    if (reason == "say hello first") hello(link);
+                    else throw Error("the host refused this peer: " + reason);
+                    break;
+                }
+                case Type::bye:
+                    log("host says goodbye: " + protocol::decode_reason(e->payload));
+                    finished_ = true;
+                    break;
+                default: log(std::string("ignored an unexpected ") + protocol::type_name(e->type) + " message");
+            }
+        } catch (const Error& err) {
+            const std::string what = err.what();
+            if (what.rfind("the host refused", 0) == 0) throw;
+            log(std::string("rejected a ") + protocol::type_name(e->type) + " message: " + what);
+        }
+    }
+    return finished_;
+}
+
+}  // namespace arch

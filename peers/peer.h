@@ -1,0 +1,62 @@
+// peers/peer.h: the peer daemon's island: says hello to the host, receives the run config and its
+// island index (its data slice), keeps a replica of the global state, runs each round's inner steps
+// on its own data, sends the encoded pseudo-gradient, applies every update in order and reports
+// its θ hash. It survives host trouble: after a reconnect or a "say hello first" it says hello
+// again with its round and hash, and the host resends the state if they differ.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "peers/diloco/global_model.h"
+#include "peers/diloco/island_worker.h"
+#include "peers/link.h"
+#include "peers/run_config.h"
+
+namespace arch {
+
+struct PeerOptions {
+    std::string name = "peer";
+    std::string repo_root = ".";
+    double throttle = 1.0;  // < 1 makes the island artificially slower (0.5: half speed)
+    std::function<void(const std::string&)> log;
+};
+
+class Peer {
+public:
+    explicit Peer(PeerOptions options);
+    ~Peer();
+
+    // Runs until the host says the run is finished (returns true) or stop() (returns false).
+    bool run(Link& link, const std::string& host_key);
+    void stop() { stop_ = true; }
+
+    std::optional<std::string> theta_hash() const;
+    uint64_t round() const { return round_; }
+
+private:
+    void hello(Link& link);
+    void on_welcome(const protocol::Welcome& w);
+    void on_state(Link& link, std::span<const std::byte> blob);
+    void on_update(Link& link, std::span<const std::byte> blob);
+    void on_round_start(Link& link, const protocol::RoundStart& m);
+    void report_hash(Link& link);
+    void log(const std::string& line) const;
+
+    PeerOptions options_;
+    std::string host_;
+    std::optional<RunConfig> config_;
+    uint32_t island_ = 0;
+    std::unique_ptr<diloco::IslandWorker> worker_;
+    std::unique_ptr<diloco::GlobalModel> replica_;
+    bool replica_valid_ = false;
+    uint64_t round_ = 0;  // the round replica_'s θ belongs to
+    float steps_per_s_ = 0;
+    std::atomic<bool> stop_{false};
+    bool finished_ = false;
+};
+
+}  // namespace arch

@@ -1,0 +1,239 @@
+// peers/protocol.cpp: payload encoding and validated decoding.
+#include "peers/protocol.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace arch::protocol {
+
+const char* type_name(Type t) {
+    switch (t) {
+        case Type::hello: return "hello";
+        case Type::welcome: return "welcome";
+        case Type::reject: return "reject";
+        case Type::round_start: return "round_start";
+        case Type::pseudo_grad: return "pseudo_grad";
+        case Type::update: return "update";
+        case Type::hash_report: return "hash_report";
+        case Type::state: return "state";
+        case Type::bye: return "bye";
+    }
+    return "unknown";
+}
+
+void Writer::raw(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out_.insert(out_.end(), b, b + n);
+}
+void Writer::str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    raw(s.data(), s.size());
+}
+void Writer::bytes(std::span<const std::byte> b) {
+    u64(b.size());
+    raw(b.data(), b.size());
+}
+
+void Reader::raw(void* p, std::size_t n) {
+    if (n > in_.size() - pos_)
+        throw Error(std::string(what_) + ": message truncated (needs " + std::to_string(pos_ + n) + " bytes, has " +
+                    std::to_string(in_.size()) + ")");
+    std::memcpy(p, in_.data() + pos_, n);
+    pos_ += n;
+}
+uint8_t Reader::u8() { uint8_t v; raw(&v, 1); return v; }
+uint32_t Reader::u32() { uint32_t v; raw(&v, 4); return v; }
+uint64_t Reader::u64() { uint64_t v; raw(&v, 8); return v; }
+float Reader::f32() {
+    float v;
+    raw(&v, 4);
+    if (!std::isfinite(v)) throw Error(std::string(what_) + ": non-finite number");
+    return v;
+}
+double Reader::f64() {
+    double v;
+    raw(&v, 8);
+    if (!std::isfinite(v)) throw Error(std::string(what_) + ": non-finite number");
+    return v;
+}
+std::string Reader::str(std::size_t max_len) {
+    const uint32_t n = u32();
+    if (n > max_len) throw Error(std::string(what_) + ": string of " + std::to_string(n) + " bytes exceeds " + std::to_string(max_len));
+    std::string s(n, '\0');
+    raw(s.data(), n);
+    return s;
+}
+std::vector<std::byte> Reader::bytes(std::size_t max_len) {
+    const uint64_t n = u64();
+    if (n > max_len) throw Error(std::string(what_) + ": blob of " + std::to_string(n) + " bytes exceeds " + std::to_string(max_len));
+    std::vector<std::byte> b(n);
+    raw(b.data(), n);
+    return b;
+}
+void Reader::finish() const {
+    if (pos_ != in_.size())
+        throw Error(std::string(what_) + ": " + std::to_string(in_.size() - pos_) + " unexpected trailing bytes");
+}
+
+namespace {
+constexpr std::size_t kHashLen = 64;  // hex BLAKE2b-256
+std::string hash_field(Reader& r) {
+    std::string h = r.str(kHashLen);
+    for (char c : h)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) throw Error("malformed θ hash in message");
+    return h;
+}
+}  // namespace
+
+std::vector<std::byte> encode(const Hello& m) {
+    Writer w;
+    w.u32(m.protocol_version);
+    w.str(m.name);
+    w.u32(m.devices);
+    w.f32(m.steps_per_s);
+    w.u64(m.round);
+    w.str(m.theta_hash);
+    return w.take();
+}
+Hello decode_hello(std::span<const std::byte> b) {
+    Reader r(b, "hello");
+    Hello m;
+    m.protocol_version = r.u32();
+    if (m.protocol_version != kProtocolVersion)
+        throw Error("hello: protocol version " + std::to_string(m.protocol_version) + ", this host speaks " +
+                    std::to_string(kProtocolVersion));
+    m.name = r.str(128);
+    m.devices = r.u32();
+    m.steps_per_s = r.f32();
+    m.round = r.u64();
+    m.theta_hash = hash_field(r);
+    r.finish();
+    return m;
+}
+
+std::vector<std::byte> encode(const Welcome& m) {
+    Writer w;
+    w.u32(m.island_index);
+    w.u32(m.num_islands);
+    w.str(m.config_toml);
+    w.u64(m.round);
+    w.str(m.theta_hash);
+    return w.take();
+}
+Welcome decode_welcome(std::span<const std::byte> b) {
+    Reader r(b, "welcome");
+    Welcome m;
+    m.island_index = r.u32();
+    m.num_islands = r.u32();
+    m.config_toml = r.str(1 << 16);
+    m.round = r.u64();
+    m.theta_hash = hash_field(r);
+    r.finish();
+    if (m.island_index >= m.num_islands) throw Error("welcome: island index out of range");
+    return m;
+}
+
+std::vector<std::byte> encode(const RoundStart& m) {
+    Writer w;
+    w.u64(m.round);
+    w.u32(m.steps);
+    w.str(m.theta_hash);
+    return w.take();
+}
+RoundStart decode_round_start(std::span<const std::byte> b) {
+    Reader r(b, "round_start");
+    RoundStart m;
+    m.round = r.u64();
+    m.steps = r.u32();
+    m.theta_hash = hash_field(r);
+    r.finish();
+    if (m.steps == 0 || m.steps > 1000000) throw Error("round_start: steps out of range");
+    return m;
+}
+
+std::vector<std::byte> encode(const PseudoGradMeta& m) {
+    Writer w;
+    w.u64(m.round);
+    w.f64(m.tokens);
+    w.f32(m.mean_loss);
+    w.u32(m.steps);
+    w.f32(m.steps_per_s);
+    return w.take();
+}
+PseudoGradMeta decode_pseudo_grad(std::span<const std::byte> b) {
+    Reader r(b, "pseudo_grad");
+    PseudoGradMeta m;
+    m.round = r.u64();
+    m.tokens = r.f64();
+    m.mean_loss = r.f32();
+    m.steps = r.u32();
+    m.steps_per_s = r.f32();
+    r.finish();
+    if (!(m.tokens > 0)) throw Error("pseudo_grad: token count must be positive");
+    return m;
+}
+
+std::vector<std::byte> encode(const UpdateMeta& m) {
+    Writer w;
+    w.u64(m.round);
+    w.str(m.theta_hash);
+    w.u32(m.islands);
+    w.f32(m.val_loss);
+    return w.take();
+}
+UpdateMeta decode_update(std::span<const std::byte> b) {
+    Reader r(b, "update");
+    UpdateMeta m;
+    m.round = r.u64();
+    m.theta_hash = hash_field(r);
+    m.islands = r.u32();
+    m.val_loss = r.f32();
+    r.finish();
+    return m;
+}
+
+std::vector<std::byte> encode(const StateMeta& m) {
+    Writer w;
+    w.u64(m.round);
+    w.str(m.theta_hash);
+    return w.take();
+}
+StateMeta decode_state(std::span<const std::byte> b) {
+    Reader r(b, "state");
+    StateMeta m;
+    m.round = r.u64();
+    m.theta_hash = hash_field(r);
+    r.finish();
+    return m;
+}
+
+std::vector<std::byte> encode(const HashReport& m) {
+    Writer w;
+    w.u64(m.round);
+    w.str(m.theta_hash);
+    return w.take();
+}
+HashReport decode_hash_report(std::span<const std::byte> b) {
+    Reader r(b, "hash_report");
+    HashReport m;
+    m.round = r.u64();
+    m.theta_hash = hash_field(r);
+    r.finish();
+    return m;
+}
+
+std::vector<std::byte> encode_reason(const std::string& reason) {
+    Writer w;
+    w.str(reason);
+    return w.take();
+}
+std::string decode_reason(std::span<const std::byte> b) {
+    Reader r(b, "reason");
+    std::string s = r.str(4096);
+    r.finish();
+    return s;
+}
+
+}  // namespace arch::protocol

@@ -1,0 +1,127 @@
+// peers/protocol.h: the run protocol between host and peers: message types and their payloads,
+// encoded little-endian with explicit lengths. Every decode checks sizes and limits and throws
+// arch::Error on anything malformed (the caller logs, drops the message, and keeps its state).
+// Identity never travels in a payload: the host knows a peer by its CURVE key (ZAP User-Id).
+// Large payloads (pseudo-gradients, updates, the global state) travel through net's chunked
+// transfers; the messages here describe them. Sequence of a sync round: docs/protocol.md.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace arch::protocol {
+
+constexpr uint32_t kProtocolVersion = 1;
+
+enum class Type : uint16_t {
+    // net/message.h reserves types below 0x0100 for its transfers.
+    hello = 0x0100,        // peer -> host: join or rejoin
+    welcome = 0x0101,      // host -> peer: admitted, run config, island index
+    reject = 0x0102,       // host -> peer: refused, with a reason
+    round_start = 0x0103,  // host -> peer: start round r from θ with hash h, for `steps` inner steps
+    pseudo_grad = 0x0104,  // peer -> host: (transfer) encoded Δ of round r + metadata
+    update = 0x0105,       // host -> peer: (transfer) encoded aggregated update that ends round r
+    hash_report = 0x0106,  // peer -> host: θ hash after applying an update or a state
+    state = 0x0107,        // host -> peer: (transfer) the full global state (late joiner / resync)
+    bye = 0x0108,          // both ways: leaving
+};
+const char* type_name(Type t);
+
+class Writer {
+public:
+    void u8(uint8_t v) { raw(&v, 1); }
+    void u32(uint32_t v) { raw(&v, 4); }
+    void u64(uint64_t v) { raw(&v, 8); }
+    void f32(float v) { raw(&v, 4); }
+    void f64(double v) { raw(&v, 8); }
+    void str(const std::string& s);
+    void bytes(std::span<const std::byte> b);
+    std::vector<std::byte> take() { return std::move(out_); }
+
+private:
+    void raw(const void* p, std::size_t n);
+    std::vector<std::byte> out_;
+};
+
+class Reader {
+public:
+    explicit Reader(std::span<const std::byte> in, const char* what) : in_(in), what_(what) {}
+    uint8_t u8();
+    uint32_t u32();
+    uint64_t u64();
+    float f32();
+    double f64();
+    std::string str(std::size_t max_len = 1 << 20);
+    std::vector<std::byte> bytes(std::size_t max_len);
+    void finish() const;  // throws unless every byte was consumed
+
+private:
+    void raw(void* p, std::size_t n);
+    std::span<const std::byte> in_;
+    std::size_t pos_ = 0;
+    const char* what_;
+};
+
+struct Hello {
+    uint32_t protocol_version = kProtocolVersion;
+    std::string name;
+    uint32_t devices = 1;
+    float steps_per_s = 0;   // measured inner speed (0: unknown yet)
+    uint64_t round = 0;      // the round the peer's θ belongs to (after its last update)
+    std::string theta_hash;  // empty: the peer has no θ yet
+};
+struct Welcome {
+    uint32_t island_index = 0;
+    uint32_t num_islands = 0;
+    std::string config_toml;
+    uint64_t round = 0;  // the round the host is in
+    std::string theta_hash;
+};
+struct RoundStart {
+    uint64_t round = 0;
+    uint32_t steps = 0;  // H for this island (Dynamic Local Updates in async mode)
+    std::string theta_hash;
+};
+struct PseudoGradMeta {
+    uint64_t round = 0;       // the round whose θ the island started from
+    double tokens = 0;
+    float mean_loss = 0;
+    uint32_t steps = 0;
+    float steps_per_s = 0;
+};
+struct UpdateMeta {
+    uint64_t round = 0;        // the round this update ends (θ_round -> θ_round+1)
+    std::string theta_hash;    // hash of θ after applying it
+    uint32_t islands = 0;      // contributions aggregated
+    float val_loss = -1;       // host's val loss of the new θ (-1: not measured)
+};
+struct StateMeta {
+    uint64_t round = 0;        // θ is the state at the start of this round
+    std::string theta_hash;
+};
+struct HashReport {
+    uint64_t round = 0;
+    std::string theta_hash;
+};
+
+std::vector<std::byte> encode(const Hello& m);
+std::vector<std::byte> encode(const Welcome& m);
+std::vector<std::byte> encode(const RoundStart& m);
+std::vector<std::byte> encode(const PseudoGradMeta& m);
+std::vector<std::byte> encode(const UpdateMeta& m);
+std::vector<std::byte> encode(const StateMeta& m);
+std::vector<std::byte> encode(const HashReport& m);
+std::vector<std::byte> encode_reason(const std::string& reason);  // reject, bye
+
+Hello decode_hello(std::span<const std::byte> b);
+Welcome decode_welcome(std::span<const std::byte> b);
+RoundStart decode_round_start(std::span<const std::byte> b);
+PseudoGradMeta decode_pseudo_grad(std::span<const std::byte> b);
+UpdateMeta decode_update(std::span<const std::byte> b);
+StateMeta decode_state(std::span<const std::byte> b);
+HashReport decode_hash_report(std::span<const std::byte> b);
+std::string decode_reason(std::span<const std::byte> b);
+
+}  // namespace arch::protocol
