@@ -26,14 +26,16 @@ AdamW::~AdamW() {
     backend_.free(v_);
 }
 
+float clip_scale(float norm, const AdamWConfig& c) {
+    if (!std::isfinite(norm)) throw Error("AdamW: the gradient norm is " + std::to_string(norm) + "; refusing to update");
+    if (c.grad_clip <= 0.0f) return 1.0f;
+    const float coef = c.grad_clip / (norm + 1e-6f);
+    return coef < 1.0f ? coef : 1.0f;
+}
+
 float AdamW::step(float* params, const float* grads, float lr, const AdamWConfig& c) {
     const float norm = static_cast<float>(std::sqrt(backend_.sum_squares(grads, n_)));
-    if (!std::isfinite(norm)) throw Error("AdamW: the gradient norm is " + std::to_string(norm) + "; refusing to update");
-    float scale = 1.0f;
-    if (c.grad_clip > 0.0f) {
-        const float coef = c.grad_clip / (norm + 1e-6f);
-        scale = coef < 1.0f ? coef : 1.0f;
-    }
+    const float scale = clip_scale(norm, c);
     ++steps_;
     for (const Range& r : ranges_)
         backend_.adamw_update(params + r.begin, grads + r.begin, m_ + r.begin, v_ + r.begin, r.size, lr, c.beta1,

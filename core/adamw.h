@@ -20,6 +20,10 @@ struct AdamWConfig {
     float grad_clip = 1.0f;  // max global norm; <= 0 disables clipping
 };
 
+// The factor gradients are multiplied by for global-norm clipping (1 when the norm is within
+// grad_clip or clipping is off); throws when the norm is NaN or Inf. Shared by AdamW and ZeRO-3.
+float clip_scale(float norm, const AdamWConfig& config);
+
 class AdamW {
 public:
     AdamW(const ParamLayout& layout, Backend& backend);

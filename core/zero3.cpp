@@ -187,12 +187,7 @@ float Zero3Store::adamw_step(float lr, const AdamWConfig& c) {
     double sum_squares = 0.0;
     comm_.run([&] { sum_squares = global_sum_squares(); });  // runs after every queued reduce-scatter
     const float norm = static_cast<float>(std::sqrt(sum_squares));
-    if (!std::isfinite(norm)) throw Error("AdamW: the gradient norm is " + std::to_string(norm) + "; refusing to update");
-    float scale = 1.0f;
-    if (c.grad_clip > 0.0f) {
-        const float coef = c.grad_clip / (norm + 1e-6f);
-        scale = coef < 1.0f ? coef : 1.0f;
-    }
+    const float scale = clip_scale(norm, c);
     ++steps_;
     for (const DecayRange& r : decay_ranges_)
         backend_.adamw_update(params_ + r.shard_offset, grads_ + r.shard_offset, m_ + r.shard_offset,
