@@ -368,8 +368,25 @@ void Host::run(Link& link) {
             }
         }
     }
+    // Let the last update reach every connected island (and its hash come back) before saying bye.
+    const auto drain_until = Clock::now() + std::chrono::duration<double>(2 * c.heartbeat_timeout_s + 5);
+    auto all_synced = [&] {
+        for (const auto& [key, p] : peers_)
+            if (p.connected && p.welcomed && !p.in_sync) return false;
+        return true;
+    };
+    while (!stop_ && !all_synced() && Clock::now() < drain_until) {
+        if (std::optional<LinkEvent> e = link.poll(50)) {
+            try {
+                if (e->type != Type::pseudo_grad) handle(link, *e);
+            } catch (const Error& err) {
+                log(std::string("rejected a message while finishing: ") + err.what());
+            }
+        }
+    }
     for (const auto& [key, p] : peers_)
         if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
+    for (int i = 0; i < 10; ++i) link.poll(20);  // hand the byes to the socket before it closes
     log(round_ >= static_cast<uint64_t>(c.rounds) ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
 }
 

@@ -4,6 +4,8 @@
 
 #include <sodium.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -11,6 +13,17 @@
 namespace arch {
 
 namespace {
+// Fault injection for tests (docs/protocol.md): ARCH_FAULT_KILL_AFTER_CHUNKS=N makes this process
+// SIGKILL itself right after it has sent N transfer chunks, i.e. in the middle of sending a blob.
+void maybe_die_mid_transfer() {
+    static const long limit = [] {
+        const char* v = std::getenv("ARCH_FAULT_KILL_AFTER_CHUNKS");
+        return v ? std::strtol(v, nullptr, 10) : 0L;
+    }();
+    static long sent = 0;
+    if (limit > 0 && ++sent >= limit) ::raise(SIGKILL);
+}
+
 uint64_t transfer_id_of(std::span<const uint8_t> payload) {
     uint64_t id = 0;
     if (payload.size() >= 8) std::memcpy(&id, payload.data(), 8);
@@ -30,6 +43,7 @@ bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::
     h.round = static_cast<uint32_t>(round);
     const bool ok = send_socket(peer, h, payload);
     if (ok) sent_[static_cast<uint16_t>(counted_as)] += net::kHeaderBytes + payload.size();
+    if (ok && type == net::kTransferChunk) maybe_die_mid_transfer();
     return ok;
 }
 

@@ -10,7 +10,7 @@ CONFIG=data/demo-run.toml
 rm -rf "$DIR"
 mkdir -p "$DIR"
 # Prepare the bundled corpus once, before the islands start (each would otherwise do it).
-$A prepare --input data/kjv.txt.zst --out data/kjv --vocab 4096 > /dev/null 2>&1 || true
+OMP_NUM_THREADS=1 $A prepare --input data/kjv.txt.zst --out data/kjv --vocab 4096 > /dev/null 2>&1 || true
 for i in 1 2 3; do
   $A keygen --out "$DIR/peer-$i.key" > /dev/null
   $A invite --config "$CONFIG" --peer-key "$DIR/peer-$i.key.pub" --name "peer-$i" --out "$DIR/peer-$i.invite"
@@ -21,7 +21,7 @@ trap cleanup EXIT
 $A host --config "$CONFIG" 2> "$DIR/host.log" &
 host_pid=$!
 for i in 1 2 3; do
-  $A peer --invite "$DIR/peer-$i.invite" --key "$DIR/peer-$i.key" --name "peer-$i" 2> "$DIR/peer-$i.log" &
+  OMP_NUM_THREADS=1 $A peer --invite "$DIR/peer-$i.invite" --key "$DIR/peer-$i.key" --name "peer-$i" 2> "$DIR/peer-$i.log" &
   pids+=($!)
 done
 echo "host and 3 peers started; logs in $DIR/ (tail -f $DIR/host.log to watch)"

@@ -1,0 +1,100 @@
+// tests/peers/process.h: start the real archipelago binary as a child process (stdout and stderr to
+// a log file, extra environment), wait for a line in its log or for its exit with a deadline, and
+// kill it. For tests that drive hosts and peers as a user would.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace arch::test {
+
+inline std::string archipelago_binary() {
+    const char* dir = std::getenv("ARCH_BIN_DIR");
+    return std::string(dir ? dir : "build/bin") + "/archipelago";
+}
+
+inline std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+class Process {
+public:
+    Process(const std::vector<std::string>& args, const std::string& log_path,
+            const std::vector<std::string>& env = {})
+        : log_(log_path) {
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+            for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+            std::vector<char*> argv;
+            const std::string bin = archipelago_binary();
+            argv.push_back(const_cast<char*>(bin.c_str()));
+            for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+            argv.push_back(nullptr);
+            ::execv(bin.c_str(), argv.data());
+            ::_exit(127);
+        }
+    }
+    ~Process() {
+        if (running()) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    bool running() {
+        if (exited_) return false;
+        int status = 0;
+        const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+        if (r == pid_) {
+            exited_ = true;
+            status_ = status;
+        }
+        return !exited_;
+    }
+    // Waits for the exit; returns the exit code, or -signal, or -1000 on timeout.
+    int wait(double timeout_s) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (running()) {
+            if (std::chrono::steady_clock::now() > end) return -1000;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_);
+    }
+    void kill(int sig) { ::kill(pid_, sig); }
+    std::string log() const { return slurp(log_); }
+    // Waits until the log contains needle; false on timeout or if the process died first.
+    bool wait_for(const std::string& needle, double timeout_s) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            if (log().find(needle) != std::string::npos) return true;
+            if (!running()) return log().find(needle) != std::string::npos;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+
+private:
+    pid_t pid_ = -1;
+    std::string log_;
+    bool exited_ = false;
+    int status_ = 0;
+};
+
+}  // namespace arch::test

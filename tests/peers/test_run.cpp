@@ -1,0 +1,266 @@
+// tests/peers/test_run.cpp: DiLoCo across processes, as a user runs it: `archipelago host` and
+// `archipelago peer` processes on 127.0.0.1 with real keys and CURVE. Every island ends each round
+// bit-identical to the host (hash), a peer SIGKILLed in the middle of sending its pseudo-gradient
+// does not stop the round and later rejoins in sync, a host killed and restarted from its
+// checkpoint loses at most one round, bad protocol input is rejected while the run goes on, and a
+// capture of the wire holds no plaintext of the protocol.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "compression/codec.h"
+#include "net/invite.h"
+#include "net/keys.h"
+#include "net/peer_socket.h"
+#include "peers/net_link.h"
+#include "peers/protocol.h"
+#include "tests/core/temp_dir.h"
+#include "tests/net/tcp_recorder.h"
+#include "tests/peers/process.h"
+
+using namespace arch;
+using arch::test::Process;
+
+namespace {
+
+int free_port() {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    socklen_t len = sizeof(a);
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(s);
+    return ntohs(a.sin_port);
+}
+
+const std::vector<std::string> kEnv = {"OMP_NUM_THREADS=1"};
+
+struct Run {
+    TempDir dir;
+    int port = free_port();
+    std::string config = dir.file("run.toml");
+
+    Run(int rounds, int islands) {
+        // A model big enough that its fp32 pseudo-gradient spans several 1 MiB transfer chunks.
+        write_file(config, "[run]\nname = \"test\"\nrounds = " + std::to_string(rounds) +
+                               "\nislands = " + std::to_string(islands) + "\nbind = \"tcp://127.0.0.1:" +
+                               std::to_string(port) + "\"\ncheckpoint_dir = \"" + dir.file("host") +
+                               "\"\n[model]\nconfig = \"tiny\"\nlayers = 1\nchannels = 128\nheads = 2\nmax_seq_len = 32\n"
+                               "[inner]\nsteps_per_round = 3\nbatch = 2\nseq_len = 16\nlr = 1e-3\nwarmup = 1\n"
+                               "val_batches = 2\n[wire]\ncodec = \"fp32\"\ndown_codec = \"int8:block=256+zstd:1\"\n"
+                               "[deadlines]\njoin_timeout_s = 60\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
+    }
+    std::string key(int i) const { return dir.file("peer-" + std::to_string(i) + ".key"); }
+    std::string invite(int i) const { return dir.file("peer-" + std::to_string(i) + ".invite"); }
+    void make_peer(int i, const std::string& endpoint = "") {
+        Process kg({"keygen", "--out", key(i)}, dir.file("setup.log"));
+        REQUIRE(kg.wait(30) == 0);
+        std::vector<std::string> args = {"invite", "--config", config, "--peer-key", key(i) + ".pub", "--name",
+                                         "peer-" + std::to_string(i), "--out", invite(i)};
+        if (!endpoint.empty()) {
+            args.push_back("--endpoint");
+            args.push_back(endpoint);
+        }
+        Process inv(args, dir.file("setup.log"));
+        REQUIRE(inv.wait(30) == 0);
+    }
+    std::unique_ptr<Process> host() {
+        return std::make_unique<Process>(std::vector<std::string>{"host", "--config", config}, dir.file("host.log"), kEnv);
+    }
+    std::unique_ptr<Process> peer(int i, std::vector<std::string> env = kEnv) {
+        return std::make_unique<Process>(
+            std::vector<std::string>{"peer", "--invite", invite(i), "--key", key(i), "--name", "peer-" + std::to_string(i)},
+            dir.file("peer-" + std::to_string(i) + ".log"), env);
+    }
+};
+
+int count(const std::string& text, const std::string& needle) {
+    int n = 0;
+    for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+    return n;
+}
+
+bool contains_bytes(const std::vector<uint8_t>& hay, const void* needle, std::size_t n) {
+    const auto* p = static_cast<const uint8_t*>(needle);
+    return std::search(hay.begin(), hay.end(), p, p + n) != hay.end();
+}
+
+}  // namespace
+
+TEST_CASE("islands end every round bit-identical to the host; the wire holds no plaintext") {
+    Run run(3, 2);
+    net::test::TcpRecorder relay(static_cast<uint16_t>(run.port));
+    run.make_peer(1, relay.endpoint());  // peer 1 reaches the host through a recording relay
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    INFO(host->log());
+    REQUIRE(host->wait(240) == 0);
+    CHECK(p1->wait(30) == 0);
+    CHECK(p2->wait(30) == 0);
+    const std::string hl = host->log();
+    CHECK(hl.find("run finished after 3 rounds") != std::string::npos);
+    for (int r = 0; r < 3; ++r) {
+        INFO("round " << r);
+        CHECK(p1->log().find("round " + std::to_string(r) + " applied (2 islands") != std::string::npos);
+        CHECK(p2->log().find("round " + std::to_string(r) + " applied (2 islands") != std::string::npos);
+    }
+    CHECK(count(p1->log(), "matches the host") == 3);
+    CHECK(count(p2->log(), "matches the host") == 3);
+
+    const std::vector<uint8_t> wire = relay.recorded();
+    CHECK(wire.size() > 3'000'000);  // three fp32 pseudo-gradients of ~2.9 MB went through it
+    const uint64_t run_id = net::Invite::load(run.invite(1)).run_id;
+    CHECK_FALSE(contains_bytes(wire, &run_id, 8));
+    CHECK_FALSE(contains_bytes(wire, "ARCH", 4));
+    CHECK_FALSE(contains_bytes(wire, "steps_per_round", 15));
+    CHECK_FALSE(contains_bytes(wire, "APGC", 4));  // the codec's magic
+}
+
+TEST_CASE("a peer SIGKILLed mid-send does not stop the round; restarted, it rejoins in sync") {
+    Run run(4, 2);
+    run.make_peer(1);
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    std::vector<std::string> env = kEnv;
+    env.push_back("ARCH_FAULT_KILL_AFTER_CHUNKS=1");  // dies after the first chunk of its pseudo-gradient
+    auto p2 = run.peer(2, env);
+    INFO(host->log());
+    REQUIRE(p2->wait(120) == -SIGKILL);
+    const auto killed = std::chrono::steady_clock::now();
+    REQUIRE(host->wait_for("round 1 started", 60));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+    CHECK(seconds < 30 + 2 + 5);  // round deadline + heartbeat timeout + slack
+    CHECK(host->log().find("goes on without it") != std::string::npos);
+
+    auto p2_again = run.peer(2);
+    CHECK(p2_again->wait_for("synced to round", 60));
+    REQUIRE(host->wait(240) == 0);
+    CHECK(p1->wait(30) == 0);
+    CHECK(p2_again->wait(30) == 0);
+    // After its rejoin, every update it applied left it with the host's θ.
+    const std::string l2 = p2_again->log();
+    CHECK(l2.find("round 3 applied") != std::string::npos);
+    CHECK(count(l2, "matches the host") >= 1);
+    CHECK(l2.find("differs") == std::string::npos);
+}
+
+TEST_CASE("a host killed and restarted from its checkpoint loses at most one round") {
+    Run run(5, 2);
+    run.make_peer(1);
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    REQUIRE(host->wait_for("round 2 started", 120));
+    host->kill(SIGKILL);
+    host->wait(10);
+    const std::string first_log = host->log();
+    auto host2 = run.host();
+    INFO(host2->log());
+    REQUIRE(host2->wait_for("resumed from", 60));
+    REQUIRE(host2->wait(240) == 0);
+    const std::string log = host2->log();
+    // The second host started from round 2 (or later, if round 2 finished before the kill).
+    const std::size_t at = log.find("resumed from");
+    const std::size_t r = log.find("at round ", at);
+    REQUIRE(r != std::string::npos);
+    CHECK(std::stoi(log.substr(r + 9)) >= 2);
+    CHECK(log.find("run finished after 5 rounds") != std::string::npos);
+    CHECK(p1->wait(30) == 0);
+    CHECK(p2->wait(30) == 0);
+    CHECK(p1->log().find("round 4 applied (2 islands") != std::string::npos);
+    CHECK(p2->log().find("round 4 applied (2 islands") != std::string::npos);
+}
+
+TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged") {
+    Run run(2, 2);
+    run.make_peer(1);
+    run.make_peer(2);  // peer 2 is this test, speaking the protocol by hand
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    const net::Invite invite = net::Invite::load(run.invite(2));
+    net::PeerOptions so;
+    so.host_endpoint = invite.host_endpoint;
+    so.host_public_key = invite.host_public_key;
+    so.keys = net::load_keypair(run.key(2));
+    so.run_id = invite.run_id;
+    so.log = [](const std::string&) {};
+    auto socket = std::make_unique<net::PeerSocket>(so);
+    PeerLink link(*socket, {});
+    const std::string hostkey = invite.host_public_key;
+    auto wait_event = [&](protocol::Type type, double timeout_s) -> std::optional<LinkEvent> {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end)
+            if (auto e = link.poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
+        return std::nullopt;
+    };
+    auto bytes = [](const std::string& s) { return std::vector<std::byte>(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size()); };
+
+    // A wrong protocol version, then garbage, then a real hello.
+    protocol::Hello hello;
+    hello.name = "by-hand";
+    hello.protocol_version = 99;
+    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
+    link.send(hostkey, protocol::Type::hello, 0, bytes("garbage that is not a hello"));
+    REQUIRE(host->wait_for("protocol version 99", 30));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (count(host->log(), "rejected a hello message") < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(count(host->log(), "rejected a hello message") == 2);
+    hello.protocol_version = protocol::kProtocolVersion;
+    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
+    REQUIRE(wait_event(protocol::Type::welcome, 30));
+    std::optional<LinkEvent> state = wait_event(protocol::Type::state, 30);
+    REQUIRE(state);
+    protocol::Reader reader(state->payload, "state");
+    const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
+    link.send(hostkey, protocol::Type::hash_report, meta.round, protocol::encode(protocol::HashReport{meta.round, meta.theta_hash}));
+    std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 60);
+    REQUIRE(start);
+    const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
+
+    // Waits for a host log line while keeping this side's transfers moving.
+    auto wait_host = [&](const std::string& needle, int times) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (std::chrono::steady_clock::now() < end) {
+            if (count(host->log(), needle) >= times) return true;
+            link.poll(50);
+        }
+        return false;
+    };
+    const std::size_t n = 1;  // the host checks the size against the model and refuses
+    auto send_grad = [&](uint64_t round, std::vector<float> delta, bool poke_nan) {
+        std::vector<std::byte> payload = compression::make_codec("fp32")->encode(delta);
+        if (poke_nan) {
+            const float nan = std::nanf("");
+            std::memcpy(payload.data() + payload.size() - sizeof(float), &nan, sizeof(float));
+        }
+        protocol::Writer w;
+        w.bytes(protocol::encode(protocol::PseudoGradMeta{round, 32.0, 1.0f, 3, 1.0f}));
+        w.bytes(payload);
+        link.send_blob(hostkey, protocol::Type::pseudo_grad, round, w.take());
+    };
+    send_grad(rs.round + 7, std::vector<float>(n, 0.5f), false);  // wrong round
+    REQUIRE(wait_host("pseudo-gradient for round " + std::to_string(rs.round + 7), 1));
+    send_grad(rs.round, std::vector<float>(n, 0.5f), false);  // wrong size
+    REQUIRE(wait_host("the model has", 1));
+    send_grad(rs.round, std::vector<float>(100, 0.5f), true);  // decodes to NaN
+    REQUIRE(wait_host("rejected a pseudo_grad message from by-hand", 3));
+    CHECK(host->log().find("is not finite") != std::string::npos);
+    socket.reset();  // the hand-made peer leaves: the run goes on with peer 1 alone
+    INFO(host->log());
+    REQUIRE(host->wait(240) == 0);
+    CHECK(p1->wait(30) == 0);
+    CHECK(count(p1->log(), "matches the host") == 2);
+}
