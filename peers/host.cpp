@@ -132,7 +132,9 @@ void Host::send_state(Link& link, const std::string& key) {
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
     w.bytes(global_->save_state());
-    link.send_blob(key, Type::state, round_, w.take());
+    const std::vector<std::byte> blob = w.take();
+    down_bytes_round_ += blob.size();
+    link.send_blob(key, Type::state, round_, blob);
     log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
 }
 
@@ -150,7 +152,6 @@ void Host::start_round(Link& link) {
     raw_bytes_round_ = 0;
     round_started_ = Clock::now();
     bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);
-    bytes_down_mark_ = link.bytes_sent(Type::update) + link.bytes_sent(Type::state);
     for (auto& [key, p] : peers_) {
         if (!(p.connected && p.welcomed && p.in_sync)) continue;
         expected_[key] = false;
@@ -197,6 +198,7 @@ void Host::finish_round(Link& link) {
     for (auto& [key, p] : peers_) {
         if (!p.welcomed) continue;
         p.in_sync = false;  // until its hash report comes back
+        down_bytes_round_ += blob.size();
         link.send_blob(key, Type::update, ended, blob);
     }
     RoundRow row;
@@ -205,7 +207,8 @@ void Host::finish_round(Link& link) {
     row.mean_inner_loss = static_cast<float>(loss);
     row.val_loss = val;
     row.bytes_up = link.bytes_received(Type::pseudo_grad) - bytes_up_mark_;
-    row.bytes_down = link.bytes_sent(Type::update) + link.bytes_sent(Type::state) - bytes_down_mark_;
+    row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
+    down_bytes_round_ = 0;
     row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
     row.seconds = seconds_since(round_started_);
     if (options_.on_round) options_.on_round(row);
@@ -387,6 +390,13 @@ void Host::run(Link& link) {
     for (const auto& [key, p] : peers_)
         if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
     for (int i = 0; i < 10; ++i) link.poll(20);  // hand the byes to the socket before it closes
+    std::string traffic = "bytes on the wire by message type (sent/received):";
+    for (Type t : {Type::hello, Type::welcome, Type::round_start, Type::pseudo_grad, Type::update, Type::hash_report,
+                   Type::state, Type::bye})
+        if (link.bytes_sent(t) + link.bytes_received(t) > 0)
+            traffic += std::string(" ") + protocol::type_name(t) + " " + std::to_string(link.bytes_sent(t)) + "/" +
+                       std::to_string(link.bytes_received(t));
+    log(traffic);
     log(round_ >= static_cast<uint64_t>(c.rounds) ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
 }
 

@@ -101,7 +101,8 @@ private:
     std::vector<Contribution> folded_;            // straggler = fold: late pseudo-gradients for the next round
     std::chrono::steady_clock::time_point round_started_, first_arrival_;
     bool any_arrival_ = false;
-    uint64_t bytes_up_mark_ = 0, bytes_down_mark_ = 0;
+    uint64_t bytes_up_mark_ = 0;
+    uint64_t down_bytes_round_ = 0;
     double raw_bytes_round_ = 0;
     std::atomic<bool> stop_{false};
 };
