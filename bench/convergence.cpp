@@ -94,7 +94,7 @@ Row run_single(const Setup& s) {
         if (st.step % 100 == 0) std::fprintf(stderr, "  single: step %d/%d loss %.3f\n", st.step, steps, st.loss);
     });
     std::vector<float> out(theta.size());
-    w.model().get_params(out);
+    w.get_params(out);
     return {"single", val_loss(s, out), 0, static_cast<double>(steps) * s.B * s.T, now_s() - t0};
 }
 
@@ -109,7 +109,7 @@ Row run_ddp(const Setup& s) {
         if (st.step % 50 == 0) std::fprintf(stderr, "  ddp: step %d/%d loss %.3f\n", st.step, steps, st.loss);
     });
     std::vector<float> out(theta.size());
-    w.model().get_params(out);
+    w.get_params(out);
     const double bytes = 2.0 * s.islands * steps * theta.size() * sizeof(float);
     return {"ddp", val_loss(s, out), bytes, static_cast<double>(steps) * s.B * s.T * s.islands, now_s() - t0};
 }

@@ -30,6 +30,7 @@ void Peer::hello(Link& link) {
     protocol::Hello h;
     h.name = options_.name;
     h.steps_per_s = steps_per_s_;
+    h.devices = static_cast<uint32_t>(options_.devices);
     h.round = round_;
     h.theta_hash = replica_valid_ ? replica_->hash() : "";
     link.send(host_, Type::hello, round_, protocol::encode(h));
@@ -56,13 +57,15 @@ void Peer::on_welcome(const protocol::Welcome& w) {
         train, c.islands, options_.repo_root + "/data/kjv/islands",
         static_cast<std::size_t>(c.batch) * c.seq_len + 1);
     const ModelConfig model = run_model_config(c, vocab);
-    worker_ = std::make_unique<diloco::IslandWorker>(
-        model, run_train_config(c, slices[island_], "", c.seed + 1 + island_), c.codec);
-    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(worker_->model().num_params()), c.outer);
+    worker_ = std::make_unique<diloco::IslandWorker>(model, run_train_config(c, slices[island_], "", c.seed + 1 + island_),
+                                                     c.codec, options_.devices, options_.parallel);
+    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(worker_->num_params()), c.outer);
     replica_valid_ = false;
     config_ = std::move(c);
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
-        describe(model) + ", data " + slices[island_]);
+        describe(model) + ", " + std::to_string(options_.devices) + " device(s)" +
+        (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
+        ", data " + slices[island_]);
 }
 
 void Peer::on_state(Link& link, std::span<const std::byte> blob) {

@@ -25,6 +25,7 @@ void on_peer_signal(int) {
 int cmd_peer(const std::vector<std::string>& argv) {
     Args args("peer", argv,
               "usage: archipelago peer --invite FILE --key FILE [--name NAME] [--throttle 0.5]\n"
+              "                        [--devices N --parallel ddp|zero3]   (this island's devices, CPU threads)\n"
               "       --throttle F < 1 makes this island artificially slower (for tests and demos)\n");
     if (args.help()) {
         std::fputs(args.usage().c_str(), stdout);
@@ -34,8 +35,11 @@ int cmd_peer(const std::vector<std::string>& argv) {
     const std::string key_path = args.str("key", "");
     const std::string name = args.str("name", "peer");
     const double throttle = args.real("throttle", 1.0);
+    const int devices = args.integer("devices", 1);
+    const Parallel parallel = parse_parallel(args.str("parallel", "ddp"));
     args.finish();
     if (invite_path.empty() || key_path.empty()) throw Error("peer: give --invite and --key\n" + args.usage());
+    if (devices < 1 || devices > 64) throw Error("peer: --devices must be in [1, 64], got " + std::to_string(devices));
     if (!(throttle > 0.0 && throttle <= 1.0)) throw Error("peer: --throttle must be in (0, 1], got " + std::to_string(throttle));
     const net::Invite invite = net::Invite::load(invite_path);
     RunLog log(name);
@@ -53,6 +57,8 @@ int cmd_peer(const std::vector<std::string>& argv) {
     po.name = name;
     po.repo_root = repo_root();
     po.throttle = throttle;
+    po.devices = devices;
+    po.parallel = parallel;
     po.log = [&](const std::string& line) { log.line(line); };
     Peer peer(std::move(po));
     g_peer = &peer;

@@ -3,34 +3,49 @@
 
 #include "core/error.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_collective.h"
 
 namespace arch::diloco {
 
-IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec)
-    : backend_(make_cpu_backend()),
-      model_(std::make_unique<GPT2>(model, *backend_)),
-      trainer_(std::make_unique<Trainer>(*model_, train)),
-      codec_(compression::make_codec(up_codec)),
-      delta_(model_->num_params()) {}
+IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices,
+                           Parallel parallel)
+    : codec_(compression::make_codec(up_codec)), delta_(ParamLayout(model).num_params()) {
+    if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
+    if (devices == 1) {
+        backend_ = make_cpu_backend();
+        model_ = std::make_unique<GPT2>(model, *backend_);
+        trainer_ = std::make_unique<Trainer>(*model_, train);
+        return;
+    }
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (int d = 0; d < devices; ++d) backends.push_back(make_cpu_backend());
+    island_ = std::make_unique<Island>(model, train, parallel, std::move(backends), make_cpu_collectives(devices));
+}
+
+void IslandWorker::get_params(std::span<float> out) {
+    if (island_) island_->get_params(out);
+    else model_->get_params(out);
+}
 
 RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
                                     const std::function<void(const StepStats&)>& on_step) {
-    if (theta.size() != model_->num_params())
+    if (theta.size() != delta_.size())
         throw Error("global θ has " + std::to_string(theta.size()) + " parameters, the island's model " +
-                    std::to_string(model_->num_params()));
-    model_->set_params(theta);
+                    std::to_string(delta_.size()));
+    if (island_) island_->set_params(theta);
+    else model_->set_params(theta);
     RoundResult r;
     double loss_sum = 0;
     for (int s = 0; s < steps; ++s) {
-        const StepStats st = trainer_->step();
+        const StepStats st = island_ ? island_->step() : trainer_->step();
         loss_sum += st.loss;
         if (on_step) on_step(st);
     }
     r.steps = steps;
     r.mean_loss = steps > 0 ? static_cast<float>(loss_sum / steps) : 0.0f;
-    const TrainConfig& c = trainer_->config();
-    r.tokens = static_cast<double>(steps) * c.B * c.T * c.grad_accum;
-    model_->get_params(delta_);
+    const TrainConfig& c = island_ ? island_->config() : trainer_->config();
+    r.tokens = static_cast<double>(steps) * c.B * c.T * c.grad_accum * devices();
+    get_params(delta_);
     for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];
     r.payload = codec_->encode(delta_, 0);
     return r;

@@ -1,7 +1,8 @@
 // peers/diloco/island_worker.h: one island's side of a DiLoCo round: start from the global θ, run H
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
 // uplink codec (its error-feedback residual persists across rounds). Inner AdamW state stays here
-// and is never exchanged.
+// and is never exchanged. An island of several devices (CPU threads: DDP or ZeRO-3, core/island.h)
+// trains each step together; one device uses the plain Trainer.
 #pragma once
 
 #include <functional>
@@ -13,6 +14,7 @@
 #include "compression/codec.h"
 #include "core/backend.h"
 #include "core/gpt2.h"
+#include "core/island.h"
 #include "core/trainer.h"
 
 namespace arch::diloco {
@@ -26,18 +28,21 @@ struct RoundResult {
 
 class IslandWorker {
 public:
-    IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec);
+    IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices = 1,
+                 Parallel parallel = Parallel::ddp);
 
     // Runs `steps` inner steps from theta; on_step (optional) sees each step's stats.
     RoundResult run_round(std::span<const float> theta, int steps,
                           const std::function<void(const StepStats&)>& on_step = {});
-    GPT2& model() { return *model_; }
-    Trainer& trainer() { return *trainer_; }
+    std::size_t num_params() const { return delta_.size(); }
+    void get_params(std::span<float> out);  // the island's current θ_i
+    int devices() const { return island_ ? island_->devices() : 1; }
 
 private:
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<GPT2> model_;
-    std::unique_ptr<Trainer> trainer_;
+    std::unique_ptr<Trainer> trainer_;  // one device
+    std::unique_ptr<Island> island_;    // or several
     std::unique_ptr<compression::Codec> codec_;
     std::vector<float> delta_;
 };

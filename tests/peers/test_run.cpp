@@ -1,6 +1,6 @@
 // tests/peers/test_run.cpp: DiLoCo across processes, as a user runs it: `archipelago host` and
 // `archipelago peer` processes on 127.0.0.1 with real keys and CURVE. Every island ends each round
-// bit-identical to the host (hash), a peer SIGKILLed in the middle of sending its pseudo-gradient
+// bit-identical to the host (hash), also an island of two ZeRO-3 devices, a peer SIGKILLed in the middle of sending its pseudo-gradient
 // does not stop the round and later rejoins in sync, a host killed and restarted from its
 // checkpoint loses at most one round, bad protocol input is rejected while the run goes on, and a
 // capture of the wire holds no plaintext of the protocol.
@@ -75,10 +75,10 @@ struct Run {
     std::unique_ptr<Process> host() {
         return std::make_unique<Process>(std::vector<std::string>{"host", "--config", config}, dir.file("host.log"), kEnv);
     }
-    std::unique_ptr<Process> peer(int i, std::vector<std::string> env = kEnv) {
-        return std::make_unique<Process>(
-            std::vector<std::string>{"peer", "--invite", invite(i), "--key", key(i), "--name", "peer-" + std::to_string(i)},
-            dir.file("peer-" + std::to_string(i) + ".log"), env);
+    std::unique_ptr<Process> peer(int i, std::vector<std::string> env = kEnv, std::vector<std::string> extra = {}) {
+        std::vector<std::string> args = {"peer", "--invite", invite(i), "--key", key(i), "--name", "peer-" + std::to_string(i)};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return std::make_unique<Process>(args, dir.file("peer-" + std::to_string(i) + ".log"), env);
     }
 };
 
@@ -102,13 +102,14 @@ TEST_CASE("islands end every round bit-identical to the host; the wire holds no 
     run.make_peer(2);
     auto host = run.host();
     auto p1 = run.peer(1);
-    auto p2 = run.peer(2);
+    auto p2 = run.peer(2, kEnv, {"--devices", "2", "--parallel", "zero3"});  // an island of two devices
     INFO(host->log());
     REQUIRE(host->wait(240) == 0);
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
     const std::string hl = host->log();
     CHECK(hl.find("run finished after 3 rounds") != std::string::npos);
+    CHECK(p2->log().find("2 device(s) (zero3)") != std::string::npos);
     for (int r = 0; r < 3; ++r) {
         INFO("round " << r);
         CHECK(p1->log().find("round " + std::to_string(r) + " applied (2 islands") != std::string::npos);
