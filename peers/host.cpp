@@ -13,6 +13,8 @@
 #include "core/file_io.h"
 #include "core/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "net/keys.h"
+#include "peers/control/run_status.h"
 
 namespace arch {
 
@@ -53,6 +55,36 @@ Host::~Host() = default;
 
 void Host::log(const std::string& line) const {
     if (options_.log) options_.log(line);
+}
+
+void Host::publish(const std::string& key, uint64_t up, uint64_t down) {
+    if (!options_.status) return;
+    const PeerState& p = peers_[key];
+    options_.status->peer(key, [&](PeerRow& row) {
+        if (row.fingerprint.empty()) row.fingerprint = net::fingerprint(key);
+        row.name = p.name;
+        row.island = p.island;
+        row.steps_per_s = p.steps_per_s;
+        if (up > 0) row.last_round = static_cast<int64_t>(p.last_round);  // it just contributed
+        row.bytes_up += up;
+        row.bytes_down += down;
+        row.connected = p.connected;
+        row.in_sync = p.in_sync;
+    });
+}
+
+void Host::publish_run(Link& link) {
+    if (!options_.status) return;
+    RunStatus& s = *options_.status;
+    s.set_round(round_, global_->hash());
+    s.traffic(link);
+    const RunConfig& c = options_.config;
+    double tokens_per_s = 0;  // every connected island's measured steps/s times its tokens per step
+    for (const auto& [key, p] : peers_)
+        if (p.connected) tokens_per_s += p.steps_per_s * static_cast<double>(c.batch) * c.seq_len * c.grad_accum;
+    s.set_tokens_per_s(tokens_per_s);
+    for (const auto& [key, p] : peers_) publish(key);
+    published_ = Clock::now();
 }
 
 void Host::save_checkpoint() {
@@ -135,6 +167,7 @@ void Host::send_state(Link& link, const std::string& key) {
     const std::vector<std::byte> blob = w.take();
     down_bytes_round_ += blob.size();
     link.send_blob(key, Type::state, round_, blob);
+    publish(key, 0, blob.size());
     log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
 }
 
@@ -158,6 +191,10 @@ void Host::start_round(Link& link) {
         start_island(link, key);
     }
     log("round " + std::to_string(round_) + " started with " + std::to_string(expected_.size()) + " islands");
+    if (options_.status) {
+        options_.status->set_state("training");
+        publish_run(link);
+    }
 }
 
 bool Host::round_complete() const {
@@ -200,6 +237,7 @@ void Host::finish_round(Link& link) {
         p.in_sync = false;  // until its hash report comes back
         down_bytes_round_ += blob.size();
         link.send_blob(key, Type::update, ended, blob);
+        publish(key, 0, blob.size());
     }
     RoundRow row;
     row.round = ended;
@@ -212,6 +250,10 @@ void Host::finish_round(Link& link) {
     row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
     row.seconds = seconds_since(round_started_);
     if (options_.on_round) options_.on_round(row);
+    if (options_.status) {
+        options_.status->add_round(row);
+        publish_run(link);
+    }
 }
 
 void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h) {
@@ -233,11 +275,13 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.welcomed = true;
     p.steps_per_s = h.steps_per_s;
     p.busy = false;  // a peer that says hello has no round in progress
+    if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
     const protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash()};
     link.send(key, Type::welcome, round_, protocol::encode(w));
     log("admitted " + h.name + " (" + short_key(key) + ") as island " + std::to_string(p.island) +
         (p.in_sync ? ", in sync" : ", needs the state"));
+    publish(key);
     if (!p.in_sync) send_state(link, key);
     else if (round_open_ && (c.mode == "async" || (expected_.count(key) && !expected_[key]))) start_island(link, key);
 }
@@ -263,6 +307,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
     p.steps_per_s = meta.steps_per_s;
     p.last_round = meta.round;
     p.busy = false;
+    publish(key, blob.size(), 0);
     raw_bytes_round_ += static_cast<double>(contribution.delta.size()) * sizeof(float);
     if (late) {
         folded_.push_back(std::move(contribution));
@@ -292,6 +337,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
     if (e.kind == LinkEvent::Kind::disconnected) {
         if (it == peers_.end()) return;
         it->second.connected = false;
+        publish(e.peer);
         if (expected_.count(e.peer) && !expected_[e.peer]) {
             expected_.erase(e.peer);
             log("island " + std::to_string(it->second.island) + " (" + it->second.name + ") disconnected; round " +
@@ -316,6 +362,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+            publish(e.peer);
             if (!p.in_sync) {
                 log("island " + std::to_string(p.island) + " reports θ " + h.theta_hash.substr(0, 12) + " at round " +
                     std::to_string(h.round) + ", host has " + global_->hash().substr(0, 12) + " at " + std::to_string(round_));
@@ -329,6 +376,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
         case Type::bye:
             p.connected = false;
             expected_.erase(e.peer);
+            publish(e.peer);
             log(p.name + " left: " + protocol::decode_reason(e.payload));
             break;
         default:
@@ -341,7 +389,10 @@ void Host::run(Link& link) {
     const auto join_deadline = Clock::now() + std::chrono::duration<double>(c.join_timeout_s);
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
         std::to_string(c.rounds) + ")");
+    publish_run(link);
     while (!stop_ && round_ < static_cast<uint64_t>(c.rounds)) {
+        if (options_.status && options_.status->leave_requested()) stop_ = true;
+        if (options_.status && Clock::now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 handle(link, *e);
@@ -351,7 +402,9 @@ void Host::run(Link& link) {
                     (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());
             }
         }
-        if (!round_open_) {
+        if (!round_open_ && options_.status && options_.status->paused()) {
+            // paused: no new round starts until resume
+        } else if (!round_open_) {
             int ready = 0, connected = 0;
             for (const auto& [key, p] : peers_) {
                 connected += p.connected && p.welcomed;
@@ -397,6 +450,8 @@ void Host::run(Link& link) {
             traffic += std::string(" ") + protocol::type_name(t) + " " + std::to_string(link.bytes_sent(t)) + "/" +
                        std::to_string(link.bytes_received(t));
     log(traffic);
+    publish_run(link);
+    if (options_.status) options_.status->set_state(round_ >= static_cast<uint64_t>(c.rounds) ? "finished" : "stopped");
     log(round_ >= static_cast<uint64_t>(c.rounds) ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
 }
 

@@ -24,6 +24,8 @@
 
 namespace arch {
 
+class RunStatus;  // peers/control/run_status.h
+
 struct RoundRow {
     uint64_t round = 0;
     int islands = 0;
@@ -39,6 +41,7 @@ struct HostOptions {
     std::string repo_root = ".";
     std::function<void(const std::string&)> log;     // one line per event
     std::function<void(const RoundRow&)> on_round;   // one call per finished round
+    RunStatus* status = nullptr;  // optional: the control API's view of the run, and its pause/leave commands
 };
 
 class Host {
@@ -85,6 +88,8 @@ private:
     bool load_checkpoint();
     float evaluate();
     void log(const std::string& line) const;
+    void publish(const std::string& key, uint64_t up = 0, uint64_t down = 0);  // PeerState -> options_.status
+    void publish_run(Link& link);
 
     HostOptions options_;
     ModelConfig model_config_;
@@ -105,6 +110,7 @@ private:
     uint64_t down_bytes_round_ = 0;
     double raw_bytes_round_ = 0;
     std::atomic<bool> stop_{false};
+    std::chrono::steady_clock::time_point published_{};
 };
 
 }  // namespace arch

@@ -8,6 +8,7 @@
 #include "core/data_split.h"
 #include "core/error.h"
 #include "core/tokenizer.h"
+#include "peers/control/run_status.h"
 
 namespace arch {
 
@@ -19,6 +20,23 @@ Peer::~Peer() = default;
 
 void Peer::log(const std::string& line) const {
     if (options_.log) options_.log(line);
+}
+
+void Peer::publish(Link& link) {
+    if (!options_.status) return;
+    RunStatus& s = *options_.status;
+    s.set_round(round_, replica_valid_ ? replica_->hash() : std::string());
+    s.traffic(link);
+    s.peer("self", [&](PeerRow& row) {  // this island, as the host sees it
+        row.name = options_.name;
+        row.island = island_;
+        row.devices = static_cast<uint32_t>(options_.devices);
+        row.steps_per_s = steps_per_s_;
+        row.bytes_up = link.bytes_sent(Type::pseudo_grad);
+        row.bytes_down = link.bytes_received(Type::update) + link.bytes_received(Type::state);
+        row.connected = config_.has_value();
+        row.in_sync = replica_valid_;
+    });
 }
 
 std::optional<std::string> Peer::theta_hash() const {
@@ -62,6 +80,7 @@ void Peer::on_welcome(const protocol::Welcome& w) {
     replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(worker_->num_params()), c.outer);
     replica_valid_ = false;
     config_ = std::move(c);
+    if (options_.status) options_.status->set_run(config_->name, config_->rounds, config_->mode, config_->islands);
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
         describe(model) + ", " + std::to_string(options_.devices) + " device(s)" +
         (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
@@ -83,6 +102,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
     }
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12));
     report_hash(link);
+    publish(link);
 }
 
 void Peer::on_update(Link& link, std::span<const std::byte> blob) {
@@ -103,6 +123,15 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
              (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + "), θ " +
              replica_->hash().substr(0, 12) + " matches the host");
     report_hash(link);
+    if (options_.status) {
+        RoundRow row;  // what a peer knows of the round it applied
+        row.round = meta.round;
+        row.islands = static_cast<int>(meta.islands);
+        row.val_loss = meta.val_loss;
+        row.bytes_down = blob.size();
+        options_.status->add_round(row);
+        publish(link);
+    }
 }
 
 void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
@@ -110,10 +139,18 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         report_hash(link);  // the host answers with the state
         return;
     }
+    if (options_.status) {
+        options_.status->set_state("training");
+        publish(link);
+    }
     const auto t0 = Clock::now();
     int done = 0;
     const diloco::RoundResult result = worker_->run_round(replica_->theta(), static_cast<int>(m.steps), [&](const StepStats& s) {
         ++done;
+        if (options_.status) {
+            options_.status->set_tokens_per_s(s.tokens_per_s);
+            options_.status->set_inner_loss(s.loss);
+        }
         if (options_.throttle > 0 && options_.throttle < 1.0)
             std::this_thread::sleep_for(std::chrono::duration<double>(s.seconds * (1.0 / options_.throttle - 1.0)));
         if (done % 10 == 0 || done == static_cast<int>(m.steps))
@@ -126,6 +163,8 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, w.take());
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes");
+    if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
+    publish(link);
 }
 
 bool Peer::run(Link& link, const std::string& host_key) {
@@ -133,7 +172,25 @@ bool Peer::run(Link& link, const std::string& host_key) {
     hello(link);
     auto last_hello = Clock::now();
     bool disconnected = false;
+    auto published = Clock::now();
+    publish(link);
     while (!stop_ && !finished_) {
+        if (options_.status && options_.status->leave_requested()) {
+            link.send(host_, Type::bye, round_, protocol::encode_reason(options_.name + " left"));
+            for (int i = 0; i < 10; ++i) link.poll(20);  // hand the bye to the socket before it closes
+            log("left the run");
+            break;
+        }
+        if (deferred_ && !(options_.status && options_.status->paused())) {
+            const protocol::RoundStart m = *deferred_;
+            deferred_.reset();
+            log("resumed: starting round " + std::to_string(m.round));
+            on_round_start(link, m);
+        }
+        if (options_.status && Clock::now() - published > std::chrono::milliseconds(500)) {
+            publish(link);
+            published = Clock::now();
+        }
         std::optional<LinkEvent> e = link.poll(100);
         if (!e) {
             // No welcome yet: the host may not be up; say hello again now and then.
@@ -164,7 +221,14 @@ bool Peer::run(Link& link, const std::string& host_key) {
                 case Type::welcome: on_welcome(protocol::decode_welcome(e->payload)); break;
                 case Type::state: on_state(link, e->payload); break;
                 case Type::update: on_update(link, e->payload); break;
-                case Type::round_start: on_round_start(link, protocol::decode_round_start(e->payload)); break;
+                case Type::round_start:
+                    if (options_.status && options_.status->paused()) {
+                        deferred_ = protocol::decode_round_start(e->payload);  // answered after resume
+                        log("paused: round " + std::to_string(deferred_->round) + " waits for resume");
+                    } else {
+                        on_round_start(link, protocol::decode_round_start(e->payload));
+                    }
+                    break;
                 case Type::reject: {
                     const std::string reason = protocol::decode_reason(e->payload);
                     log("host says: " + reason);
@@ -184,6 +248,8 @@ bool Peer::run(Link& link, const std::string& host_key) {
             log(std::string("rejected a ") + protocol::type_name(e->type) + " message: " + what);
         }
     }
+    publish(link);
+    if (options_.status) options_.status->set_state(finished_ ? "finished" : "stopped");
     return finished_;
 }
 

@@ -18,6 +18,8 @@
 
 namespace arch {
 
+class RunStatus;  // peers/control/run_status.h
+
 struct PeerOptions {
     std::string name = "peer";
     std::string repo_root = ".";
@@ -25,6 +27,7 @@ struct PeerOptions {
     int devices = 1;        // this island's devices (CPU threads here), trained together every step
     Parallel parallel = Parallel::ddp;
     std::function<void(const std::string&)> log;
+    RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
 };
 
 class Peer {
@@ -47,6 +50,7 @@ private:
     void on_round_start(Link& link, const protocol::RoundStart& m);
     void report_hash(Link& link);
     void log(const std::string& line) const;
+    void publish(Link& link);  // round, θ, traffic -> options_.status
 
     PeerOptions options_;
     std::string host_;
@@ -59,6 +63,7 @@ private:
     float steps_per_s_ = 0;
     std::atomic<bool> stop_{false};
     bool finished_ = false;
+    std::optional<protocol::RoundStart> deferred_;  // a round_start that came while paused
 };
 
 }  // namespace arch

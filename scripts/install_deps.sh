@@ -13,6 +13,8 @@ PACKAGES=(
   libsodium-dev          # BLAKE2b checksums, keys
   libzmq3-dev cppzmq-dev # transport
   libcpptoml-dev         # run.toml
+  libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
+  prometheus             # promtool, checks the control API's /metrics in tests
   bible-kjv              # source of the bundled corpus (data/README.md)
   python3 python3-venv python3-numpy python3-torch  # reference fixtures and the transformers check
 )

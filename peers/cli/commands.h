@@ -15,6 +15,8 @@ int cmd_keygen(const std::vector<std::string>& argv);
 int cmd_invite(const std::vector<std::string>& argv);
 int cmd_host(const std::vector<std::string>& argv);
 int cmd_peer(const std::vector<std::string>& argv);
+int cmd_daemon(const std::vector<std::string>& argv);  // control API; host or join when told
+int cmd_status(const std::vector<std::string>& argv);  // a control API client
 
 // The folder holding data/kjv.txt.zst: $ARCH_HOME, else found upward from the executable, else ".".
 std::string repo_root();

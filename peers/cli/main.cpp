@@ -20,7 +20,9 @@ const char* kUsage =
     "  keygen    make a node's CURVE key pair\n"
     "  invite    allow a peer's key and write the invite it joins with\n"
     "  host      host a DiLoCo run (run.toml)\n"
-    "  peer      join a run with an invite and train one island (headless daemon)\n";
+    "  peer      join a run with an invite and train one island (headless daemon)\n"
+    "  daemon    serve the control API; host or join a run when told (the desktop app's backend)\n"
+    "  status    print the status, peers and rounds of a local daemon, host or peer\n";
 }
 
 int main(int argc, char** argv) {
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
         if (command == "invite") return arch::cli::cmd_invite(rest);
         if (command == "host") return arch::cli::cmd_host(rest);
         if (command == "peer") return arch::cli::cmd_peer(rest);
+        if (command == "daemon") return arch::cli::cmd_daemon(rest);
+        if (command == "status") return arch::cli::cmd_status(rest);
         std::fprintf(stderr, "error: unknown command '%s'\n%s", command.c_str(), kUsage);
         return 2;
     } catch (const arch::Error& e) {

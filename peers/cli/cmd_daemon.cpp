@@ -1,0 +1,118 @@
+// peers/cli/cmd_daemon.cpp: `archipelago daemon`: an idle node that serves the control API and, when
+// told (POST /api/host or /api/join), runs one host or one peer on a worker thread through the same
+// sessions as `archipelago host` and `archipelago peer`. After that run ends (finished, left, or
+// failed) it keeps serving and may be told to host or join again. SIGINT/SIGTERM: leave, then exit.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "net/keys.h"
+#include "peers/cli/args.h"
+#include "peers/cli/commands.h"
+#include "peers/cli/host_files.h"
+#include "peers/cli/sessions.h"
+
+namespace arch::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_quit = 0;
+void on_quit(int) { g_quit = 1; }
+
+// Runs at most one session at a time on a worker thread; the control API's actions start it.
+class Daemon {
+public:
+    Daemon(RunStatus& status, PeerSession peer_defaults) : status_(status), peer_defaults_(std::move(peer_defaults)) {}
+    ~Daemon() { finish(); }
+
+    bool busy() const { return running_; }
+
+    void host(const std::string& toml) {
+        RunConfig config = parse_run_config(toml, "the posted run config");
+        const HostFiles files = host_files(config);
+        if (!file_exists(files.allow_list))
+            throw Error("no allow-list at '" + files.allow_list + "': invite peers first (archipelago invite)");
+        status_.begin("host", config.name, config.rounds, config.mode, config.islands);
+        start([this, config] { return run_host_session(config, status_, false); });
+    }
+
+    void join(const std::string& invite_text, const std::string& key_path) {
+        PeerSession session = peer_defaults_;
+        session.invite = net::Invite::parse(invite_text, "the posted invite");
+        session.key_path = key_path;
+        net::load_keypair(key_path);  // a missing or bad key is the caller's error (400), found now
+        status_.begin("peer", "", 0, "", 0);
+        start([this, session] { return run_peer_session(session, status_, false); });
+    }
+
+    void finish() {
+        status_.request_leave();
+        if (worker_.joinable()) worker_.join();
+    }
+
+private:
+    template <class F>
+    void start(F session) {
+        if (worker_.joinable()) worker_.join();  // the last run has ended (not busy)
+        status_.clear_commands();
+        running_ = true;
+        worker_ = std::thread([this, session] {
+            try {
+                session();
+            } catch (const std::exception& e) {
+                status_.log(std::string("error: ") + e.what());
+                status_.set_state("failed");
+                std::fprintf(stderr, "daemon: the run failed: %s\n", e.what());
+            }
+            status_.log("daemon: idle");
+            running_ = false;
+        });
+    }
+
+    RunStatus& status_;
+    PeerSession peer_defaults_;
+    std::thread worker_;
+    std::atomic<bool> running_{false};
+};
+
+}  // namespace
+
+int cmd_daemon(const std::vector<std::string>& argv) {
+    Args args("daemon", argv,
+              std::string("usage: archipelago daemon [--control-port P] [--token-file F] [--name NAME]\n"
+                          "                          [--devices N --parallel ddp|zero3] [--throttle F]\n"
+                          "       an idle node that hosts or joins a run when told through the control API\n"
+                          "       (default port ") +
+                  std::to_string(kDefaultControlPort) + "; the peer flags apply to runs it joins)\n" + kControlUsage);
+    if (args.help()) {
+        std::fputs(args.usage().c_str(), stdout);
+        return 0;
+    }
+    const PeerSession defaults = read_peer_flags(args, "peer");
+    const ControlFlags control = read_control_flags(args, kDefaultControlPort);
+    args.finish();
+    if (control.port < 0) throw Error("daemon: --control-port must be in [0, 65535]");
+    RunStatus status;
+    Daemon daemon(status, defaults);
+    ControlActions actions;
+    actions.busy = [&] { return daemon.busy(); };
+    actions.host = [&](const std::string& toml) { daemon.host(toml); };
+    actions.join = [&](const std::string& invite, const std::string& key) { daemon.join(invite, key); };
+    ControlEndpoint endpoint(control, status, std::move(actions));
+    std::signal(SIGINT, on_quit);
+    std::signal(SIGTERM, on_quit);
+    status.log("daemon: idle");
+    std::fprintf(stderr, "daemon: idle; host or join through the control API\n");
+    std::fflush(stderr);
+    while (!g_quit) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server has its own thread
+    std::fprintf(stderr, "daemon: stopping\n");
+    daemon.finish();
+    return 0;
+}
+
+}  // namespace arch::cli

@@ -1,0 +1,55 @@
+// peers/cli/sessions.h: one host or one peer run, set up the same way whether `archipelago host`,
+// `archipelago peer` or the daemon (on a worker thread, told by the control API) starts it: sockets,
+// keys, Link, Host/Peer, log lines to stderr and to the RunStatus the control API reads.
+// Also the control API flags that host, peer and daemon share, and the server they start.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/island.h"
+#include "net/invite.h"
+#include "peers/cli/args.h"
+#include "peers/control/control_server.h"
+#include "peers/control/run_status.h"
+#include "peers/run_config.h"
+
+namespace arch::cli {
+
+// Returns true when every round finished. stop_on_signal: SIGINT/SIGTERM stop this run (the CLI);
+// the daemon handles signals itself and stops a run with status.request_leave().
+bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal);
+
+struct PeerSession {
+    net::Invite invite;
+    std::string key_path;
+    std::string name = "peer";
+    double throttle = 1.0;
+    int devices = 1;
+    Parallel parallel = Parallel::ddp;
+};
+PeerSession read_peer_flags(Args& args, const std::string& default_name);  // --name --throttle --devices --parallel
+bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);
+
+// --control-port P (-1: none), --token-file F, --metrics-public.
+struct ControlFlags {
+    int port = -1;
+    std::string token_file;
+    bool metrics_public = false;
+};
+constexpr int kDefaultControlPort = 7480;  // the daemon's and `archipelago status`'s default
+ControlFlags read_control_flags(Args& args, int default_port);
+extern const char* kControlUsage;
+
+// A ControlApi and its server, started when flags.port >= 0; logs "control API on 127.0.0.1:PORT".
+class ControlEndpoint {
+public:
+    ControlEndpoint(const ControlFlags& flags, RunStatus& status, ControlActions actions);
+    int port() const { return server_ ? server_->port() : -1; }
+
+private:
+    std::unique_ptr<ControlApi> api_;
+    std::unique_ptr<ControlServer> server_;
+};
+
+}  // namespace arch::cli

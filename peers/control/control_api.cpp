@@ -1,0 +1,257 @@
+// peers/control/control_api.cpp: routing, auth and the JSON bodies of the control API.
+#include "peers/control/control_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <optional>
+
+#include "core/error.h"
+#include "peers/control/json.h"
+#include "peers/control/token.h"
+
+namespace arch {
+
+namespace {
+
+ApiResponse ok_json(std::string body) {
+    ApiResponse r;
+    r.body = std::move(body);
+    return r;
+}
+
+ApiResponse ok() { return ok_json("{\"ok\":true}"); }
+
+// "/api/log?lines=5&x=y" -> path "/api/log", and the value of one query parameter.
+std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+
+std::optional<std::string> query_param(const std::string& target, const std::string& name) {
+    const std::size_t q = target.find('?');
+    if (q == std::string::npos) return std::nullopt;
+    std::size_t i = q + 1;
+    while (i <= target.size()) {
+        const std::size_t amp = std::min(target.find('&', i), target.size());
+        const std::string pair = target.substr(i, amp - i);
+        const std::size_t eq = pair.find('=');
+        if (pair.substr(0, eq) == name) return eq == std::string::npos ? "" : pair.substr(eq + 1);
+        i = amp + 1;
+    }
+    return std::nullopt;
+}
+
+bool is_get_route(const std::string& path) {
+    return path == "/api/status" || path == "/api/peers" || path == "/api/rounds" || path == "/api/log" ||
+           path == "/metrics";
+}
+
+bool is_post_route(const std::string& path) {
+    return path == "/api/host" || path == "/api/join" || path == "/api/leave" || path == "/api/pause" ||
+           path == "/api/resume";
+}
+
+const std::string& required_string(const json::Value& body, const std::string& key) {
+    const json::Value* v = body.get(key);
+    if (!v) throw Error("the body has no \"" + key + "\" field");
+    if (!v->is(json::Value::Kind::string)) throw Error("\"" + key + "\" must be a string");
+    return v->s;
+}
+
+std::string metric(const std::string& name, const std::string& type, const std::string& help,
+                   const std::vector<std::pair<std::string, double>>& samples) {
+    std::string out = "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto& [labels, v] : samples) {
+        const std::string value = std::isnan(v) ? "NaN" : json::number(v);
+        out += name + labels + " " + value + "\n";
+    }
+    return out;
+}
+
+}  // namespace
+
+ApiResponse api_error(int status, const std::string& message) {
+    ApiResponse r;
+    r.status = status;
+    r.body = json::Object().str("error", message).done();
+    return r;
+}
+
+std::string status_json(const StatusSnapshot& s) {
+    return json::Object()
+        .str("role", s.role)
+        .str("run", s.run)
+        .str("state", s.state)
+        .num("round", static_cast<double>(s.round))
+        .num("rounds", s.rounds)
+        .str("mode", s.mode)
+        .num("islands", s.islands)
+        .str("theta_hash", s.theta_hash)
+        .boolean("paused", s.paused)
+        .num("tokens_per_s", s.tokens_per_s)
+        .num("uptime_s", s.uptime_s)
+        .num("rounds_finished", static_cast<double>(s.rounds_finished))
+        .done();
+}
+
+std::string peers_json(const StatusSnapshot& s) {
+    std::string list;
+    for (const PeerRow& p : s.peers) {
+        if (!list.empty()) list += ",";
+        list += json::Object()
+                    .str("name", p.name)
+                    .str("fingerprint", p.fingerprint)
+                    .num("island", p.island)
+                    .num("devices", p.devices)
+                    .num("steps_per_s", p.steps_per_s)
+                    .num("last_round", static_cast<double>(p.last_round))
+                    .num("bytes_up", static_cast<double>(p.bytes_up))
+                    .num("bytes_down", static_cast<double>(p.bytes_down))
+                    .boolean("connected", p.connected)
+                    .boolean("in_sync", p.in_sync)
+                    .done();
+    }
+    return "{\"peers\":[" + list + "]}";
+}
+
+std::string rounds_json(const StatusSnapshot& s) {
+    std::string list;
+    for (const RoundRow& r : s.history) {
+        if (!list.empty()) list += ",";
+        list += json::Object()
+                    .num("round", static_cast<double>(r.round))
+                    .num("islands", r.islands)
+                    .num("inner_loss", r.mean_inner_loss)
+                    .num("val_loss", r.val_loss)
+                    .num("bytes_up", static_cast<double>(r.bytes_up))
+                    .num("bytes_down", static_cast<double>(r.bytes_down))
+                    .num("compression_ratio", r.compression_ratio)
+                    .num("seconds", r.seconds)
+                    .done();
+    }
+    return "{\"rounds\":[" + list + "]}";
+}
+
+std::string log_json(const std::vector<std::string>& lines) {
+    std::string list;
+    for (const std::string& l : lines) list += (list.empty() ? "" : ",") + json::quote(l);
+    return "{\"lines\":[" + list + "]}";
+}
+
+std::string metrics_text(const StatusSnapshot& s) {
+    const double nan = std::nan("");
+    int connected = 0;
+    for (const PeerRow& p : s.peers) connected += p.connected;
+    std::vector<std::pair<std::string, double>> sent, received;
+    for (protocol::Type t : RunStatus::kTypes) {
+        const std::string label = std::string("{type=\"") + protocol::type_name(t) + "\"}";
+        const auto si = s.bytes_sent.find(t);
+        const auto ri = s.bytes_received.find(t);
+        sent.emplace_back(label, si == s.bytes_sent.end() ? 0.0 : static_cast<double>(si->second));
+        received.emplace_back(label, ri == s.bytes_received.end() ? 0.0 : static_cast<double>(ri->second));
+    }
+    std::string out;
+    out += metric("archipelago_round", "gauge", "The round in progress (or next to start).",
+                  {{"", static_cast<double>(s.round)}});
+    out += metric("archipelago_rounds_planned", "gauge", "Rounds the run is configured for.", {{"", s.rounds}});
+    out += metric("archipelago_rounds_total", "counter", "Rounds finished (host) or applied (peer) by this process.",
+                  {{"", static_cast<double>(s.rounds_finished)}});
+    out += metric("archipelago_inner_loss", "gauge", "Latest mean inner training loss (NaN before the first).",
+                  {{"", s.inner_loss >= 0 ? s.inner_loss : nan}});
+    out += metric("archipelago_val_loss", "gauge", "Validation loss of the latest global model (NaN if unknown).",
+                  {{"", s.val_loss >= 0 ? s.val_loss : nan}});
+    out += metric("archipelago_bytes_sent_total", "counter", "Bytes sent on the run's link, by message type.", sent);
+    out += metric("archipelago_bytes_received_total", "counter", "Bytes received on the run's link, by message type.",
+                  received);
+    out += metric("archipelago_compression_ratio", "gauge",
+                  "fp32 size of the latest round's pseudo-gradients over the bytes that carried them.",
+                  {{"", s.compression_ratio}});
+    out += metric("archipelago_inner_tokens_per_second", "gauge",
+                  "Inner training tokens per second (host: the sum over connected islands).", {{"", s.tokens_per_s}});
+    out += metric("archipelago_peers_connected", "gauge", "Peers connected now (a peer counts itself).",
+                  {{"", connected}});
+    out += metric("archipelago_paused", "gauge", "1 while paused by the control API.", {{"", s.paused ? 1.0 : 0.0}});
+    return out;
+}
+
+ControlApi::ControlApi(RunStatus& status, std::string token, ControlActions actions, bool metrics_public)
+    : status_(status), token_(std::move(token)), actions_(std::move(actions)), metrics_public_(metrics_public) {}
+
+ApiResponse ControlApi::handle(const ApiRequest& request) const {
+    try {
+        return route(request);
+    } catch (const std::exception& e) {
+        return api_error(500, e.what());
+    }
+}
+
+ApiResponse ControlApi::route(const ApiRequest& request) const {
+    const std::string path = path_of(request.target);
+    const bool public_route = metrics_public_ && path == "/metrics";
+    const std::string prefix = "Bearer ";
+    const bool has_bearer = request.authorization.compare(0, prefix.size(), prefix) == 0;
+    if (!public_route && !(has_bearer && token_equal(request.authorization.substr(prefix.size()), token_))) {
+        ApiResponse r = api_error(401, request.authorization.empty() ? "missing bearer token" : "wrong bearer token");
+        r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"archipelago\"");
+        return r;
+    }
+    const bool get = is_get_route(path), post = is_post_route(path);
+    if (!get && !post) return api_error(404, "no such endpoint: " + path);
+    if (get && request.method != "GET") return api_error(405, path + " takes GET");
+    if (post && request.method != "POST") return api_error(405, path + " takes POST");
+    if (post) return command(path.substr(5), request.body);
+
+    if (path == "/api/log") {
+        int lines = 100;
+        if (const auto q = query_param(request.target, "lines")) {
+            char* end = nullptr;
+            const long n = std::strtol(q->c_str(), &end, 10);
+            if (q->empty() || *end != '\0' || n < 1) return api_error(400, "lines must be a positive integer");
+            lines = static_cast<int>(std::min<long>(n, static_cast<long>(RunStatus::kLogLines)));
+        }
+        return ok_json(log_json(status_.log_tail(static_cast<std::size_t>(lines))));
+    }
+    const StatusSnapshot s = status_.snapshot();
+    if (path == "/api/status") return ok_json(status_json(s));
+    if (path == "/api/peers") return ok_json(peers_json(s));
+    if (path == "/api/rounds") return ok_json(rounds_json(s));
+    ApiResponse r = ok_json(metrics_text(s));
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
+}
+
+ApiResponse ControlApi::command(const std::string& name, const std::string& body) const {
+    json::Value parsed;
+    if (name == "host" || name == "join") {
+        try {
+            parsed = json::parse(body);
+        } catch (const Error& e) {
+            return api_error(400, e.what());
+        }
+        if (!parsed.is(json::Value::Kind::object)) return api_error(400, "the body must be a JSON object");
+    }
+    const bool busy = actions_.busy && actions_.busy();
+    try {
+        if (name == "host") {
+            const std::string& config = required_string(parsed, "config");
+            if (busy || !actions_.host) return api_error(409, "busy: this daemon already runs a " + status_.snapshot().role);
+            actions_.host(config);
+            return ok();
+        }
+        if (name == "join") {
+            const std::string& invite = required_string(parsed, "invite");
+            const std::string& key = required_string(parsed, "key");
+            if (busy || !actions_.join) return api_error(409, "busy: this daemon already runs a " + status_.snapshot().role);
+            actions_.join(invite, key);
+            return ok();
+        }
+    } catch (const Error& e) {
+        return api_error(400, e.what());
+    }
+    if (!busy) return api_error(409, "no run in progress to " + name);
+    if (name == "leave") status_.request_leave();
+    else status_.set_paused(name == "pause");
+    status_.log(name == "leave" ? "control: leave requested" : "control: " + name + "d");
+    return ok();
+}
+
+}  // namespace arch
