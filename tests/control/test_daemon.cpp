@@ -17,22 +17,11 @@
 
 using namespace arch;
 using arch::test::eventually;
+using arch::test::free_port;
 using arch::test::Process;
 using Kind = json::Value::Kind;
 
 namespace {
-
-int free_port() {
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    socklen_t len = sizeof(a);
-    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(s);
-    return ntohs(a.sin_port);
-}
 
 const std::vector<std::string> kEnv = {"OMP_NUM_THREADS=1"};
 
@@ -73,26 +62,31 @@ struct Daemon {
     }
 };
 
-}  // namespace
-
-TEST_CASE("daemons host and join a run through the control API, with pause and resume") {
-    TempDir dir;
-    const int port = free_port();
-    const std::string config = "[run]\nname = \"api-run\"\nrounds = 3\nislands = 1\nbind = \"tcp://127.0.0.1:" +
-                               std::to_string(port) + "\"\ncheckpoint_dir = \"" + dir.file("host") +
+// A tiny one-island run in dir: run.toml (returned as text), the peer's key pair peer.key and its
+// invite peer.invite (which also writes the host's allow-list).
+std::string make_run(const TempDir& dir, const std::string& name, int rounds) {
+    const std::string config = "[run]\nname = \"" + name + "\"\nrounds = " + std::to_string(rounds) +
+                               "\nislands = 1\nbind = \"tcp://127.0.0.1:" + std::to_string(free_port()) +
+                               "\"\ncheckpoint_dir = \"" + dir.file("host") +
                                "\"\n[model]\nconfig = \"tiny\"\nlayers = 1\nchannels = 64\nheads = 2\nmax_seq_len = 32\n"
                                "[inner]\nsteps_per_round = 3\nbatch = 2\nseq_len = 16\nlr = 1e-3\nwarmup = 1\n"
                                "val_batches = 2\n[deadlines]\njoin_timeout_s = 60\nround_timeout_s = 30\n"
                                "heartbeat_timeout_s = 2\n";
     write_file(dir.file("run.toml"), config);
-    {
-        Process kg({"keygen", "--out", dir.file("peer.key")}, dir.file("setup.log"));
-        REQUIRE(kg.wait(30) == 0);
-        Process inv({"invite", "--config", dir.file("run.toml"), "--peer-key", dir.file("peer.key.pub"), "--name",
-                     "island-a", "--out", dir.file("peer.invite")},
-                    dir.file("setup.log"));
-        REQUIRE(inv.wait(30) == 0);
-    }
+    Process kg({"keygen", "--out", dir.file("peer.key")}, dir.file("setup.log"));
+    REQUIRE(kg.wait(30) == 0);
+    Process inv({"invite", "--config", dir.file("run.toml"), "--peer-key", dir.file("peer.key.pub"), "--name",
+                 "island-a", "--out", dir.file("peer.invite")},
+                dir.file("setup.log"));
+    REQUIRE(inv.wait(30) == 0);
+    return config;
+}
+
+}  // namespace
+
+TEST_CASE("daemons host and join a run through the control API, with pause and resume") {
+    TempDir dir;
+    const std::string config = make_run(dir, "api-run", 3);
     Daemon host(dir, "hostd");
     Daemon peer(dir, "peerd");
     INFO(host.process->log());
@@ -188,21 +182,7 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
 
 TEST_CASE("a peer told to leave says bye; the host goes on without it") {
     TempDir dir;
-    const int port = free_port();
-    const std::string config = "[run]\nname = \"leave-run\"\nrounds = 50\nislands = 1\nbind = \"tcp://127.0.0.1:" +
-                               std::to_string(port) + "\"\ncheckpoint_dir = \"" + dir.file("host") +
-                               "\"\n[model]\nconfig = \"tiny\"\nlayers = 1\nchannels = 64\nheads = 2\nmax_seq_len = 32\n"
-                               "[inner]\nsteps_per_round = 3\nbatch = 2\nseq_len = 16\nwarmup = 1\nval_batches = 1\n"
-                               "[deadlines]\nheartbeat_timeout_s = 2\n";
-    write_file(dir.file("run.toml"), config);
-    {
-        Process kg({"keygen", "--out", dir.file("peer.key")}, dir.file("setup.log"));
-        REQUIRE(kg.wait(30) == 0);
-        Process inv({"invite", "--config", dir.file("run.toml"), "--peer-key", dir.file("peer.key.pub"), "--out",
-                     dir.file("peer.invite")},
-                    dir.file("setup.log"));
-        REQUIRE(inv.wait(30) == 0);
-    }
+    const std::string config = make_run(dir, "leave-run", 50);
     Daemon host(dir, "hostd");
     Daemon peer(dir, "peerd");
     INFO(host.process->log());

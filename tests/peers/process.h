@@ -1,9 +1,12 @@
 // tests/peers/process.h: start the real archipelago binary as a child process (stdout and stderr to
 // a log file, extra environment), wait for a line in its log or for its exit with a deadline, and
-// kill it. For tests that drive hosts and peers as a user would.
+// kill it; and a free loopback port. For tests that drive hosts and peers as a user would.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +25,19 @@ namespace arch::test {
 inline std::string archipelago_binary() {
     const char* dir = std::getenv("ARCH_BIN_DIR");
     return std::string(dir ? dir : "build/bin") + "/archipelago";
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+inline int free_port() {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    socklen_t len = sizeof(a);
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(s);
+    return ntohs(a.sin_port);
 }
 
 inline std::string slurp(const std::string& path) {

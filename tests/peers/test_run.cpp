@@ -25,21 +25,10 @@
 #include "tests/peers/process.h"
 
 using namespace arch;
+using arch::test::free_port;
 using arch::test::Process;
 
 namespace {
-
-int free_port() {
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    socklen_t len = sizeof(a);
-    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(s);
-    return ntohs(a.sin_port);
-}
 
 const std::vector<std::string> kEnv = {"OMP_NUM_THREADS=1"};
 
