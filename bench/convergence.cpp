@@ -84,10 +84,11 @@ float val_loss(const Setup& s, std::span<const float> theta) {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// (a) one island, all the tokens, B*T per step.
-Row run_single(const Setup& s) {
+// (a) one island, all the tokens, B*T per step (same_steps: only as many steps as each DiLoCo
+// island takes, i.e. the same wall-clock as one island, a quarter of the tokens).
+Row run_single(const Setup& s, bool same_steps = false) {
     const double t0 = now_s();
-    const int steps = s.rounds * s.H * s.islands;
+    const int steps = s.rounds * s.H * (same_steps ? 1 : s.islands);
     IslandWorker w(s.model, train_config(s, s.train, steps, 1, 1), "fp32");
     const std::vector<float> theta = initial_theta(s);
     w.run_round(theta, steps, [&](const StepStats& st) {
@@ -95,7 +96,8 @@ Row run_single(const Setup& s) {
     });
     std::vector<float> out(theta.size());
     w.get_params(out);
-    return {"single", val_loss(s, out), 0, static_cast<double>(steps) * s.B * s.T, now_s() - t0};
+    return {same_steps ? "single-same-steps" : "single", val_loss(s, out), 0, static_cast<double>(steps) * s.B * s.T,
+            now_s() - t0};
 }
 
 // (b) data parallel: every step averages the islands' gradients (gradient accumulation over one
@@ -224,6 +226,7 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         };
         if (want("single")) emit(run_single(s));
+        if (want("single-same-steps")) emit(run_single(s, true));
         if (want("ddp")) emit(run_ddp(s));
         if (want("diloco-fp32")) emit(run_diloco(s, "diloco-fp32", "fp32", equal, false));
         if (want("diloco-int8")) emit(run_diloco(s, "diloco-int8", "int8:block=256+zstd:1", equal, false));
