@@ -1,0 +1,219 @@
+// gui/host_wizard.cpp: HostWizard's pages and accept(). Every input widget has an objectName
+// (run_name, preset, data_bundled, data_shards, train_data, val_data, rounds, steps_per_round,
+// islands, mode, codec, bind, run_dir) so tests can fill the pages the way a person would.
+#include "gui/host_wizard.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QRadioButton>
+#include <QRegularExpressionValidator>
+#include <QSaveFile>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "gui/daemon_client.h"
+
+namespace arch::gui {
+namespace {
+
+// A page whose completeness is a predicate over its widgets.
+class CheckedPage : public QWizardPage {
+  public:
+    std::function<bool()> complete = [] { return true; };
+    bool isComplete() const override { return complete(); }
+    void changed() { emit completeChanged(); }
+};
+
+QSpinBox* spin(const char* name, int lo, int hi, int value) {
+    auto* s = new QSpinBox;
+    s->setObjectName(name);
+    s->setRange(lo, hi);
+    s->setValue(value);
+    return s;
+}
+
+}  // namespace
+
+HostWizard::HostWizard(DaemonClient* client, QString runs_dir, QWidget* parent)
+    : QWizard(parent), client_(client), runs_dir_(std::move(runs_dir)) {
+    setWindowTitle("Host a run");
+    setOption(QWizard::NoBackButtonOnStartPage);
+    addPage(model_page());
+    addPage(data_page());
+    addPage(training_page());
+    addPage(wire_page());
+    addPage(summary_page());
+}
+
+QWizardPage* HostWizard::model_page() {
+    auto* page = new CheckedPage;
+    page->setTitle("Model");
+    page->setSubTitle(
+        "Every island trains this GPT-2; larger models need more memory and time per step.");
+    name_ = new QLineEdit("my-run");
+    name_->setObjectName("run_name");
+    name_->setValidator(
+        new QRegularExpressionValidator(QRegularExpression("[A-Za-z0-9._-]{1,64}"), name_));
+    preset_ = new QComboBox;
+    preset_->setObjectName("preset");
+    preset_->addItem("tiny (L4 C128, seconds per round on a CPU)", "tiny");
+    preset_->addItem("small (L6 C384)", "small");
+    preset_->addItem("gpt2-124m (L12 C768, wants GPUs)", "gpt2-124m");
+    auto* form = new QFormLayout(page);
+    form->addRow("Run name", name_);
+    form->addRow("Model preset", preset_);
+    page->complete = [this] { return name_->hasAcceptableInput(); };
+    connect(name_, &QLineEdit::textChanged, page, &CheckedPage::changed);
+    return page;
+}
+
+QWizardPage* HostWizard::data_page() {
+    auto* page = new CheckedPage;
+    page->setTitle("Data");
+    page->setSubTitle("Each island reads its own contiguous slice of the training shards.");
+    bundled_ = new QRadioButton("The bundled corpus (King James Bible, prepared on each island)");
+    bundled_->setObjectName("data_bundled");
+    bundled_->setChecked(true);
+    shards_ = new QRadioButton(
+        "llm.c token shards (every island needs the same files at the same paths)");
+    shards_->setObjectName("data_shards");
+    train_ = new QLineEdit;
+    train_->setObjectName("train_data");
+    train_->setPlaceholderText("/data/fineweb/fineweb_train_*.bin");
+    val_ = new QLineEdit;
+    val_->setObjectName("val_data");
+    val_->setPlaceholderText("/data/fineweb/fineweb_val_*.bin (optional)");
+    auto* form = new QFormLayout;
+    form->addRow("Train shards", train_);
+    form->addRow("Validation shards", val_);
+    auto* box = new QVBoxLayout(page);
+    box->addWidget(bundled_);
+    box->addWidget(shards_);
+    box->addLayout(form);
+    auto sync = [this, page] {
+        train_->setEnabled(shards_->isChecked());
+        val_->setEnabled(shards_->isChecked());
+        page->changed();
+    };
+    sync();
+    connect(shards_, &QRadioButton::toggled, page, sync);
+    connect(train_, &QLineEdit::textChanged, page, &CheckedPage::changed);
+    page->complete = [this] {
+        return bundled_->isChecked() || !train_->text().trimmed().isEmpty();
+    };
+    return page;
+}
+
+QWizardPage* HostWizard::training_page() {
+    auto* page = new QWizardPage;
+    page->setTitle("Training");
+    page->setSubTitle("Islands exchange a pseudo-gradient every H inner steps (one round).");
+    rounds_ = spin("rounds", 1, 1000000, 20);
+    steps_ = spin("steps_per_round", 1, 100000, 50);
+    islands_ = spin("islands", 1, 1024, 2);
+    mode_ = new QComboBox;
+    mode_->setObjectName("mode");
+    mode_->addItem("sync (every round waits for all islands)", "sync");
+    mode_->addItem("async (Delayed Nesterov, for islands of unequal speed)", "async");
+    auto* form = new QFormLayout(page);
+    form->addRow("Rounds", rounds_);
+    form->addRow("Inner steps per round (H)", steps_);
+    form->addRow("Islands expected", islands_);
+    form->addRow("Mode", mode_);
+    return page;
+}
+
+QWizardPage* HostWizard::wire_page() {
+    auto* page = new QWizardPage;
+    page->setTitle("Wire");
+    page->setSubTitle("How pseudo-gradients are compressed, and where peers connect.");
+    codec_ = new QComboBox;
+    codec_->setObjectName("codec");
+    for (const CodecChoice& c : kCodecChoices) codec_->addItem(c.label, QString(c.spec));
+    codec_->setCurrentIndex(1);
+    bind_ = new QLineEdit("tcp://127.0.0.1:5555");
+    bind_->setObjectName("bind");
+    auto* form = new QFormLayout(page);
+    form->addRow("Codec", codec_);
+    form->addRow("Host endpoint (peers connect here)", bind_);
+    return page;
+}
+
+QWizardPage* HostWizard::summary_page() {
+    auto* page = new CheckedPage;
+    page->setTitle("Run folder");
+    page->setSubTitle(
+        "run.toml, the host key, the allow-list and checkpoints go into this folder.");
+    run_dir_ = new QLineEdit;
+    run_dir_->setObjectName("run_dir");
+    preview_ = new QPlainTextEdit;
+    preview_->setObjectName("preview");
+    preview_->setReadOnly(true);
+    error_ = new QLabel;
+    error_->setObjectName("error");
+    error_->setStyleSheet("color: #b00020");
+    error_->setWordWrap(true);
+    auto* form = new QFormLayout(page);
+    form->addRow("Run folder", run_dir_);
+    form->addRow("run.toml", preview_);
+    form->addRow(error_);
+    connect(run_dir_, &QLineEdit::textChanged, this, &HostWizard::refresh_summary);
+    connect(run_dir_, &QLineEdit::textChanged, page, &CheckedPage::changed);
+    page->complete = [this] { return !run_dir_->text().trimmed().isEmpty(); };
+    connect(this, &QWizard::currentIdChanged, this, [this, page](int) {
+        if (currentPage() != page) return;
+        if (run_dir_->text().isEmpty() || !run_dir_->isModified())
+            run_dir_->setText(QDir(runs_dir_).absoluteFilePath(name_->text()));
+        refresh_summary();
+    });
+    return page;
+}
+
+HostRunSettings HostWizard::settings() const {
+    HostRunSettings s;
+    s.name = name_->text();
+    s.preset = preset_->currentData().toString();
+    if (shards_->isChecked()) {
+        s.train_data = train_->text().trimmed();
+        s.val_data = val_->text().trimmed();
+    }
+    s.rounds = rounds_->value();
+    s.steps_per_round = steps_->value();
+    s.islands = islands_->value();
+    s.mode = mode_->currentData().toString();
+    s.codec = codec_->currentData().toString();
+    s.bind = bind_->text().trimmed();
+    s.run_dir = QDir(run_dir_->text().trimmed()).absolutePath();
+    return s;
+}
+
+QString HostWizard::run_toml_path() const {
+    return written_;
+}
+
+void HostWizard::refresh_summary() {
+    preview_->setPlainText(to_run_toml(settings()));
+}
+
+void HostWizard::accept() {
+    const HostRunSettings s = settings();
+    const QString text = to_run_toml(s);
+    const QString path = s.run_dir + "/run.toml";
+    QSaveFile f(path);
+    if (!QDir().mkpath(s.run_dir) || !f.open(QIODevice::WriteOnly) || f.write(text.toUtf8()) < 0 ||
+        !f.commit()) {
+        error_->setText(QString("could not write %1: %2").arg(path, f.errorString()));
+        return;  // the wizard stays open so the user can pick another folder
+    }
+    written_ = path;
+    client_->host(text);
+    emit run_hosted(path);
+    QWizard::accept();
+}
+
+}  // namespace arch::gui

@@ -1,0 +1,156 @@
+// tests/gui/test_host_wizard.cpp: drives "Host a run" and "Join a run" the way a person would on
+// the offscreen platform: fills each wizard page by objectName, presses Next and Finish, then
+// checks the run.toml written into the run folder and the JSON body FakeDaemon received.
+#include <QAbstractButton>
+#include <QComboBox>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QRadioButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "gui/daemon_client.h"
+#include "gui/host_wizard.h"
+#include "gui/join_dialog.h"
+#include "tests/gui/fake_daemon.h"
+
+using namespace arch::gui;
+using namespace arch::gui::test;
+
+namespace {
+
+template <class W>
+W* child(QWidget* parent, const char* name) {
+    W* w = parent->findChild<W*>(name);
+    if (!w) qFatal("no widget named %s", name);
+    return w;
+}
+
+void select_data(QComboBox* box, const QString& data) {
+    const int i = box->findData(data);
+    QVERIFY2(i >= 0, qPrintable(data));
+    box->setCurrentIndex(i);
+}
+
+QString read_all(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+}  // namespace
+
+class TestHostWizard : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    QString token_file() {
+        const QString path = dir_.filePath("token");
+        QFile f(path);
+        f.open(QIODevice::WriteOnly | QIODevice::Truncate);
+        f.write("tok");
+        return path;
+    }
+
+  private slots:
+    void fills_pages_writes_run_toml_and_posts_it() {
+        FakeDaemon fake("tok");
+        QVERIFY(fake.listen());
+        DaemonClient client(fake.port(), token_file());
+        HostWizard wizard(&client, dir_.filePath("runs"));
+        QSignalSpy hosted(&wizard, &HostWizard::run_hosted);
+        wizard.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&wizard));
+        QAbstractButton* next = wizard.button(QWizard::NextButton);
+
+        // Model
+        child<QLineEdit>(&wizard, "run_name")->setText("");
+        QVERIFY(!wizard.currentPage()->isComplete());  // a run needs a name
+        QTest::keyClicks(child<QLineEdit>(&wizard, "run_name"), "bible-small");
+        QVERIFY(wizard.currentPage()->isComplete());
+        select_data(child<QComboBox>(&wizard, "preset"), "small");
+        next->click();
+        // Data: shards without a train pattern cannot go on
+        child<QRadioButton>(&wizard, "data_shards")->setChecked(true);
+        QVERIFY(!wizard.currentPage()->isComplete());
+        QTest::keyClicks(child<QLineEdit>(&wizard, "train_data"), "/data/fw/train_*.bin");
+        QTest::keyClicks(child<QLineEdit>(&wizard, "val_data"), "/data/fw/val_*.bin");
+        QVERIFY(wizard.currentPage()->isComplete());
+        next->click();
+        // Training
+        child<QSpinBox>(&wizard, "rounds")->setValue(12);
+        child<QSpinBox>(&wizard, "steps_per_round")->setValue(40);
+        child<QSpinBox>(&wizard, "islands")->setValue(3);
+        select_data(child<QComboBox>(&wizard, "mode"), "async");
+        next->click();
+        // Wire
+        select_data(child<QComboBox>(&wizard, "codec"), "fp4+ef+zstd");
+        child<QLineEdit>(&wizard, "bind")->setText("tcp://127.0.0.1:6001");
+        next->click();
+        // Summary: the run folder defaults to <runs>/<name>; the preview is the file to be written
+        QLineEdit* run_dir = child<QLineEdit>(&wizard, "run_dir");
+        QCOMPARE(run_dir->text(), QDir(dir_.filePath("runs")).absoluteFilePath("bible-small"));
+        const QString preview = child<QPlainTextEdit>(&wizard, "preview")->toPlainText();
+        wizard.button(QWizard::FinishButton)->click();
+
+        const QString path = dir_.filePath("runs/bible-small/run.toml");
+        QCOMPARE(wizard.run_toml_path(), path);
+        QCOMPARE(hosted.size(), 1);
+        const QString toml = read_all(path);
+        QCOMPARE(toml, preview);
+        for (const char* line :
+             {"name = \"bible-small\"", "rounds = 12", "islands = 3", "mode = \"async\"",
+              "bind = \"tcp://127.0.0.1:6001\"", "[model]\nconfig = \"small\"",
+              "train = \"/data/fw/train_*.bin\"", "val = \"/data/fw/val_*.bin\"",
+              "steps_per_round = 40", "codec = \"fp4+ef+zstd\""})
+            QVERIFY2(toml.contains(line), line);
+        QVERIFY(toml.contains("checkpoint_dir = \"" +
+                              QDir(dir_.filePath("runs/bible-small")).absolutePath() + "\""));
+
+        QTRY_COMPARE_WITH_TIMEOUT(fake.posts().size(), 1, 5000);
+        const FakeRequest post = fake.posts()[0];
+        QCOMPARE(post.path, QByteArray("/api/host"));
+        QCOMPARE(post.authorization, QByteArray("Bearer tok"));
+        QCOMPARE(QJsonDocument::fromJson(post.body).object()["config"].toString(), toml);
+    }
+
+    void bundled_corpus_writes_no_data_section() {
+        FakeDaemon fake("tok");
+        QVERIFY(fake.listen());
+        DaemonClient client(fake.port(), token_file());
+        HostWizard wizard(&client, dir_.filePath("runs2"));
+        wizard.show();
+        for (int i = 0; i < 4; ++i) wizard.button(QWizard::NextButton)->click();
+        wizard.button(QWizard::FinishButton)->click();
+        const QString toml = read_all(dir_.filePath("runs2/my-run/run.toml"));
+        QVERIFY(!toml.contains("[data]"));
+        QVERIFY(toml.contains("config = \"tiny\""));
+        QVERIFY(toml.contains("codec = \"int8:block=256+zstd:1\""));
+        QTRY_COMPARE_WITH_TIMEOUT(fake.posts().size(), 1, 5000);
+    }
+
+    void join_posts_invite_and_key() {
+        FakeDaemon fake("tok");
+        QVERIFY(fake.listen());
+        DaemonClient client(fake.port(), token_file());
+        JoinDialog dialog(&client, "archipelago", dir_.filePath("keys"));
+        dialog.show();
+        dialog.accept();  // nothing given: stays open, posts nothing
+        QVERIFY(dialog.isVisible());
+        QTest::keyClicks(child<QPlainTextEdit>(&dialog, "invite_text"),
+                         "host_endpoint = tcp://127.0.0.1:5555");
+        child<QLineEdit>(&dialog, "key_path")->setText("/keys/me.key");
+        dialog.accept();
+        QVERIFY(!dialog.isVisible());
+        QTRY_COMPARE_WITH_TIMEOUT(fake.posts().size(), 1, 5000);
+        const QJsonObject body = QJsonDocument::fromJson(fake.posts()[0].body).object();
+        QCOMPARE(fake.posts()[0].path, QByteArray("/api/join"));
+        QCOMPARE(body["invite"].toString(), QString("host_endpoint = tcp://127.0.0.1:5555\n"));
+        QCOMPARE(body["key"].toString(), QString("/keys/me.key"));
+    }
+};
+
+QTEST_MAIN(TestHostWizard)
+#include "test_host_wizard.moc"
