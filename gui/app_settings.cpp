@@ -29,9 +29,10 @@ AppSettings AppSettings::load() {
     s.keys_dir = q.value("paths/keys_dir").toString();
     s.start_daemon = q.value("daemon/start_daemon", true).toBool();
     s.keep_daemon_running = q.value("daemon/keep_running", false).toBool();
-    const QString config = QStandardPaths::writableLocation(QStandardPaths::AppConfigLocation);
+    const QString config = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation);
     const QString data = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    if (s.token_file.isEmpty()) s.token_file = config + "/control.token";
+    if (s.token_file.isEmpty()) s.token_file = qEnvironmentVariable("ARCH_TOKEN_FILE");
+    if (s.token_file.isEmpty()) s.token_file = config + "/archipelago/token";
     if (s.archipelago.isEmpty()) s.archipelago = default_archipelago();
     if (s.runs_dir.isEmpty()) s.runs_dir = data + "/runs";
     if (s.keys_dir.isEmpty()) s.keys_dir = data + "/keys";

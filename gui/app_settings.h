@@ -9,8 +9,9 @@
 namespace arch::gui {
 
 struct AppSettings {
-    quint16 control_port = 7321;
-    QString token_file;   // default: <app config dir>/control.token
+    quint16 control_port = 7480;  // the daemon's default (docs/control-api.md)
+    QString
+        token_file;  // default as the daemon's: $ARCH_TOKEN_FILE, else ~/.config/archipelago/token
     QString archipelago;  // default: `archipelago` beside this executable, else on PATH
     QString runs_dir;     // default: <app data dir>/runs; the wizard makes <runs_dir>/<run name>
     QString keys_dir;     // default: <app data dir>/keys; "Join" generates keys here

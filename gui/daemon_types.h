@@ -34,7 +34,7 @@ struct PeerInfo {
 
 struct RoundInfo {
     int round = 0, islands = 0;
-    double inner_loss = 0, val_loss = 0;  // val_loss <= 0: not measured this round
+    double inner_loss = 0, val_loss = 0;  // -1 (or val_loss 0): not measured this round
     double bytes_up = 0, bytes_down = 0;
     double compression_ratio = 0;  // fp32 bytes / wire bytes
     double seconds = 0;

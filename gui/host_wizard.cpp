@@ -1,8 +1,9 @@
 // gui/host_wizard.cpp: HostWizard's pages and accept(). Every input widget has an objectName
 // (run_name, preset, data_bundled, data_shards, train_data, val_data, rounds, steps_per_round,
-// islands, mode, codec, bind, run_dir) so tests can fill the pages the way a person would.
+// islands, mode, codec, bind, peer_names, run_dir) so tests can fill the pages as a person would.
 #include "gui/host_wizard.h"
 
+#include <QAbstractButton>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
@@ -15,8 +16,11 @@
 #include <QSaveFile>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <functional>
 
 #include "gui/daemon_client.h"
+#include "gui/invite_maker.h"
 
 namespace arch::gui {
 namespace {
@@ -39,14 +43,18 @@ QSpinBox* spin(const char* name, int lo, int hi, int value) {
 
 }  // namespace
 
-HostWizard::HostWizard(DaemonClient* client, QString runs_dir, QWidget* parent)
-    : QWizard(parent), client_(client), runs_dir_(std::move(runs_dir)) {
+HostWizard::HostWizard(DaemonClient* client, QString archipelago, QString runs_dir, QWidget* parent)
+    : QWizard(parent),
+      client_(client),
+      maker_(new InviteMaker(std::move(archipelago), this)),
+      runs_dir_(std::move(runs_dir)) {
     setWindowTitle("Host a run");
     setOption(QWizard::NoBackButtonOnStartPage);
     addPage(model_page());
     addPage(data_page());
     addPage(training_page());
     addPage(wire_page());
+    addPage(peers_page());
     addPage(summary_page());
 }
 
@@ -144,6 +152,35 @@ QWizardPage* HostWizard::wire_page() {
     return page;
 }
 
+const QRegularExpression kPeerName("^[A-Za-z0-9._-]{1,64}$");
+
+QWizardPage* HostWizard::peers_page() {
+    auto* page = new CheckedPage;
+    page->setTitle("Peers");
+    page->setSubTitle(
+        "One name per line. Each peer gets a key pair and an invite in <run folder>/peers; the "
+        "host admits only these keys (its allow-list is read when the run starts).");
+    peers_ = new QPlainTextEdit("peer-1\npeer-2");
+    peers_->setObjectName("peer_names");
+    auto* box = new QVBoxLayout(page);
+    box->addWidget(peers_);
+    connect(peers_, &QPlainTextEdit::textChanged, page, &CheckedPage::changed);
+    page->complete = [this] {
+        const QStringList names = peer_names();
+        return !names.isEmpty() && std::all_of(names.begin(), names.end(), [](const QString& n) {
+            return kPeerName.match(n).hasMatch();
+        });
+    };
+    return page;
+}
+
+QStringList HostWizard::peer_names() const {
+    QStringList names;
+    for (const QString& line : peers_->toPlainText().split('\n', Qt::SkipEmptyParts))
+        if (!line.trimmed().isEmpty() && !names.contains(line.trimmed())) names << line.trimmed();
+    return names;
+}
+
 QWizardPage* HostWizard::summary_page() {
     auto* page = new CheckedPage;
     page->setTitle("Run folder");
@@ -202,18 +239,41 @@ void HostWizard::refresh_summary() {
 
 void HostWizard::accept() {
     const HostRunSettings s = settings();
-    const QString text = to_run_toml(s);
+    toml_text_ = to_run_toml(s);
     const QString path = s.run_dir + "/run.toml";
     QSaveFile f(path);
-    if (!QDir().mkpath(s.run_dir) || !f.open(QIODevice::WriteOnly) || f.write(text.toUtf8()) < 0 ||
-        !f.commit()) {
-        error_->setText(QString("could not write %1: %2").arg(path, f.errorString()));
-        return;  // the wizard stays open so the user can pick another folder
-    }
+    if (!QDir().mkpath(s.run_dir) || !f.open(QIODevice::WriteOnly) ||
+        f.write(toml_text_.toUtf8()) < 0 || !f.commit())
+        return failed(QString("could not write %1: %2").arg(path, f.errorString()));
     written_ = path;
-    client_->host(text);
-    emit run_hosted(path);
-    QWizard::accept();
+    button(QWizard::FinishButton)->setEnabled(false);
+    button(QWizard::BackButton)->setEnabled(false);
+    invite_next(peer_names());
+}
+
+void HostWizard::invite_next(QStringList names) {
+    if (names.isEmpty()) {
+        client_->host(toml_text_);
+        emit run_hosted(written_);
+        QWizard::accept();
+        return;
+    }
+    const QString name = names.takeFirst();
+    error_->setStyleSheet("");
+    error_->setText(QString("inviting %1...").arg(name));
+    disconnect(maker_, nullptr, this, nullptr);
+    connect(maker_, &InviteMaker::made, this, [this, names] { invite_next(names); });
+    connect(maker_, &InviteMaker::failed, this, [this](const QString& who, const QString& error) {
+        failed(QString("could not invite %1: %2").arg(who, error));
+    });
+    maker_->make(written_, name);
+}
+
+void HostWizard::failed(const QString& error) {
+    error_->setStyleSheet("color: #b00020");
+    error_->setText(error);
+    button(QWizard::FinishButton)->setEnabled(true);
+    button(QWizard::BackButton)->setEnabled(true);
 }
 
 }  // namespace arch::gui

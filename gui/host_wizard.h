@@ -1,6 +1,6 @@
-// gui/host_wizard.h: "Host a run": a QWizard over model, data, training, wire and a summary page.
-// Finishing it writes <run folder>/run.toml and posts its text to the daemon (/api/host); the run
-// folder is also the run's checkpoint_dir, where `archipelago invite` keeps the host's key.
+// gui/host_wizard.h: "Host a run": a QWizard over model, data, training, wire, peers and the run
+// folder. Finishing writes <run folder>/run.toml, makes each peer's invite (InviteMaker: the host
+// admits only keys on its allow-list, read when it starts), then posts the config to /api/host.
 #pragma once
 
 #include <QWizard>
@@ -17,16 +17,19 @@ class QSpinBox;
 namespace arch::gui {
 
 class DaemonClient;
+class InviteMaker;
 
 class HostWizard : public QWizard {
     Q_OBJECT
   public:
     // runs_dir: the folder under which the run folder <runs_dir>/<run name> is proposed.
-    HostWizard(DaemonClient* client, QString runs_dir, QWidget* parent = nullptr);
+    HostWizard(DaemonClient* client, QString archipelago, QString runs_dir,
+               QWidget* parent = nullptr);
 
     HostRunSettings settings() const;  // what the pages hold now
-    QString run_toml_path() const;     // where accept() wrote run.toml (empty before)
-    void accept() override;
+    QStringList peer_names() const;
+    QString run_toml_path() const;  // where accept() wrote run.toml (empty before)
+    void accept() override;         // async: closes once the invites are made and /api/host posted
 
   signals:
     // After run.toml is written and /api/host is posted.
@@ -37,12 +40,16 @@ class HostWizard : public QWizard {
     QWizardPage* data_page();
     QWizardPage* training_page();
     QWizardPage* wire_page();
+    QWizardPage* peers_page();
     QWizardPage* summary_page();
     void refresh_summary();
+    void invite_next(QStringList names);  // then post /api/host
+    void failed(const QString& error);
 
     DaemonClient* client_;
+    InviteMaker* maker_;
     QString runs_dir_;
-    QString written_;
+    QString written_, toml_text_;
     QLineEdit* name_ = nullptr;
     QComboBox* preset_ = nullptr;
     QRadioButton* bundled_ = nullptr;
@@ -55,6 +62,7 @@ class HostWizard : public QWizard {
     QComboBox* mode_ = nullptr;
     QComboBox* codec_ = nullptr;
     QLineEdit* bind_ = nullptr;
+    QPlainTextEdit* peers_ = nullptr;
     QLineEdit* run_dir_ = nullptr;
     QPlainTextEdit* preview_ = nullptr;
     QLabel* error_ = nullptr;

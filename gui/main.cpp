@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
             "usage: archipelago-gui [--port P] [--token-file F] [--archipelago PATH] [--runs-dir "
             "D]\n"
             "                       [--attach-only] [--keep-daemon]\n"
-            "  attaches to the daemon on 127.0.0.1:P (default 7321), or starts `archipelago "
+            "  attaches to the daemon on 127.0.0.1:P (default 7480), or starts `archipelago "
             "daemon` there;\n"
             "  closing the app stops only a daemon it started (never with --keep-daemon).\n");
         return 0;

@@ -141,7 +141,7 @@ void MainWindow::on_command(const QString& path, bool ok, const QString& error) 
 }
 
 void MainWindow::show_host_wizard() {
-    auto* wizard = new HostWizard(&client_, settings_.runs_dir, this);
+    auto* wizard = new HostWizard(&client_, settings_.archipelago, settings_.runs_dir, this);
     wizard->setAttribute(Qt::WA_DeleteOnClose);
     connect(wizard, &HostWizard::run_hosted, this, [this](const QString& toml) {
         run_view_->invites()->set_run_toml(toml);

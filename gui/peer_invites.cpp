@@ -1,6 +1,6 @@
-// gui/peer_invites.cpp: PeerInvites. Files go to <run folder>/peers/NAME.key(.pub) and NAME.invite;
-// the allow-list itself is `archipelago invite`'s business (it writes run.checkpoint_dir), so this
-// panel never edits the host's files directly. One QProcess at a time; the button is off meanwhile.
+// gui/peer_invites.cpp: PeerInvites. A running host reads its allow-list when it starts, so the
+// panel says that a peer added during a run is admitted from the host's next start; the invites
+// made by the Host wizard before hosting are admitted at once.
 #include "gui/peer_invites.h"
 
 #include <QApplication>
@@ -15,7 +15,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
-#include <QProcess>
 #include <QPushButton>
 #include <QRegularExpressionValidator>
 #include <QTableWidget>
@@ -32,7 +31,7 @@ QString read_text(const QString& path) {
 }  // namespace
 
 PeerInvites::PeerInvites(QString archipelago, QWidget* parent)
-    : QWidget(parent), archipelago_(std::move(archipelago)) {
+    : QWidget(parent), maker_(new InviteMaker(std::move(archipelago), this)) {
     run_label_ = new QLabel;
     run_label_->setWordWrap(true);
     name_ = new QLineEdit;
@@ -79,6 +78,14 @@ PeerInvites::PeerInvites(QString archipelago, QWidget* parent)
 
     connect(add_, &QPushButton::clicked, this,
             [this] { add_peer(name_->text(), public_key_->text().trimmed()); });
+    connect(maker_, &InviteMaker::made, this, &PeerInvites::finish_invite);
+    connect(maker_, &InviteMaker::failed, this, [this](const QString& name, const QString& error) {
+        add_->setEnabled(true);
+        note_->setText("error: " + error);
+        emit invite_failed(name, error);
+    });
+    connect(invited_, &QTableWidget::cellClicked, this,
+            [this](int row, int) { show_invite(invited_->item(row, 0)->text()); });
     connect(copy_, &QPushButton::clicked, this,
             [this] { QApplication::clipboard()->setText(invite_->toPlainText()); });
     set_run_toml({});
@@ -95,92 +102,45 @@ void PeerInvites::set_run_toml(const QString& path) {
     reload_invited();
 }
 
-QString PeerInvites::peers_dir() const {
-    return QFileInfo(run_toml_).absolutePath() + "/peers";
-}
-
 QString PeerInvites::invite_text() const {
     return invite_->toPlainText();
 }
 
-void PeerInvites::run_step(const QString& name, const QStringList& args,
-                           std::function<void()> next) {
-    auto* p = new QProcess(this);
-    p->setProgram(archipelago_);
-    p->setArguments(args);
-    connect(p, &QProcess::finished, this,
-            [this, p, name, next](int code, QProcess::ExitStatus status) {
-                p->deleteLater();
-                if (status == QProcess::NormalExit && code == 0) {
-                    next();
-                    return;
-                }
-                const QString err = QString::fromUtf8(p->readAllStandardError()).trimmed();
-                add_->setEnabled(true);
-                note_->setText("error: " + err);
-                emit invite_failed(name, err);
-            });
-    connect(p, &QProcess::errorOccurred, this, [this, p, name](QProcess::ProcessError e) {
-        if (e != QProcess::FailedToStart) return;
-        p->deleteLater();
-        add_->setEnabled(true);
-        const QString err = QString("could not run '%1': %2").arg(archipelago_, p->errorString());
-        note_->setText("error: " + err);
-        emit invite_failed(name, err);
-    });
-    p->start();
-}
-
 void PeerInvites::add_peer(const QString& name, const QString& public_key_text) {
-    if (run_toml_.isEmpty() || name.isEmpty()) return;
-    QDir().mkpath(peers_dir());
-    const QString key = peers_dir() + "/" + name + ".key";
-    const QString pub = key + ".pub";
-    const QString invite = peers_dir() + "/" + name + ".invite";
+    if (run_toml_.isEmpty() || name.isEmpty() || maker_->busy()) return;
     add_->setEnabled(false);
     note_->setText(QString("inviting %1...").arg(name));
-    auto make_invite = [this, name, pub, invite, key, public_key_text] {
-        run_step(
-            name,
-            {"invite", "--config", run_toml_, "--peer-key", pub, "--name", name, "--out", invite},
-            [this, name, invite, key, public_key_text] {
-                finish_invite(name, invite, public_key_text.isEmpty() ? key : QString());
-            });
-    };
-    if (!public_key_text.isEmpty()) {
-        QFile f(pub);
-        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-            f.write((public_key_text + "\n").toUtf8()) < 0) {
-            add_->setEnabled(true);
-            note_->setText(QString("error: could not write %1").arg(pub));
-            emit invite_failed(name, note_->text());
-            return;
-        }
-        f.close();
-        make_invite();
-    } else {
-        run_step(name, {"keygen", "--out", key}, make_invite);
-    }
+    maker_->make(run_toml_, name, public_key_text);
 }
 
 void PeerInvites::finish_invite(const QString& name, const QString& invite_path,
                                 const QString& key_path) {
     add_->setEnabled(true);
-    invite_->setPlainText(read_text(invite_path));
-    copy_->setEnabled(true);
-    note_->setText(
-        key_path.isEmpty()
-            ? QString("Send %1 this invite (%2).").arg(name, invite_path)
-            : QString("Send %1 this invite (%2) and, over a private channel, the secret key %3.")
-                  .arg(name, invite_path, key_path));
     reload_invited();
+    show_invite(name);
+    note_->setText(note_->text() +
+                   "\nA running host reads its allow-list when it starts: this peer is admitted "
+                   "from the host's next start.");
     emit invite_made(name, invite_path);
+}
+
+void PeerInvites::show_invite(const QString& name) {
+    const QString path = InviteMaker::invite_path(run_toml_, name);
+    const QString key = InviteMaker::peers_dir(run_toml_) + "/" + name + ".key";
+    invite_->setPlainText(read_text(path));
+    copy_->setEnabled(!invite_->toPlainText().isEmpty());
+    note_->setText(QFile::exists(key)
+                       ? QString("Send %1 this invite (%2) and, over a private channel, "
+                                 "the secret key %3.")
+                             .arg(name, path, key)
+                       : QString("Send %1 this invite (%2).").arg(name, path));
 }
 
 void PeerInvites::reload_invited() {
     invited_->setRowCount(0);
     if (run_toml_.isEmpty()) return;
-    const QStringList files = QDir(peers_dir()).entryList({"*.invite"}, QDir::Files, QDir::Name);
+    const QStringList files =
+        QDir(InviteMaker::peers_dir(run_toml_)).entryList({"*.invite"}, QDir::Files, QDir::Name);
     for (const QString& f : files) {
         const int row = invited_->rowCount();
         invited_->insertRow(row);

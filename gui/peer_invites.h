@@ -1,13 +1,13 @@
-// gui/peer_invites.h: the host's "Invite peers" panel. For a peer name it runs `archipelago
-// keygen` (unless the peer's public key was pasted) and `archipelago invite` with the run's
-// run.toml via QProcess (async), then shows the invite text with a Copy button. It also lists the
-// peers invited from this run folder and whether the daemon reports them connected.
+// gui/peer_invites.h: the host's "Invite peers" panel: lists the peers invited from this run
+// folder (clicking one shows its invite text, with a Copy button) and whether the daemon reports
+// them admitted; "Add peer" makes another invite through InviteMaker (keygen + invite, async).
 #pragma once
 
 #include <QList>
 #include <QWidget>
 
 #include "gui/daemon_types.h"
+#include "gui/invite_maker.h"
 
 class QLabel;
 class QLineEdit;
@@ -33,12 +33,11 @@ class PeerInvites : public QWidget {
     void invite_failed(const QString& name, const QString& error);
 
   private:
-    QString peers_dir() const;
-    void run_step(const QString& name, const QStringList& args, std::function<void()> next);
     void finish_invite(const QString& name, const QString& invite_path, const QString& key_path);
+    void show_invite(const QString& name);
     void reload_invited();
 
-    QString archipelago_;
+    InviteMaker* maker_;
     QString run_toml_;
     QLabel* run_label_;
     QLineEdit* name_;

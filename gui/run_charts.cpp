@@ -1,6 +1,6 @@
 // gui/run_charts.cpp: RunCharts. Each chart has a round axis (x) and a value axis (y) shared by its
 // two series; rescale() fits both axes to the points with a little headroom. A round whose val
-// loss is 0 or missing (not measured) adds no val-loss point.
+// loss is 0 or -1 (not measured; the API writes -1 for an unknown loss) adds no point.
 #include "gui/run_charts.h"
 
 #include <QChart>
@@ -9,6 +9,7 @@
 #include <QLineSeries>
 #include <QValueAxis>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace arch::gui {
@@ -26,7 +27,9 @@ void rescale(QChart* chart) {
     }
     if (ymin > ymax) ymin = 0, ymax = 1;
     const double pad = std::max(1e-3, (ymax - ymin) * 0.08);
-    chart->axes(Qt::Horizontal).first()->setRange(0, xmax);
+    auto* x = static_cast<QValueAxis*>(chart->axes(Qt::Horizontal).first());
+    x->setRange(0, xmax);
+    x->setTickInterval(std::max(1.0, std::ceil(xmax / 10)));  // whole rounds, at most ~10 ticks
     chart->axes(Qt::Vertical).first()->setRange(std::max(0.0, ymin - pad), ymax + pad);
 }
 
@@ -57,6 +60,8 @@ QChartView* RunCharts::make_chart(const QString& title, QLineSeries* a, QLineSer
     auto* x = new QValueAxis;
     x->setTitleText("round");
     x->setLabelFormat("%d");
+    x->setTickType(QValueAxis::TicksDynamic);
+    x->setTickAnchor(0);
     auto* y = new QValueAxis;
     y->setTitleText(y_title);
     chart->addAxis(x, Qt::AlignBottom);
@@ -76,7 +81,7 @@ QChartView* RunCharts::make_chart(const QString& title, QLineSeries* a, QLineSer
 void RunCharts::set_rounds(const QList<RoundInfo>& rounds) {
     QList<QPointF> inner, val, up, down;
     for (const RoundInfo& r : rounds) {
-        inner.append({double(r.round), r.inner_loss});
+        if (r.inner_loss >= 0) inner.append({double(r.round), r.inner_loss});  // -1: unknown
         if (r.val_loss > 0) val.append({double(r.round), r.val_loss});
         up.append({double(r.round), r.bytes_up / 1e6});
         down.append({double(r.round), r.bytes_down / 1e6});

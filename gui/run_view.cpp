@@ -52,6 +52,7 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     peers_->setObjectName("peers_table");
     peers_->setHorizontalHeaderLabels(kPeerColumns);
     peers_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    peers_->horizontalHeader()->setStretchLastSection(true);
     peers_->verticalHeader()->hide();
     peers_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     invites_ = new PeerInvites(std::move(archipelago));

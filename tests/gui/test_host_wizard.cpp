@@ -1,10 +1,12 @@
 // tests/gui/test_host_wizard.cpp: drives "Host a run" and "Join a run" the way a person would on
 // the offscreen platform: fills each wizard page by objectName, presses Next and Finish, then
-// checks the run.toml written into the run folder and the JSON body FakeDaemon received.
+// checks the run.toml written into the run folder, the invites made (fake_archipelago stands in
+// for the CLI) and the JSON body FakeDaemon received.
 #include <QAbstractButton>
 #include <QComboBox>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QRadioButton>
@@ -46,6 +48,7 @@ QString read_all(const QString& path) {
 class TestHostWizard : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
+    const QString fake_bin_ = QCoreApplication::applicationDirPath() + "/fake_archipelago";
     QString token_file() {
         const QString path = dir_.filePath("token");
         QFile f(path);
@@ -59,7 +62,7 @@ class TestHostWizard : public QObject {
         FakeDaemon fake("tok");
         QVERIFY(fake.listen());
         DaemonClient client(fake.port(), token_file());
-        HostWizard wizard(&client, dir_.filePath("runs"));
+        HostWizard wizard(&client, fake_bin_, dir_.filePath("runs"));
         QSignalSpy hosted(&wizard, &HostWizard::run_hosted);
         wizard.show();
         QVERIFY(QTest::qWaitForWindowExposed(&wizard));
@@ -89,6 +92,14 @@ class TestHostWizard : public QObject {
         select_data(child<QComboBox>(&wizard, "codec"), "fp4+ef+zstd");
         child<QLineEdit>(&wizard, "bind")->setText("tcp://127.0.0.1:6001");
         next->click();
+        // Peers: one name per line, names the CLI accepts
+        auto* peers = child<QPlainTextEdit>(&wizard, "peer_names");
+        peers->setPlainText("alice\nbad name");
+        QVERIFY(!wizard.currentPage()->isComplete());
+        peers->setPlainText("alice\n\nbob\n");
+        QVERIFY(wizard.currentPage()->isComplete());
+        QCOMPARE(wizard.peer_names(), QStringList({"alice", "bob"}));
+        next->click();
         // Summary: the run folder defaults to <runs>/<name>; the preview is the file to be written
         QLineEdit* run_dir = child<QLineEdit>(&wizard, "run_dir");
         QCOMPARE(run_dir->text(), QDir(dir_.filePath("runs")).absoluteFilePath("bible-small"));
@@ -96,8 +107,17 @@ class TestHostWizard : public QObject {
         wizard.button(QWizard::FinishButton)->click();
 
         const QString path = dir_.filePath("runs/bible-small/run.toml");
+        QTRY_COMPARE_WITH_TIMEOUT(hosted.size(), 1, 10000);  // after both invites
         QCOMPARE(wizard.run_toml_path(), path);
-        QCOMPARE(hosted.size(), 1);
+        QVERIFY(!wizard.isVisible());
+        for (const char* name : {"alice", "bob"}) {
+            QVERIFY(QFile::exists(
+                dir_.filePath(QString("runs/bible-small/peers/%1.invite").arg(name))));
+            QVERIFY(
+                QFile::exists(dir_.filePath(QString("runs/bible-small/peers/%1.key").arg(name))));
+        }
+        QCOMPARE(read_all(dir_.filePath("runs/bible-small/allow_list.txt")),
+                 QString("alice\nbob\n"));
         const QString toml = read_all(path);
         QCOMPARE(toml, preview);
         for (const char* line :
@@ -120,15 +140,33 @@ class TestHostWizard : public QObject {
         FakeDaemon fake("tok");
         QVERIFY(fake.listen());
         DaemonClient client(fake.port(), token_file());
-        HostWizard wizard(&client, dir_.filePath("runs2"));
+        HostWizard wizard(&client, fake_bin_, dir_.filePath("runs2"));
+        QSignalSpy hosted(&wizard, &HostWizard::run_hosted);
         wizard.show();
-        for (int i = 0; i < 4; ++i) wizard.button(QWizard::NextButton)->click();
+        for (int i = 0; i < 5; ++i) wizard.button(QWizard::NextButton)->click();
         wizard.button(QWizard::FinishButton)->click();
+        QTRY_COMPARE_WITH_TIMEOUT(hosted.size(), 1, 10000);
         const QString toml = read_all(dir_.filePath("runs2/my-run/run.toml"));
         QVERIFY(!toml.contains("[data]"));
         QVERIFY(toml.contains("config = \"tiny\""));
         QVERIFY(toml.contains("codec = \"int8:block=256+zstd:1\""));
         QTRY_COMPARE_WITH_TIMEOUT(fake.posts().size(), 1, 5000);
+    }
+
+    void failed_invite_keeps_the_wizard_open_and_hosts_nothing() {
+        FakeDaemon fake("tok");
+        QVERIFY(fake.listen());
+        DaemonClient client(fake.port(), token_file());
+        HostWizard wizard(&client, dir_.filePath("no-such-archipelago"), dir_.filePath("runs3"));
+        wizard.show();
+        for (int i = 0; i < 5; ++i) wizard.button(QWizard::NextButton)->click();
+        wizard.button(QWizard::FinishButton)->click();
+        QLabel* error = child<QLabel>(&wizard, "error");
+        QTRY_VERIFY_WITH_TIMEOUT(error->text().contains("could not invite peer-1"), 5000);
+        QVERIFY(wizard.isVisible());
+        QVERIFY(wizard.button(QWizard::FinishButton)->isEnabled());
+        QCoreApplication::processEvents();
+        QVERIFY(fake.posts().isEmpty());
     }
 
     void join_posts_invite_and_key() {
