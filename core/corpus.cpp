@@ -238,6 +238,8 @@ PreparedCorpus ensure_bundled_corpus(const std::string& repo_root, const std::st
                     "(data/make_kjv.sh regenerates it)");
     constexpr int kVocab = 4096;
     constexpr double kValFraction = 0.02;
+    fs::create_directories(out_dir);
+    const FileLock lock((fs::path(out_dir) / ".lock").string());  // islands starting together prepare once
     const std::string done = (fs::path(out_dir) / "DONE").string();
     const PreparedCorpus paths = corpus_paths(out_dir, "");
     if (fs::is_regular_file(done) && fs::is_regular_file(paths.tokenizer_path) &&

@@ -25,6 +25,8 @@ std::vector<std::string> split_for_islands(const std::string& train_pattern, int
     std::vector<std::string> out;
     for (int i = 0; i < n; ++i)
         out.push_back(out_dir + "/island_" + std::to_string(i) + "_of_" + std::to_string(n) + ".bin");
+    std::filesystem::create_directories(out_dir);
+    const FileLock lock(out_dir + "/.lock");  // islands starting together write the slices once
     uint64_t total = 0;
     for (const std::string& s : shards) total += read_token_shard_count(s);
     const uint64_t per_island = total / static_cast<uint64_t>(n);
@@ -35,7 +37,6 @@ std::vector<std::string> split_for_islands(const std::string& train_pattern, int
     for (const std::string& path : out) done = done && file_exists(path) && read_token_shard_count(path) == per_island;
     if (done) return out;
 
-    std::filesystem::create_directories(out_dir);
     std::vector<uint16_t> all;
     all.reserve(total);
     for (const std::string& s : shards) {

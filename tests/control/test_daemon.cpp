@@ -200,5 +200,6 @@ TEST_CASE("a peer told to leave says bye; the host goes on without it") {
     // Stopping the host through the API.
     REQUIRE(host.post("/api/leave").status == 200);
     REQUIRE(eventually([&] { return host.state() == "stopped"; }, 30));
-    CHECK(host.post("/api/pause").status == 409);
+    // Once the worker has wound down the daemon is idle: nothing to pause.
+    CHECK(eventually([&] { return host.post("/api/pause").status == 409; }, 30));
 }

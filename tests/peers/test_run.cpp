@@ -92,8 +92,7 @@ TEST_CASE("islands end every round bit-identical to the host; the wire holds no 
     auto host = run.host();
     auto p1 = run.peer(1);
     auto p2 = run.peer(2, kEnv, {"--devices", "2", "--parallel", "zero3"});  // an island of two devices
-    INFO(host->log());
-    REQUIRE(host->wait(240) == 0);
+    if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
     const std::string hl = host->log();
@@ -125,17 +124,16 @@ TEST_CASE("a peer SIGKILLed mid-send does not stop the round; restarted, it rejo
     std::vector<std::string> env = kEnv;
     env.push_back("ARCH_FAULT_KILL_AFTER_CHUNKS=1");  // dies after the first chunk of its pseudo-gradient
     auto p2 = run.peer(2, env);
-    INFO(host->log());
-    REQUIRE(p2->wait(120) == -SIGKILL);
+    if (p2->wait(180) != -SIGKILL) FAIL(host->log() + "\n--- peer 2\n" + p2->log());
     const auto killed = std::chrono::steady_clock::now();
-    REQUIRE(host->wait_for("round 1 started", 60));
+    if (!host->wait_for("round 1 started", 120)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
     CHECK(seconds < 30 + 2 + 5);  // round deadline + heartbeat timeout + slack
     CHECK(host->log().find("goes on without it") != std::string::npos);
 
     auto p2_again = run.peer(2);
-    CHECK(p2_again->wait_for("synced to round", 60));
-    REQUIRE(host->wait(240) == 0);
+    CHECK(p2_again->wait_for("synced to round", 120));
+    if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 2\n" + p2_again->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2_again->wait(30) == 0);
     // After its rejoin, every update it applied left it with the host's θ.
@@ -152,14 +150,13 @@ TEST_CASE("a host killed and restarted from its checkpoint loses at most one rou
     auto host = run.host();
     auto p1 = run.peer(1);
     auto p2 = run.peer(2);
-    REQUIRE(host->wait_for("round 2 started", 120));
+    if (!host->wait_for("round 2 started", 180)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     host->kill(SIGKILL);
     host->wait(10);
     const std::string first_log = host->log();
     auto host2 = run.host();
-    INFO(host2->log());
-    REQUIRE(host2->wait_for("resumed from", 60));
-    REQUIRE(host2->wait(240) == 0);
+    if (!host2->wait_for("resumed from", 120)) FAIL(first_log + "\n--- second host\n" + host2->log());
+    if (host2->wait(300) != 0) FAIL(host2->log() + "\n--- peer 1\n" + p1->log());
     const std::string log = host2->log();
     // The second host started from round 2 (or later, if round 2 finished before the kill).
     const std::size_t at = log.find("resumed from");
@@ -249,8 +246,7 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     REQUIRE(wait_host("rejected a pseudo_grad message from by-hand", 3));
     CHECK(host->log().find("is not finite") != std::string::npos);
     socket.reset();  // the hand-made peer leaves: the run goes on with peer 1 alone
-    INFO(host->log());
-    REQUIRE(host->wait(240) == 0);
+    if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
     CHECK(count(p1->log(), "matches the host") == 2);
 }
