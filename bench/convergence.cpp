@@ -73,13 +73,7 @@ float val_loss(const Setup& s, std::span<const float> theta) {
     GPT2 model(s.model, *backend);
     model.set_params(theta);
     DataLoader val(s.val, s.B, s.T, DataOrder::sequential, 0);
-    std::vector<int> x(static_cast<std::size_t>(s.B) * s.T), y(x.size());
-    double sum = 0;
-    for (int i = 0; i < s.val_batches; ++i) {
-        val.next_batch(x.data(), y.data());
-        sum += model.forward(x.data(), y.data(), s.B, s.T);
-    }
-    return static_cast<float>(sum / s.val_batches);
+    return mean_loss(model, val, s.B, s.T, s.val_batches);
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }

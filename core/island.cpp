@@ -43,12 +43,7 @@ Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel par
     if (collectives.size() != backends.size())
         throw Error("island: " + std::to_string(backends.size()) + " devices but " +
                     std::to_string(collectives.size()) + " collectives");
-    if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
-        throw Error("train config: B, T, grad accumulation and steps must be positive");
-    if (config.T > model.max_seq_len)
-        throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
-                    std::to_string(model.max_seq_len));
-    if (config.train_pattern.empty()) throw Error("train config: no training data given");
+    check_train_config(config, model);
     const int n = static_cast<int>(backends.size());
     for (int r = 0; r < n; ++r) {
         if (collectives[r]->rank() != r || collectives[r]->world_size() != n)

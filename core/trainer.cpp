@@ -10,15 +10,29 @@
 
 namespace arch {
 
+void check_train_config(const TrainConfig& config, const ModelConfig& model) {
+    if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
+        throw Error("train config: B, T, grad accumulation and steps must be positive");
+    if (config.T > model.max_seq_len)
+        throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
+                    std::to_string(model.max_seq_len));
+    if (config.train_pattern.empty()) throw Error("train config: no training data given");
+}
+
+float mean_loss(GPT2& model, DataLoader& loader, int B, int T, int batches) {
+    std::vector<int> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());
+    double sum = 0.0;
+    for (int i = 0; i < batches; ++i) {
+        loader.next_batch(inputs.data(), targets.data());
+        sum += model.forward(inputs.data(), targets.data(), B, T);
+    }
+    return static_cast<float>(sum / batches);
+}
+
 Trainer::Trainer(GPT2& model, const TrainConfig& config)
     : model_(model), config_(config), adamw_(model.layout(), model.backend()) {
     const ModelConfig& mc = model.config();
-    if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
-        throw Error("train config: B, T, grad accumulation and steps must be positive");
-    if (config.T > mc.max_seq_len)
-        throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
-                    std::to_string(mc.max_seq_len));
-    if (config.train_pattern.empty()) throw Error("train config: no training data given");
+    check_train_config(config, mc);
     train_ = std::make_unique<DataLoader>(config.train_pattern, config.B, config.T, config.order, config.seed,
                                           mc.vocab_size);
     if (!config.val_pattern.empty())
@@ -54,12 +68,7 @@ StepStats Trainer::step() {
 float Trainer::evaluate() {
     if (val_ == nullptr) throw Error("evaluate: no validation data");
     val_->seek(val_start_);
-    double sum = 0.0;
-    for (int i = 0; i < config_.val_batches; ++i) {
-        val_->next_batch(inputs_.data(), targets_.data());
-        sum += model_.forward(inputs_.data(), targets_.data(), config_.B, config_.T);
-    }
-    return static_cast<float>(sum / config_.val_batches);
+    return mean_loss(model_, *val_, config_.B, config_.T, config_.val_batches);
 }
 
 void Trainer::save(const std::string& path) {

@@ -36,6 +36,13 @@ struct StepStats {
     double tokens_per_s = 0.0;
 };
 
+// Throws arch::Error naming the first setting that cannot work with this model (non-positive sizes,
+// T above max T, no training data). Trainer and Island both check through it.
+void check_train_config(const TrainConfig& config, const ModelConfig& model);
+
+// Mean loss of `batches` batches of B x T read from loader's current position (val losses).
+float mean_loss(GPT2& model, DataLoader& loader, int B, int T, int batches);
+
 class Trainer {
 public:
     // Checks that the config can work with this model and data (T <= max T, B*T+1 within a shard, ...).

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/tokenizer.h"
+#include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "net/keys.h"
 #include "peers/control/run_status.h"
@@ -140,13 +141,7 @@ float Host::evaluate() {
     const RunConfig& c = options_.config;
     eval_model_->set_params(global_->theta());
     DataLoader val(val_pattern_, c.batch, c.seq_len, DataOrder::sequential, 0);
-    std::vector<int> x(static_cast<std::size_t>(c.batch) * c.seq_len), y(x.size());
-    double sum = 0;
-    for (int i = 0; i < c.val_batches; ++i) {
-        val.next_batch(x.data(), y.data());
-        sum += eval_model_->forward(x.data(), y.data(), c.batch, c.seq_len);
-    }
-    return static_cast<float>(sum / c.val_batches);
+    return mean_loss(*eval_model_, val, c.batch, c.seq_len, c.val_batches);
 }
 
 uint32_t Host::steps_for(const std::string& key) const {
