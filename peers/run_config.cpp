@@ -20,17 +20,17 @@ void read(const cpptoml::table& t, const std::string& key, T& out, const std::st
     out = *v;
 }
 
-void read_float(const cpptoml::table& t, const std::string& key, float& out, const std::string& source) {
+void read_double(const cpptoml::table& t, const std::string& key, double& out, const std::string& source) {
     if (!t.contains_qualified(key)) return;
-    if (auto d = t.get_qualified_as<double>(key)) out = static_cast<float>(*d);
-    else if (auto i = t.get_qualified_as<int64_t>(key)) out = static_cast<float>(*i);
+    if (auto d = t.get_qualified_as<double>(key)) out = *d;
+    else if (auto i = t.get_qualified_as<int64_t>(key)) out = static_cast<double>(*i);
     else throw Error(source + ": key '" + key + "' must be a number");
 }
 
-void read_double(const cpptoml::table& t, const std::string& key, double& out, const std::string& source) {
-    float f = static_cast<float>(out);
-    read_float(t, key, f, source);
-    out = f;
+void read_float(const cpptoml::table& t, const std::string& key, float& out, const std::string& source) {
+    double d = out;
+    read_double(t, key, d, source);
+    out = static_cast<float>(d);
 }
 
 void read_int(const cpptoml::table& t, const std::string& key, int& out, const std::string& source) {

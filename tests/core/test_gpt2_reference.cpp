@@ -88,8 +88,6 @@ TEST_CASE("logits, loss and every gradient tensor match PyTorch to 1e-4 relative
     std::vector<float> grads(f.model.num_params());
     f.model.get_grads(grads);
     // The fixture's gradients are in llm.c order; compare tensor by tensor after the same mapping.
-    const uint8_t* unused = nullptr;
-    (void)unused;
     std::size_t cursor = 0;
     f.model.layout().for_each_in_llmc_order([&](const TensorView& t) {
         INFO("tensor " << t.name);
