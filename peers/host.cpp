@@ -221,6 +221,8 @@ void Host::finish_round(Link& link) {
     const uint64_t ended = round_;
     ++round_;
     round_open_ = false;
+    sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
     save_checkpoint();
     const float val = evaluate();
     protocol::Writer w;
@@ -407,7 +409,11 @@ void Host::run(Link& link) {
             }
             const bool first_wait = round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands);
             const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
-            if (all_here || (ready > 0 && Clock::now() > join_deadline && ready == connected)) start_round(link);
+            // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
+            // so the wait for hash reports after an update has a deadline like every other wait.
+            const bool barrier_passed = !first_wait && ready > 0 && Clock::now() > sync_deadline_;
+            if (all_here || barrier_passed || (ready > 0 && Clock::now() > join_deadline && ready == connected))
+                start_round(link);
         } else if (c.mode == "sync") {
             const bool late = any_arrival_ && seconds_since(first_arrival_) > c.round_timeout_s;
             if (round_complete() || late || (expected_.empty() && !contributions_.empty())) {

@@ -105,6 +105,7 @@ private:
     std::vector<Contribution> contributions_;
     std::vector<Contribution> folded_;            // straggler = fold: late pseudo-gradients for the next round
     std::chrono::steady_clock::time_point round_started_, first_arrival_;
+    std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then
     bool any_arrival_ = false;
     uint64_t bytes_up_mark_ = 0;
     uint64_t down_bytes_round_ = 0;

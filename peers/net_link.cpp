@@ -4,6 +4,7 @@
 
 #include <sodium.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -143,7 +144,12 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
 std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     std::optional<net::Incoming> in = poll_socket(timeout_ms);
     if (!in) {
-        for (auto& [peer, q] : out_) pump(peer);  // retry sends that found the peer away
+        // Retry sends that found a peer away, at most twice a second (each failure is logged).
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_retry_ > std::chrono::milliseconds(500)) {
+            last_retry_ = now;
+            for (auto& [peer, q] : out_) pump(peer);
+        }
         return std::nullopt;
     }
     LinkEvent e;

@@ -3,6 +3,7 @@
 // queued for one peer leaves in order, so a round_start never overtakes the update before it.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -55,6 +56,7 @@ private:
     std::map<std::pair<std::string, uint64_t>, Inbound> in_;
     std::map<uint16_t, uint64_t> sent_, received_;
     std::function<void(const std::string&)> log_;
+    std::chrono::steady_clock::time_point last_retry_{};
 };
 
 class HostLink final : public NetLink {
