@@ -10,6 +10,7 @@
 #include "core/corpus.h"
 #include "core/error.h"
 #include "core/tokenizer.h"
+#include "core/gpt2.h"
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
 

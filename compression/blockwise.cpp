@@ -97,6 +97,19 @@ Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t c
 
 }  // namespace
 
+void check_blockwise(CodecId id, ByteSpan payload, std::uint32_t block, std::uint64_t n) {
+    const std::uint64_t nb = blocks_of(n, block);
+    const std::string_view codec = codec_name(id);
+    check_scales(payload, nb, codec);
+    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
+    if ((id == CodecId::int4 || id == CodecId::fp4) && (n & 1) && (c[n / 2] >> 4) != 0) {
+        throw Error("corrupt payload: " + std::string(codec) + " padding nibble is not 0");
+    }
+    if (id == CodecId::sign && (n & 7) && (c[n / 8] >> (n & 7)) != 0) {
+        throw Error("corrupt payload: sign padding bits are not 0");
+    }
+}
+
 // ---- int8 ---------------------------------------------------------------------------------------
 Bytes encode_int8(std::span<const float> x, std::uint32_t block) {
     return encode_with(x, block, x.size(), "int8",
@@ -113,7 +126,7 @@ Bytes encode_int8(std::span<const float> x, std::uint32_t block) {
 
 void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
-    check_scales(payload, nb, "int8");
+    check_blockwise(CodecId::int8, payload, block, n);
     const auto* q = reinterpret_cast<const std::int8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
         const float s = load<float>(payload.data() + 4 * b);
@@ -150,9 +163,8 @@ Bytes encode_int4(std::span<const float> x, std::uint32_t block) {
 
 void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
-    check_scales(payload, nb, "int4");
+    check_blockwise(CodecId::int4, payload, block, n);
     const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
-    if ((n & 1) && (c[n / 2] >> 4) != 0) throw Error("corrupt payload: int4 padding nibble is not 0");
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
         const float s = load<float>(payload.data() + 4 * b);
         float* y = out.data() + first;
@@ -206,9 +218,8 @@ Bytes encode_fp4(std::span<const float> x, std::uint32_t block) {
 
 void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
-    check_scales(payload, nb, "fp4");
+    check_blockwise(CodecId::fp4, payload, block, n);
     const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
-    if ((n & 1) && (c[n / 2] >> 4) != 0) throw Error("corrupt payload: fp4 padding nibble is not 0");
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
         const float s = load<float>(payload.data() + 4 * b);
         float* y = out.data() + first;
@@ -250,11 +261,8 @@ Bytes encode_sign(std::span<const float> x, std::uint32_t block) {
 
 void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
-    check_scales(payload, nb, "sign");
+    check_blockwise(CodecId::sign, payload, block, n);
     const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
-    if ((n & 7) && (c[n / 8] >> (n & 7)) != 0) {
-        throw Error("corrupt payload: sign padding bits are not 0");
-    }
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
         const float s = load<float>(payload.data() + 4 * b);
         float* y = out.data() + first;

@@ -85,4 +85,27 @@ public:
 // offending part of a bad spec.
 std::unique_ptr<Codec> make_codec(std::string_view spec);
 
+// ---- for quantizers that run elsewhere (kernels/cuda/device_codec): same bytes, same checks -----
+
+// Wraps `payload` in the wire header and, if the spec says so, the zstd stage. When payload is
+// what make_codec(spec)'s quantizer makes for `count` floats x, the result is
+// make_codec(spec)->encode(x).
+// Throws arch::Error for a bad spec, a spec with +ef (the residual belongs to whoever quantized),
+// or a payload whose size is not the codec's for `count` floats.
+std::vector<std::byte> wrap_payload(std::string_view spec, std::uint64_t count,
+                                    std::vector<std::byte> payload);
+
+// The codec payload inside a buffer, validated exactly as decode(bytes, out) with out.size() ==
+// count validates it (header, sizes, zstd frames, then scales, padding, ...), zstd stage undone,
+// not decoded.
+struct Payload {
+    WireInfo info{};
+    std::span<const std::byte> body;      // the buffer's body: borrowed from the bytes given
+    std::vector<std::byte> decompressed;  // the payload when info.zstd, else empty
+    std::span<const std::byte> bytes() const {
+        return info.zstd ? std::span<const std::byte>(decompressed) : body;
+    }
+};
+Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count);
+
 }  // namespace arch::compression

@@ -78,6 +78,8 @@ void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out);
+// The checks decode_<id> makes before writing (scales finite and >= 0, padding bits 0), alone.
+void check_blockwise(CodecId id, ByteSpan payload, std::uint32_t block, std::uint64_t count);
 
 // ---- uint8 over mean +- 3 sigma with a codebook (sigma_codebook.cpp) ----------------------------
 Bytes encode_uint8_sigma(std::span<const float> x);
@@ -101,6 +103,8 @@ struct Format {
 };
 Bytes encode_payload(const Format& f, std::span<const float> x);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
+// Validates a payload exactly as decode_payload does, without writing any output.
+void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count);
 // Prepends the header to the payload (in place when not compressing) or to its zstd body.
 Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int level);
 

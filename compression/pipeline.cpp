@@ -200,4 +200,20 @@ std::unique_ptr<Codec> make_codec(std::string_view spec) {
     return std::make_unique<Pipeline>(parse_spec(spec));
 }
 
+std::vector<std::byte> wrap_payload(std::string_view spec, std::uint64_t count,
+                                    std::vector<std::byte> payload) {
+    const Spec s = parse_spec(spec);
+    if (s.ef) {
+        bad_spec(spec, "wrap_payload takes no '+ef': the residual belongs to whoever quantized");
+    }
+    const std::uint64_t want = detail::payload_bytes_limit(s.format.id, s.format.block, count);
+    const bool exact = detail::payload_size_is_exact(s.format.id);
+    if (exact ? payload.size() != want : payload.size() > want) {
+        throw Error("wrap_payload: a " + std::string(codec_name(s.format.id)) + " payload for " +
+                    std::to_string(count) + " elements holds " + (exact ? "" : "at most ") +
+                    std::to_string(want) + " bytes, got " + std::to_string(payload.size()));
+    }
+    return detail::wrap(s.format, count, std::move(payload), s.zstd, s.level);
+}
+
 }  // namespace arch::compression

@@ -78,6 +78,12 @@ Bytes encode_payload(const Format& f, std::span<const float> x) {
     throw Error("encode: unknown codec id " + std::to_string(int(f.id)));
 }
 
+void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count) {
+    if (is_blockwise(id)) return check_blockwise(id, payload, block, count);
+    std::vector<float> scratch(count);  // the other decoders validate everything before writing
+    decode_payload(id, block, payload, scratch);
+}
+
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out) {
     switch (id) {
         case CodecId::fp32: return decode_fp32(payload, out);
@@ -180,13 +186,21 @@ WireInfo inspect(std::span<const std::byte> bytes) {
     return info;
 }
 
-void decode(std::span<const std::byte> bytes, std::span<float> out) {
-    const WireInfo info = inspect(bytes);
-    if (info.count != out.size()) {
+namespace {
+
+void require_count(const WireInfo& info, std::uint64_t count) {
+    if (info.count != count) {
         throw Error(std::string(codec_name(info.codec)) + " buffer holds " +
                     std::to_string(info.count) + " elements, the destination expects " +
-                    std::to_string(out.size()));
+                    std::to_string(count));
     }
+}
+
+}  // namespace
+
+void decode(std::span<const std::byte> bytes, std::span<float> out) {
+    const WireInfo info = inspect(bytes);
+    require_count(info, out.size());
     const std::span<const std::byte> body = bytes.subspan(kWireHeaderBytes);
     if (info.zstd) {
         const detail::Bytes payload = detail::zstd_decompress(body, info.payload_bytes);
@@ -194,6 +208,16 @@ void decode(std::span<const std::byte> bytes, std::span<float> out) {
     } else {
         detail::decode_payload(info.codec, info.block, body, out);
     }
+}
+
+Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count) {
+    Payload p;
+    p.info = inspect(bytes);
+    require_count(p.info, count);
+    p.body = bytes.subspan(kWireHeaderBytes);
+    if (p.info.zstd) p.decompressed = detail::zstd_decompress(p.body, p.info.payload_bytes);
+    detail::check_payload(p.info.codec, p.info.block, p.bytes(), count);
+    return p;
 }
 
 std::vector<float> decode(std::span<const std::byte> bytes, std::uint64_t max_count) {

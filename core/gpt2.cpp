@@ -3,6 +3,7 @@
 // buffers that are zeroed before use, since every backward op accumulates.
 #include "core/gpt2.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -42,6 +43,12 @@ GPT2::GPT2(const ModelConfig& config, Backend& backend, ParamStore* store)
     }
 }
 
+GPT2::GPT2(const ModelConfig& config, std::unique_ptr<Backend> backend)
+    : config_(config), layout_((validate(config), config)), own_backend_(std::move(backend)), backend_(*own_backend_) {
+    own_store_ = std::make_unique<FlatParamStore>(layout_, backend_);
+    store_ = own_store_.get();
+}
+
 namespace {
 FlatParamStore& flat(ParamStore* store) {
     auto* f = dynamic_cast<FlatParamStore*>(store);
@@ -54,8 +61,33 @@ float* GPT2::params() { return flat(store_).all_params(); }
 float* GPT2::grads() { return flat(store_).all_grads(); }
 
 GPT2::~GPT2() {
+    adamw_.reset();
     for (void* p : owned_) backend_.free(p);
     delete acts_;
+    own_store_.reset();  // before the backend it lives in
+}
+
+AdamW& GPT2::adamw() {
+    flat(store_);  // throws for a sharded store
+    if (!adamw_) adamw_ = std::make_unique<AdamW>(layout_, backend_);
+    return *adamw_;
+}
+
+float GPT2::adamw_step(float lr, const AdamWConfig& config) { return adamw().step(params(), grads(), lr, config); }
+
+void GPT2::get_adamw_state(std::span<float> m, std::span<float> v) const {
+    if (!adamw_) {  // no step taken yet: the state is zero
+        if (m.size() != layout_.num_params() || v.size() != layout_.num_params())
+            throw Error("get_adamw_state: wrong buffer size");
+        std::fill(m.begin(), m.end(), 0.0f);
+        std::fill(v.begin(), v.end(), 0.0f);
+        return;
+    }
+    adamw_->get_state(m, v);
+}
+
+void GPT2::set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) {
+    adamw().set_state(m, v, steps);
 }
 
 float* GPT2::alloc_floats(std::size_t n) {
@@ -64,12 +96,12 @@ float* GPT2::alloc_floats(std::size_t n) {
     return static_cast<float*>(p);
 }
 
-void GPT2::init_weights(uint64_t seed) {
-    const std::size_t n = layout_.num_params();
-    std::vector<float> host(n, 0.0f);
+std::vector<float> gpt2_init_params(const ModelConfig& config, uint64_t seed) {
+    const ParamLayout layout(config);
+    std::vector<float> host(layout.num_params(), 0.0f);
     Rng rng(seed);
-    const float residual_std = 0.02f / std::sqrt(2.0f * config_.num_layers);
-    for (const TensorView& t : layout_.tensors()) {
+    const float residual_std = 0.02f / std::sqrt(2.0f * config.num_layers);
+    for (const TensorView& t : layout.tensors()) {
         float* p = host.data() + t.offset;
         const std::string kind = t.name.substr(t.name.find('.') + 1);  // "qkvw" from "h3.qkvw"
         if (kind == "ln1w" || kind == "ln2w" || kind == "lnfw") {
@@ -77,12 +109,14 @@ void GPT2::init_weights(uint64_t seed) {
         } else if (t.shape.size() >= 2) {
             const float std = (kind == "attprojw" || kind == "fcprojw") ? residual_std : 0.02f;
             std::size_t count = t.size;
-            if (kind == "wte") count = static_cast<std::size_t>(config_.vocab_size) * config_.channels;
+            if (kind == "wte") count = static_cast<std::size_t>(config.vocab_size) * config.channels;
             for (std::size_t i = 0; i < count; ++i) p[i] = std * rng.normal();
         }
     }
-    set_params(host);
+    return host;
 }
+
+void GPT2::init_weights(uint64_t seed) { set_params(gpt2_init_params(config_, seed)); }
 
 void GPT2::set_params(std::span<const float> host) {
     if (host.size() != layout_.num_params())

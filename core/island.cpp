@@ -117,14 +117,7 @@ void Island::read_batches(DataLoader& loader, int count) {
 }
 
 void Island::init_weights(std::uint64_t seed) {
-    // A transient whole model on device 0 draws the same values as one-device training would.
-    std::vector<float> host(layout_.num_params());
-    {
-        GPT2 full(model_config_, *devices_[0]->backend);
-        full.init_weights(seed);
-        full.get_params(host);
-    }
-    set_params(host);
+    set_params(gpt2_init_params(model_config_, seed));
 }
 
 void Island::set_params(std::span<const float> full) {

@@ -32,7 +32,7 @@ int pick(std::vector<float> logits, const SamplingConfig& c, Rng& rng) {
 }
 }  // namespace
 
-std::vector<int> generate(GPT2& model, std::vector<int> prompt, const SamplingConfig& c,
+std::vector<int> generate(Model& model, std::vector<int> prompt, const SamplingConfig& c,
                           const std::function<void(int)>& on_token) {
     if (prompt.empty()) throw Error("generate: the prompt needs at least one token");
     Rng rng(c.seed);

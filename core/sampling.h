@@ -1,4 +1,4 @@
-// core/sampling.h: autoregressive generation from a GPT2: temperature and top-k sampling with a
+// core/sampling.h: autoregressive generation from a Model: temperature and top-k sampling with a
 // seeded Rng (so a sample repeats), over a sliding window of at most max T tokens.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/gpt2.h"
+#include "core/model.h"
 
 namespace arch {
 
@@ -19,7 +19,7 @@ struct SamplingConfig {
 };
 
 // Returns the new tokens; on_token (if set) sees each as it is produced.
-std::vector<int> generate(GPT2& model, std::vector<int> prompt, const SamplingConfig& config,
+std::vector<int> generate(Model& model, std::vector<int> prompt, const SamplingConfig& config,
                           const std::function<void(int)>& on_token = {});
 
 }  // namespace arch

@@ -19,7 +19,7 @@ void check_train_config(const TrainConfig& config, const ModelConfig& model) {
     if (config.train_pattern.empty()) throw Error("train config: no training data given");
 }
 
-float mean_loss(GPT2& model, DataLoader& loader, int B, int T, int batches) {
+float mean_loss(Model& model, DataLoader& loader, int B, int T, int batches) {
     std::vector<int> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());
     double sum = 0.0;
     for (int i = 0; i < batches; ++i) {
@@ -29,8 +29,7 @@ float mean_loss(GPT2& model, DataLoader& loader, int B, int T, int batches) {
     return static_cast<float>(sum / batches);
 }
 
-Trainer::Trainer(GPT2& model, const TrainConfig& config)
-    : model_(model), config_(config), adamw_(model.layout(), model.backend()) {
+Trainer::Trainer(Model& model, const TrainConfig& config) : model_(model), config_(config) {
     const ModelConfig& mc = model.config();
     check_train_config(config, mc);
     train_ = std::make_unique<DataLoader>(config.train_pattern, config.B, config.T, config.order, config.seed,
@@ -58,7 +57,7 @@ StepStats Trainer::step() {
         throw Error("training diverged at step " + std::to_string(steps_done_ + 1) + ": loss is " +
                     std::to_string(s.loss) + " (try a lower --lr)");
     s.lr = config_.schedule.at(steps_done_);
-    s.grad_norm = adamw_.step(model_.params(), model_.grads(), s.lr, config_.adamw);
+    s.grad_norm = model_.adamw_step(s.lr, config_.adamw);
     s.step = ++steps_done_;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.tokens_per_s = static_cast<double>(config_.B) * config_.T * config_.grad_accum / s.seconds;
@@ -77,9 +76,9 @@ void Trainer::save(const std::string& path) {
     RunState state;
     state.step = steps_done_;
     state.train_cursor = train_->cursor();
-    state.m.resize(adamw_.size());
-    state.v.resize(adamw_.size());
-    adamw_.get_state(state.m, state.v);
+    state.m.resize(model_.num_params());
+    state.v.resize(model_.num_params());
+    model_.get_adamw_state(state.m, state.v);
     write_checkpoint(path, model_.config(), params);
     write_run_state(path + ".state", state);
 }
@@ -92,7 +91,7 @@ void Trainer::resume(const std::string& path) {
                     ", beyond the configured " + std::to_string(config_.steps) + " steps");
     train_->seek(state.train_cursor);  // validates before anything else changes
     model_.set_params(params);
-    adamw_.set_state(state.m, state.v, state.step);
+    model_.set_adamw_state(state.m, state.v, state.step);
     steps_done_ = state.step;
 }
 

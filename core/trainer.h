@@ -9,7 +9,7 @@
 
 #include "core/adamw.h"
 #include "core/data_loader.h"
-#include "core/gpt2.h"
+#include "core/model.h"
 
 namespace arch {
 
@@ -41,12 +41,12 @@ struct StepStats {
 void check_train_config(const TrainConfig& config, const ModelConfig& model);
 
 // Mean loss of `batches` batches of B x T read from loader's current position (val losses).
-float mean_loss(GPT2& model, DataLoader& loader, int B, int T, int batches);
+float mean_loss(Model& model, DataLoader& loader, int B, int T, int batches);
 
 class Trainer {
 public:
     // Checks that the config can work with this model and data (T <= max T, B*T+1 within a shard, ...).
-    Trainer(GPT2& model, const TrainConfig& config);
+    Trainer(Model& model, const TrainConfig& config);
 
     StepStats step();
     float evaluate();  // mean val loss over val_batches; throws if there is no val data
@@ -60,9 +60,8 @@ public:
     void resume(const std::string& path);
 
 private:
-    GPT2& model_;
+    Model& model_;
     TrainConfig config_;
-    AdamW adamw_;
     std::unique_ptr<DataLoader> train_;
     std::unique_ptr<DataLoader> val_;
     DataCursor val_start_;  // every validation reads the same batches from here

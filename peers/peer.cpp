@@ -76,7 +76,7 @@ void Peer::on_welcome(const protocol::Welcome& w) {
         static_cast<std::size_t>(c.batch) * c.seq_len + 1);
     const ModelConfig model = run_model_config(c, vocab);
     worker_ = std::make_unique<diloco::IslandWorker>(model, run_train_config(c, slices[island_], "", c.seed + 1 + island_),
-                                                     c.codec, options_.devices, options_.parallel);
+                                                     c.codec, options_.devices, options_.parallel, options_.device);
     replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(worker_->num_params()), c.outer);
     replica_valid_ = false;
     config_ = std::move(c);
@@ -84,6 +84,7 @@ void Peer::on_welcome(const protocol::Welcome& w) {
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
         describe(model) + ", " + std::to_string(options_.devices) + " device(s)" +
         (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
+        " on " + options_.device +
         ", data " + slices[island_]);
 }
 

@@ -26,6 +26,7 @@ struct PeerOptions {
     double throttle = 1.0;  // < 1 makes the island artificially slower (0.5: half speed)
     int devices = 1;        // this island's devices (CPU threads here), trained together every step
     Parallel parallel = Parallel::ddp;
+    std::string device = "cpu";  // "cpu" or "cuda[:N]" (a one-GPU island)
     std::function<void(const std::string&)> log;
     RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
 };

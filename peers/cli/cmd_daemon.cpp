@@ -85,7 +85,7 @@ private:
 int cmd_daemon(const std::vector<std::string>& argv) {
     Args args("daemon", argv,
               std::string("usage: archipelago daemon [--control-port P] [--token-file F] [--name NAME]\n"
-                          "                          [--devices N --parallel ddp|zero3] [--throttle F]\n"
+                          "                          [--devices N --parallel ddp|zero3] [--device cpu|cuda:N] [--throttle F]\n"
                           "       an idle node that hosts or joins a run when told through the control API\n"
                           "       (default port ") +
                   std::to_string(kDefaultControlPort) + "; the peer flags apply to runs it joins)\n" + kControlUsage);

@@ -15,6 +15,7 @@ int cmd_peer(const std::vector<std::string>& argv) {
     Args args("peer", argv,
               std::string("usage: archipelago peer --invite FILE --key FILE [--name NAME] [--throttle 0.5]\n"
                           "                        [--devices N --parallel ddp|zero3]   (this island's devices, CPU threads)\n"
+                          "                        [--device cpu|cuda|cuda:N]   (train on one GPU; default cpu)\n"
                           "                        [--control-port P [--token-file F] [--metrics-public]]\n"
                           "       --throttle F < 1 makes this island artificially slower (for tests and demos)\n") +
                   kControlUsage);

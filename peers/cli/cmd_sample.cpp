@@ -6,16 +6,17 @@
 #include "core/file_io.h"
 #include "core/sampling.h"
 #include "core/tokenizer.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "peers/cli/args.h"
 #include "peers/cli/commands.h"
+#include "peers/diloco/model_factory.h"
 
 namespace arch::cli {
 
 int cmd_sample(const std::vector<std::string>& argv) {
     Args args("sample", argv,
               "usage: archipelago sample --checkpoint FILE [--tokenizer FILE (default: tokenizer.bin beside it)]\n"
-              "                          [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 40] [--seed 1]\n");
+              "                          [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 40] [--seed 1]\n"
+              "                          [--device cpu|cuda|cuda:N]\n");
     if (args.help()) {
         std::fputs(args.usage().c_str(), stdout);
         return 0;
@@ -30,6 +31,7 @@ int cmd_sample(const std::vector<std::string>& argv) {
     sc.temperature = static_cast<float>(args.real("temperature", 0.8));
     sc.top_k = args.integer("top-k", 40);
     sc.seed = static_cast<uint64_t>(args.integer("seed", 1));
+    const std::string device = args.str("device", "cpu");
     args.finish();
     if (sc.max_new_tokens <= 0) throw Error("sample: --tokens must be positive");
 
@@ -38,8 +40,8 @@ int cmd_sample(const std::vector<std::string>& argv) {
     if (tok.vocab_size() > config.vocab_size)
         throw Error("sample: tokenizer '" + tokenizer_path + "' has " + std::to_string(tok.vocab_size()) +
                     " tokens, the model only " + std::to_string(config.vocab_size));
-    auto backend = make_cpu_backend();
-    GPT2 model(config, *backend);
+    const std::unique_ptr<Model> model_ptr = diloco::make_model(config, device);
+    Model& model = *model_ptr;
     model.set_params(read_checkpoint_params(ckpt, config));
     std::vector<int> tokens = {tok.eot_token()};
     if (!prompt.empty()) {

@@ -22,6 +22,7 @@
 #include "kernels/cpu/cpu_collective.h"
 #include "peers/cli/args.h"
 #include "peers/cli/commands.h"
+#include "peers/diloco/model_factory.h"
 
 namespace arch::cli {
 
@@ -36,6 +37,7 @@ const char* kTrainUsage =
     "batch:  --batch B (4) --seq-len T (64) --grad-accum N (1) --steps N (200)\n"
     "optim:  --lr 6e-4 --warmup 20 --schedule cosine|constant --final-lr-frac 0.1 --weight-decay 0.1\n"
     "        --beta1 0.9 --beta2 0.95 --eps 1e-8 --grad-clip 1.0 --seed 1337\n"
+    "device: --device cpu|cuda|cuda:N (default cpu; cuda: bf16 on one GPU) --attention fused|unfused (GPU)\n"
     "island: --devices N (1: plain training; N CPU threads) --parallel ddp|zero3 (default ddp)\n"
     "run:    --out DIR (runs/train) --resume --save-every N (0: at the end) --stop-after N\n"
     "        --val-every N (50) --val-batches N (8) --log-format text|jsonl --sample-tokens N (0)\n";
@@ -120,12 +122,12 @@ TrainConfig resolve_train(Args& args, const Data& data) {
     return t;
 }
 
-// The run's inner loop: one device (Trainer), or an island of --devices CPU threads (Island).
+// The run's inner loop: one device (Trainer: CPU or GPU), or an island of --devices CPU threads (Island).
 struct Loop {
-    GPT2& model;
+    Model& model;
     std::unique_ptr<Trainer> one;
     std::unique_ptr<Island> many;
-    Loop(GPT2& m, const TrainConfig& t, int devices, Parallel parallel) : model(m) {
+    Loop(Model& m, const TrainConfig& t, int devices, Parallel parallel) : model(m) {
         if (devices == 1) {
             one = std::make_unique<Trainer>(m, t);
             return;
@@ -173,10 +175,14 @@ int cmd_train(const std::vector<std::string>& argv) {
     const int devices = args.integer("devices", 1);
     const Parallel parallel = parse_parallel(args.str("parallel", "ddp"));
     if (devices < 1) throw Error("train: --devices must be at least 1, got " + std::to_string(devices));
+    const std::string device = args.str("device", "cpu");
+    const std::string attention = args.str("attention", "fused");
+    if (devices > 1 && diloco::parse_device(device).cuda)
+        throw Error("train: an island of several GPUs is not available yet; use --devices 1 with --device cuda");
     args.finish();
 
-    auto backend = make_cpu_backend();
-    GPT2 model(model_config, *backend);
+    const std::unique_ptr<Model> model_ptr = diloco::make_model(model_config, device, attention);
+    Model& model = *model_ptr;
     Loop trainer(model, train_config, devices, parallel);  // validates data against the model before any file is written
     const std::string ckpt = out + "/model.bin";
     if (resume) {
@@ -188,9 +194,9 @@ int cmd_train(const std::vector<std::string>& argv) {
     }
     std::FILE* log = jsonl ? stderr : stdout;  // jsonl owns stdout; human progress goes to stderr
     const bool live = ::isatty(::fileno(log));
-    std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | backend %s\n",
+    std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | device %s\n",
                  describe(model_config).c_str(), model.num_params() / 1e6, train_config.B, train_config.T,
-                 train_config.grad_accum, train_config.steps, trainer.steps_done(), backend->name().c_str());
+                 train_config.grad_accum, train_config.steps, trainer.steps_done(), model.device_name().c_str());
     if (trainer.many) {
         const auto mem = trainer.many->memory();
         std::fprintf(log, "island: %d cpu devices, %s, global batch %d rows per step\n", devices,

@@ -17,6 +17,7 @@ int cmd_host(const std::vector<std::string>& argv);
 int cmd_peer(const std::vector<std::string>& argv);
 int cmd_daemon(const std::vector<std::string>& argv);  // control API; host or join when told
 int cmd_status(const std::vector<std::string>& argv);  // a control API client
+int cmd_info(const std::vector<std::string>& argv);    // backends, devices, compiled CUDA architectures
 
 // The folder holding data/kjv.txt.zst: $ARCH_HOME, else found upward from the executable, else ".".
 std::string repo_root();

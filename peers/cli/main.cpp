@@ -22,7 +22,8 @@ const char* kUsage =
     "  host      host a DiLoCo run (run.toml)\n"
     "  peer      join a run with an invite and train one island (headless daemon)\n"
     "  daemon    serve the control API; host or join a run when told (the desktop app's backend)\n"
-    "  status    print the status, peers and rounds of a local daemon, host or peer\n";
+    "  status    print the status, peers and rounds of a local daemon, host or peer\n"
+    "  info      list the backends, the devices this machine has and the compiled CUDA architectures\n";
 }
 
 int main(int argc, char** argv) {
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
         if (command == "peer") return arch::cli::cmd_peer(rest);
         if (command == "daemon") return arch::cli::cmd_daemon(rest);
         if (command == "status") return arch::cli::cmd_status(rest);
+        if (command == "info") return arch::cli::cmd_info(rest);
         std::fprintf(stderr, "error: unknown command '%s'\n%s", command.c_str(), kUsage);
         return 2;
     } catch (const arch::Error& e) {

@@ -13,6 +13,7 @@
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
 #include "peers/cli/run_log.h"
+#include "peers/diloco/model_factory.h"
 #include "peers/control/token.h"
 #include "peers/host.h"
 #include "peers/net_link.h"
@@ -87,6 +88,8 @@ PeerSession read_peer_flags(Args& args, const std::string& default_name) {
     s.throttle = args.real("throttle", 1.0);
     s.devices = args.integer("devices", 1);
     s.parallel = parse_parallel(args.str("parallel", "ddp"));
+    s.device = args.str("device", "cpu");
+    diloco::parse_device(s.device);  // a clear error now rather than after joining
     if (s.devices < 1 || s.devices > 64) throw Error("peer: --devices must be in [1, 64], got " + std::to_string(s.devices));
     if (!(s.throttle > 0.0 && s.throttle <= 1.0))
         throw Error("peer: --throttle must be in (0, 1], got " + std::to_string(s.throttle));
@@ -118,6 +121,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     po.throttle = session.throttle;
     po.devices = session.devices;
     po.parallel = session.parallel;
+    po.device = session.device;
     po.log = line;
     po.status = &status;
     Peer peer(std::move(po));

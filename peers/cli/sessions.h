@@ -26,9 +26,10 @@ struct PeerSession {
     std::string name = "peer";
     double throttle = 1.0;
     int devices = 1;
+    std::string device = "cpu";
     Parallel parallel = Parallel::ddp;
 };
-PeerSession read_peer_flags(Args& args, const std::string& default_name);  // --name --throttle --devices --parallel
+PeerSession read_peer_flags(Args& args, const std::string& default_name);  // --name --throttle --devices --parallel --device
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);
 
 // --control-port P (-1: none), --token-file F, --metrics-public.

@@ -4,16 +4,19 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
+#include "peers/diloco/model_factory.h"
 
 namespace arch::diloco {
 
 IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices,
-                           Parallel parallel)
+                           Parallel parallel, const std::string& device)
     : codec_(compression::make_codec(up_codec)), delta_(ParamLayout(model).num_params()) {
     if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
+    if (devices > 1 && parse_device(device).cuda)
+        throw Error("an island of several GPUs is not available yet: use --devices 1 with a CUDA device, or CPU "
+                    "devices");
     if (devices == 1) {
-        backend_ = make_cpu_backend();
-        model_ = std::make_unique<GPT2>(model, *backend_);
+        model_ = make_model(model, device);
         trainer_ = std::make_unique<Trainer>(*model_, train);
         return;
     }
@@ -45,6 +48,12 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
     r.mean_loss = steps > 0 ? static_cast<float>(loss_sum / steps) : 0.0f;
     const TrainConfig& c = island_ ? island_->config() : trainer_->config();
     r.tokens = static_cast<double>(steps) * c.B * c.T * c.grad_accum * devices();
+    if (model_) {
+        if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
+            r.payload = std::move(*on_device);
+            return r;
+        }
+    }
     get_params(delta_);
     for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];
     r.payload = codec_->encode(delta_, 0);

@@ -2,7 +2,8 @@
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
 // uplink codec (its error-feedback residual persists across rounds). Inner AdamW state stays here
 // and is never exchanged. An island of several devices (CPU threads: DDP or ZeRO-3, core/island.h)
-// trains each step together; one device uses the plain Trainer.
+// trains each step together; one device uses the plain Trainer, on the CPU or one GPU ("cuda:N"),
+// where the pseudo-gradient is also encoded on the GPU when the codec allows it.
 #pragma once
 
 #include <functional>
@@ -12,9 +13,8 @@
 #include <vector>
 
 #include "compression/codec.h"
-#include "core/backend.h"
-#include "core/gpt2.h"
 #include "core/island.h"
+#include "core/model.h"
 #include "core/trainer.h"
 
 namespace arch::diloco {
@@ -29,7 +29,7 @@ struct RoundResult {
 class IslandWorker {
 public:
     IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices = 1,
-                 Parallel parallel = Parallel::ddp);
+                 Parallel parallel = Parallel::ddp, const std::string& device = "cpu");
 
     // Runs `steps` inner steps from theta; on_step (optional) sees each step's stats.
     RoundResult run_round(std::span<const float> theta, int steps,
@@ -39,8 +39,7 @@ public:
     int devices() const { return island_ ? island_->devices() : 1; }
 
 private:
-    std::unique_ptr<Backend> backend_;
-    std::unique_ptr<GPT2> model_;
+    std::unique_ptr<Model> model_;
     std::unique_ptr<Trainer> trainer_;  // one device
     std::unique_ptr<Island> island_;    // or several
     std::unique_ptr<compression::Codec> codec_;

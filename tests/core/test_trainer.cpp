@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/gpt2.h"
 #include "core/token_shard.h"
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"

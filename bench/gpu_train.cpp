@@ -1,0 +1,152 @@
+// bench/gpu_train.cpp: GPT-2 training throughput on one GPU (bf16, kernels/cuda): ms per step,
+// tokens/s, MFU against the GPU's dense bf16 peak, and peak device memory, for the largest batch that
+// fits (tries B = 32, 16, 8, ... at the given T). MFU uses llm.c's count: 6 N + 6 L C T FLOPs per
+// token (N = all parameters, padded vocab included). Tokens are random ids (throughput only).
+// Usage: bench_gpu_train [--config gpt2-124m] [--vocab 50257] [--B 32] [--T 1024] [--steps 50]
+//                        [--attention fused|unfused|both] [--json]
+// Without a usable GPU it prints "SKIPPED: <reason>" and exits 0.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_gpt2.h"
+#include "kernels/cuda/cuda_info.h"
+
+using namespace arch;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Row {
+    std::string attention;
+    int B = 0, T = 0;
+    double ms = 0, tokens_per_s = 0, tflops = 0, mfu = 0, loss_first = 0, loss_last = 0;
+    double peak_gib = 0, model_gib = 0;
+};
+
+Row run(const ModelConfig& config, cuda::AttentionKind kind, int B, int T, int steps, double peak_tflops) {
+    cuda::CudaModelOptions options;
+    options.attention = kind;
+    auto model = cuda::make_cuda_gpt2(config, options);
+    model->init_weights(1);
+    Rng rng(7);
+    std::vector<int> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());
+    AdamWConfig ac;
+    std::vector<double> ms;
+    Row r;
+    r.attention = kind == cuda::AttentionKind::fused ? "fused" : "unfused";
+    r.B = B;
+    r.T = T;
+    for (int s = 0; s < steps; ++s) {
+        for (auto& x : inputs) x = static_cast<int>(rng.below(config.vocab_size));
+        for (auto& x : targets) x = static_cast<int>(rng.below(config.vocab_size));
+        const auto t0 = Clock::now();
+        model->zero_grad();
+        const float loss = model->forward(inputs.data(), targets.data(), B, T);
+        model->backward();
+        model->adamw_step(3e-4f, ac);
+        cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        if (s == 0) r.loss_first = loss;
+        r.loss_last = loss;
+        if (s % 10 == 0 || s == steps - 1)
+            std::fprintf(stderr, "  %s B=%d T=%d step %d/%d: %.1f ms, loss %.4f\n", r.attention.c_str(), B, T, s + 1,
+                         steps, ms.back(), loss);
+    }
+    // Median of the steps after the first five (cuBLASLt heuristics, allocation, clocks settle).
+    std::vector<double> steady(ms.begin() + std::min<std::size_t>(5, ms.size() - 1), ms.end());
+    std::sort(steady.begin(), steady.end());
+    r.ms = steady[steady.size() / 2];
+    const double tokens = static_cast<double>(B) * T;
+    const double flops_per_token =
+        6.0 * model->num_params() + 6.0 * config.num_layers * config.channels * static_cast<double>(T);
+    r.tokens_per_s = tokens / (r.ms / 1e3);
+    r.tflops = flops_per_token * r.tokens_per_s / 1e12;
+    r.mfu = peak_tflops > 0 ? r.tflops / peak_tflops : 0;
+    std::size_t free_b = 0, total_b = 0;
+    cuda::check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    r.peak_gib = (total_b - free_b) / 1073741824.0;
+    r.model_gib = model->allocated_bytes() / 1073741824.0;
+    return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string config_name = "gpt2-124m", attention = "both";
+    int vocab = 50257, B = 32, T = 1024, steps = 50;
+    bool json = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) throw Error("bench_gpu_train: " + a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--config") config_name = next();
+        else if (a == "--vocab") vocab = std::stoi(next());
+        else if (a == "--B") B = std::stoi(next());
+        else if (a == "--T") T = std::stoi(next());
+        else if (a == "--steps") steps = std::stoi(next());
+        else if (a == "--attention") attention = next();
+        else if (a == "--json") json = true;
+        else {
+            std::fprintf(stderr, "usage: bench_gpu_train [--config NAME] [--vocab V] [--B 32] [--T 1024] [--steps 50] "
+                                 "[--attention fused|unfused|both] [--json]\n");
+            return 2;
+        }
+    }
+    const std::string reason = cuda::no_device_reason();
+    if (!reason.empty()) {
+        std::printf("SKIPPED: %s\n", reason.c_str());
+        return 0;
+    }
+    try {
+        const cuda::Info info = cuda::cuda_info();
+        const cuda::DeviceInfo& dev = info.devices.at(0);
+        ModelConfig config = model_preset(config_name, vocab);
+        config.max_seq_len = std::max(config.max_seq_len, T);
+        std::printf("device cuda:0 %s, sm_%d, %.0f GiB; bf16 dense peak %.1f TFLOP/s (%s)\n", dev.name.c_str(), dev.sm,
+                    dev.memory_bytes / 1073741824.0, dev.bf16_peak_tflops, dev.peak_source.c_str());
+        std::printf("model %s (V=%d, Vp=%d), %d steps per row\n", describe(config).c_str(), config.vocab_size,
+                    config.padded_vocab_size, steps);
+        std::vector<cuda::AttentionKind> kinds;
+        if (attention == "fused" || attention == "both") kinds.push_back(cuda::AttentionKind::fused);
+        if (attention == "unfused" || attention == "both") kinds.push_back(cuda::AttentionKind::unfused);
+        if (kinds.empty()) throw Error("bench_gpu_train: --attention must be fused, unfused or both");
+        std::vector<Row> rows;
+        for (auto kind : kinds) {
+            for (int b = B; b >= 1; b /= 2) {  // the largest batch that fits
+                try {
+                    rows.push_back(run(config, kind, b, T, steps, dev.bf16_peak_tflops));
+                    break;
+                } catch (const Error& e) {
+                    cudaGetLastError();
+                    std::fprintf(stderr, "  B=%d T=%d does not fit or failed (%s); halving B\n", b, T, e.what());
+                }
+            }
+        }
+        std::printf("%-9s %4s %5s %9s %11s %8s %6s %9s %9s %10s %10s\n", "attention", "B", "T", "ms/step", "tokens/s",
+                    "TFLOP/s", "MFU", "peak GiB", "model GiB", "loss 1st", "loss last");
+        for (const Row& r : rows)
+            std::printf("%-9s %4d %5d %9.1f %11.0f %8.1f %5.1f%% %9.1f %9.1f %10.4f %10.4f\n", r.attention.c_str(), r.B,
+                        r.T, r.ms, r.tokens_per_s, r.tflops, 100 * r.mfu, r.peak_gib, r.model_gib, r.loss_first,
+                        r.loss_last);
+        if (json)
+            for (const Row& r : rows)
+                std::printf("{\"attention\":\"%s\",\"B\":%d,\"T\":%d,\"ms_per_step\":%.3f,\"tokens_per_s\":%.1f,"
+                            "\"tflops\":%.2f,\"mfu\":%.4f,\"peak_gib\":%.2f}\n",
+                            r.attention.c_str(), r.B, r.T, r.ms, r.tokens_per_s, r.tflops, r.mfu, r.peak_gib);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,48 @@
+// core/model.h: the model a Trainer drives: GPT-2 forward/backward plus its inner AdamW, on some
+// device. GPT2 (core/gpt2.h, fp32 on a Backend) is the reference; kernels/cuda's bf16 GPT-2 is the
+// fast one. Everything crossing this interface is host memory in fp32 and the ParamLayout order, so
+// checkpoints, run states and pseudo-gradients do not care which device trained.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/adamw.h"
+#include "core/model_config.h"
+
+namespace arch {
+
+class Model {
+public:
+    virtual ~Model() = default;
+
+    virtual const ModelConfig& config() const = 0;
+    virtual std::size_t num_params() const = 0;
+    virtual std::string device_name() const = 0;  // "cpu", "cuda:0 (NVIDIA H100 ...)"
+
+    // GPT-2 init: the same values on every device for a seed (drawn on the host).
+    virtual void init_weights(uint64_t seed) = 0;
+    virtual void set_params(std::span<const float> host) = 0;  // num_params() values, layout order
+    virtual void get_params(std::span<float> host) = 0;
+    virtual void get_grads(std::span<float> host) = 0;
+
+    // Mean loss over B*T when targets are given (else 0; logits only). Host token ids.
+    virtual float forward(const int* inputs, const int* targets, int B, int T) = 0;
+    // Accumulates d(loss * loss_scale) into the gradients; needs the preceding forward with targets.
+    virtual void backward(float loss_scale = 1.0f) = 0;
+    virtual void zero_grad() = 0;
+    // Logits (V values) of row (b, t) from the last forward without backward.
+    virtual std::vector<float> logits_at(int b, int t) const = 0;
+
+    // Global-norm clipping then one AdamW update with learning rate lr; returns the norm before
+    // clipping. Throws (changing nothing) when the norm is NaN or Inf.
+    virtual float adamw_step(float lr, const AdamWConfig& config) = 0;
+    virtual int adamw_steps() const = 0;
+    virtual void get_adamw_state(std::span<float> m, std::span<float> v) const = 0;
+    virtual void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) = 0;
+};
+
+}  // namespace arch

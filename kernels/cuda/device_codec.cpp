@@ -1,0 +1,161 @@
+// kernels/cuda/device_codec.cpp: the host side of the device codecs: spec checks (compression's own
+// parser), the non-finite check's message, transfers, and the wire header + zstd stage +
+// validation, all done by compression/ itself (wrap_payload, open_payload) so the bytes cannot
+// drift from the CPU's. Only the packed payload crosses PCIe; kernels are in device_codec.cu.
+#include "kernels/cuda/device_codec.h"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "compression/codec.h"
+#include "core/error.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace arch::cuda {
+namespace {
+
+using codec_math::Quant;
+using compression::CodecId;
+
+struct DeviceSpec {
+    CodecId id;
+    Quant quant;
+    std::uint32_t block;
+};
+
+std::optional<Quant> quant_of(CodecId id) {
+    switch (id) {
+        case CodecId::int8:
+            return Quant::int8;
+        case CodecId::int4:
+            return Quant::int4;
+        case CodecId::fp4:
+            return Quant::fp4;
+        default:
+            return std::nullopt;
+    }
+}
+
+// The spec as compression reads it, if the GPU handles it. Throws compression's arch::Error for a
+// malformed spec; returns nothing for a well-formed one the GPU does not handle.
+std::optional<DeviceSpec> read_spec(std::string_view spec) {
+    // Canonical form: name[:block=N][+ef][+zstd:L], every default spelled out (docs/codecs.md).
+    const std::string canonical = compression::make_codec(spec)->spec();
+    const std::string_view c = canonical;
+    const std::string_view codec = c.substr(0, c.find('+'));
+    const std::string_view name = codec.substr(0, codec.find(':'));
+    if (c.find("+ef") != std::string_view::npos) return std::nullopt;
+    for (CodecId id : {CodecId::int8, CodecId::int4, CodecId::fp4}) {
+        if (compression::codec_name(id) != name) continue;
+        const std::size_t at = codec.find(":block=");
+        std::uint32_t block = 0;
+        if (at == std::string_view::npos)
+            return std::nullopt;  // cannot happen: blockwise specs name it
+        const std::string_view digits = codec.substr(at + 7);
+        const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), block);
+        if (ec != std::errc() || p != digits.data() + digits.size() || block == 0)
+            return std::nullopt;
+        return DeviceSpec{id, *quant_of(id), block};
+    }
+    return std::nullopt;
+}
+
+DeviceSpec require_spec(std::string_view spec) {
+    const std::optional<DeviceSpec> s = read_spec(spec);
+    if (!s) {
+        throw Error(
+            "encode_on_device: codec spec '" + std::string(spec) +
+            "' has no GPU encoder (expected int8, int4 or fp4 with optional :block=N and "
+            "+zstd[:level], without +ef); encode it on the CPU with compression::make_codec");
+    }
+    return *s;
+}
+
+// DeviceBuffer zero-fills with cudaMemset on the legacy default stream: `stream` (maybe a
+// non-blocking one) must not start on the buffers before that fill is done.
+void wait_for_fill(cudaStream_t stream) {
+    cudaEvent_t done;
+    check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    cudaError_t e = cudaEventRecord(done, cudaStreamLegacy);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, done, 0);
+    cudaEventDestroy(done);
+    check(e, "ordering the codec buffers' fill before the codec stream");
+}
+
+// The CPU codec's message for x[i] not finite (compression/float_formats.cpp, throw_non_finite).
+[[noreturn]] void throw_non_finite(CodecId id, const float* x, std::uint64_t i,
+                                   cudaStream_t stream) {
+    float v = 0.0f;
+    check(cudaMemcpyAsync(&v, x + i, sizeof v, cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (non-finite value)");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (non-finite value)");
+    throw Error(std::string(compression::codec_name(id)) + ": input element " + std::to_string(i) +
+                " is " + (std::isnan(v) ? "NaN" : "infinite") +
+                "; refusing to encode a non-finite pseudo-gradient");
+}
+
+}  // namespace
+
+bool device_codec_supports(std::string_view spec) {
+    try {
+        return read_spec(spec).has_value();
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+std::vector<std::byte> encode_on_device(std::string_view spec, const float* x, std::size_t n,
+                                        cudaStream_t stream) {
+    const DeviceSpec s = require_spec(spec);
+    const std::uint64_t bytes = codec_math::payload_bytes(s.quant, n, s.block);
+    std::vector<std::byte> payload;
+    payload.reserve(compression::kWireHeaderBytes + bytes);  // the header goes in front in place
+    payload.resize(bytes);
+    if (n > 0) {
+        if (x == nullptr) {
+            throw Error("encode_on_device: x is null for " + std::to_string(n) + " elements");
+        }
+        DeviceBuffer d_payload(bytes), d_bad(sizeof(unsigned long long));
+        wait_for_fill(stream);
+        device_codec_detail::launch_quantize(s.quant, x, n, s.block, d_payload.as<std::byte>(),
+                                             d_bad.as<unsigned long long>(), stream);
+        unsigned long long bad = 0;
+        check(cudaMemcpyAsync(&bad, d_bad.get(), sizeof bad, cudaMemcpyDeviceToHost, stream),
+              "cudaMemcpyAsync (codec flag)");
+        check(
+            cudaMemcpyAsync(payload.data(), d_payload.get(), bytes, cudaMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync (codec payload)");
+        check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (encode_on_device)");
+        if (bad != ~0ull) throw_non_finite(s.id, x, bad, stream);
+    }
+    return compression::wrap_payload(spec, n, std::move(payload));
+}
+
+void decode_on_device(std::span<const std::byte> bytes, float* out, std::size_t n,
+                      cudaStream_t stream) {
+    const compression::WireInfo info = compression::inspect(bytes);
+    const std::optional<Quant> q = quant_of(info.codec);
+    if (!q) {
+        throw Error("decode_on_device: " + std::string(compression::codec_name(info.codec)) +
+                    " buffers have no GPU decoder (int8, int4 and fp4 have); decode them with "
+                    "compression::decode");
+    }
+    const compression::Payload p = compression::open_payload(bytes, n);  // every check of decode()
+    if (n == 0) return;
+    if (out == nullptr) {
+        throw Error("decode_on_device: out is null for " + std::to_string(n) + " elements");
+    }
+    const std::span<const std::byte> payload = p.bytes();
+    DeviceBuffer d_payload(payload.size());
+    wait_for_fill(stream);
+    check(cudaMemcpyAsync(d_payload.get(), payload.data(), payload.size(), cudaMemcpyHostToDevice,
+                          stream),
+          "cudaMemcpyAsync (codec payload)");
+    device_codec_detail::launch_dequantize(*q, d_payload.as<std::byte>(), n, info.block, out,
+                                           stream);
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (decode_on_device)");
+}
+
+}  // namespace arch::cuda

@@ -1,0 +1,36 @@
+// peers/diloco/model_factory.h: the Model for a device string, so the CLI, the peer daemon and the
+// benches choose CPU or GPU the same way: "cpu", "cuda" (= "cuda:0") or "cuda:N". The only file
+// above kernels/ that knows whether the CUDA backend was built.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace arch::diloco {
+
+struct DeviceChoice {
+    bool cuda = false;
+    int index = 0;
+};
+
+// Throws arch::Error with the accepted forms for anything else, and for "cuda" in a build without
+// the CUDA backend.
+DeviceChoice parse_device(const std::string& device);
+bool cuda_backend_built();
+
+// attention: "fused" or "unfused" (CUDA only; ignored on the CPU).
+std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& device,
+                                  const std::string& attention = "fused");
+
+// Δ = theta - θ_model encoded on the model's GPU with the codec `spec` when both allow it (a CUDA
+// model and an int8/int4/fp4 spec without error feedback); nullopt means: encode on the host.
+std::optional<std::vector<std::byte>> encode_delta_on_device(Model& model, std::span<const float> theta,
+                                                             const std::string& spec);
+
+}  // namespace arch::diloco
