@@ -3,7 +3,7 @@
 # 8 minutes: build for this GPU's architecture, `archipelago info`, the CUDA tests (per kernel against
 # the CPU reference, whole-model gradients, save/reload/replay, device codecs), GPT-2 124M training
 # throughput with tokens/s, MFU and peak memory (bench_gpu_train), and a short real training run on
-# the bundled corpus. Everything printed is also written to $OUT/gpu_check.log when OUT is set.
+# the bundled corpus, and the DiLoCo demo with one island on the GPU. Everything printed is also written to $OUT/gpu_check.log when OUT is set.
 # Usage: bash bench/gpu_check.sh [extra bench_gpu_train flags, e.g. --B 16 --T 1024 --steps 50]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +36,11 @@ timeout 240 build-gpu/bin/bench_gpu_train --config gpt2-124m --vocab 50257 --B 3
 echo "== real data: tiny model, bundled corpus, 300 steps on the GPU $(elapsed)"
 timeout 120 build-gpu/bin/archipelago train --device cuda --config tiny --batch 16 --seq-len 128 --steps 300 \
     --val-every 100 --out build-gpu/train-check --sample-tokens 40 || status=1
+
+echo "== DiLoCo demo with peer-1 on the GPU, two on the CPU (hashes must agree every round) $(elapsed)"
+ARCH_BIN=build-gpu/bin ARCH_DEMO_DEVICE=cuda timeout 120 bash scripts/demo.sh || status=1
+grep -E "reports θ|error" runs/demo/*.log && status=1  # an island out of sync, or a failure
+grep -E "joined|device" runs/demo/peer-1.log | head -3
 
 echo "== done in $(( $(date +%s) - start )) s, status $status"
 exit $status

@@ -2,9 +2,11 @@
 # scripts/demo.sh: what `make demo` runs after building: a DiLoCo run of a host and 3 peers on
 # 127.0.0.1 with fresh keys, training the tiny default on the bundled corpus (data/demo-run.toml).
 # The host prints one row per round; peers log to runs/demo/peer-N.log; then a sample of text.
+# ARCH_DEMO_DEVICE=cuda puts peer-1's island on the GPU (CPU and GPU islands in one run);
+# ARCH_BIN picks another build's binaries (bench/gpu_check.sh uses build-gpu/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-A=./build/bin/archipelago
+A=${ARCH_BIN:-./build/bin}/archipelago
 DIR=runs/demo
 CONFIG=data/demo-run.toml
 rm -rf "$DIR"
@@ -21,7 +23,10 @@ trap cleanup EXIT
 $A host --config "$CONFIG" 2> "$DIR/host.log" &
 host_pid=$!
 for i in 1 2 3; do
-  OMP_NUM_THREADS=1 $A peer --invite "$DIR/peer-$i.invite" --key "$DIR/peer-$i.key" --name "peer-$i" 2> "$DIR/peer-$i.log" &
+  device=cpu
+  if [ "$i" = 1 ]; then device=${ARCH_DEMO_DEVICE:-cpu}; fi
+  OMP_NUM_THREADS=1 $A peer --invite "$DIR/peer-$i.invite" --key "$DIR/peer-$i.key" --name "peer-$i" \
+    --device "$device" 2> "$DIR/peer-$i.log" &
   pids+=($!)
 done
 echo "host and 3 peers started; logs in $DIR/ (tail -f $DIR/host.log to watch)"

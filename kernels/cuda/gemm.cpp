@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cuda/cuda_check.h"
@@ -139,17 +140,15 @@ void gemm(GemmContext& ctx, void* D, bool d_fp32, const __nv_bfloat16* A, bool t
         check(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
                                                    sizeof(schemes)),
               "cublasLtMatmulPreferenceSetAttribute (reduction schemes)");
-        const uint32_t aligns[4] = {static_cast<uint32_t>(align_a), static_cast<uint32_t>(align_b),
-                                    static_cast<uint32_t>(align_d), static_cast<uint32_t>(align_bias)};
-        const cublasLtMatmulPreferenceAttributes_t align_attrs[4] = {
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES};
-        for (int i = 0; i < 3; ++i)
-            check(cublasLtMatmulPreferenceSetAttribute(desc.pref, align_attrs[i], &aligns[i], sizeof(uint32_t)),
+        // Our B is cuBLASLt's A and our A its B; D is also the C operand.
+        const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, static_cast<uint32_t>(align_a)},
+            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, static_cast<uint32_t>(align_b)},
+            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, static_cast<uint32_t>(align_d)},
+            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<uint32_t>(align_d)}};
+        for (const auto& [attr, bytes] : aligns)
+            check(cublasLtMatmulPreferenceSetAttribute(desc.pref, attr, &bytes, sizeof(bytes)),
                   "cublasLtMatmulPreferenceSetAttribute (alignment)");
-        check(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &aligns[2],
-                                                   sizeof(uint32_t)),
-              "cublasLtMatmulPreferenceSetAttribute (alignment C)");
         cublasLtMatmulHeuristicResult_t result{};
         int found = 0;
         check(cublasLtMatmulAlgoGetHeuristic(ctx.handle(), desc.op, desc.a, desc.b, desc.d, desc.d, desc.pref, 1,
