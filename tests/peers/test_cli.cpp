@@ -3,6 +3,8 @@
 // writes one JSON object per step; train -> sample -> export works end to end on tiny shards.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -147,4 +149,24 @@ TEST_CASE("bad input: a clear error, a non-zero exit, nothing overwritten") {
         expect_error(run("export --checkpoint " + out + "/model.bin --out " + s.dir.file("x")), "--safetensors");
     }
     CHECK(read_file_bytes(out + "/model.bin") == ckpt);
+}
+
+TEST_CASE("info lists the backends and devices; a device that cannot be used is refused clearly") {
+    const Result info = run("info");
+    INFO(info.out);
+    CHECK(info.exit_code == 0);
+    CHECK(info.out.find("backends:") != std::string::npos);
+    CHECK(info.out.find("cpu    fp32") != std::string::npos);
+    CHECK(info.out.find("cuda") != std::string::npos);  // built, or said to be not built
+
+    Shards s;
+    const std::string flags = s.model_flags() + " --steps 1 --out " + s.dir.file("run");
+    expect_error(run("train " + flags + " --device gpu"), "is not one of cpu, cuda, cuda:N");
+    expect_error(run("train " + flags + " --device cuda:x"), "the GPU index must be a number");
+    expect_error(run("train " + flags + " --device cuda --devices 2"), "several GPUs");
+    // Without a usable GPU (or without the backend), cuda is refused with the reason, before any file is written.
+    if (info.out.find("no CUDA device") != std::string::npos || info.out.find("not built") != std::string::npos) {
+        expect_error(run("train " + flags + " --device cuda"), "cuda");
+        CHECK_FALSE(std::filesystem::exists(s.dir.file("run") + "/model.bin"));
+    }
 }
