@@ -23,8 +23,9 @@ using arch::cuda::bf16;
 using arch::cuda::check;
 using arch::cuda::DeviceBuffer;
 
-constexpr double kBf16Rtol =
-    1.0 / 256;  // 2^-8: one bf16 rounding is at most 2^-9 relative, plus slack
+// One bf16 rounding is at most 2^-8 relative (half the 2^-7 spacing, at the bottom of a binade), so
+// 2^-8 alone leaves no room for the fp32 differences under the rounding: 5% more.
+constexpr double kBf16Rtol = 1.05 / 256;
 
 // ---- host data ----------------------------------------------------------------------------------
 std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, float hi) {
@@ -350,6 +351,8 @@ TEST_CASE("layernorm_backward", "[cuda][kernels]") {
 // ---- GELU
 // ---------------------------------------------------------------------------------------- One bf16
 // rounding of fp32 values (tanhf here, fast_tanh on the CPU, both ~1e-7): rtol 2^-8, atol 1e-6.
+// Backward: atol 4e-6, because gelu' cancels (1 + tanh, 1 - tanh^2) where |x| ~ 5 and the CPU's
+// fast_tanh error there reaches ~2e-6 absolute (measured against double).
 TEST_CASE("gelu forward and backward", "[cuda][kernels]") {
     for (std::size_t n : {std::size_t{37}, std::size_t{1000003}}) {
         for (std::size_t offset : {0, 3}) {
@@ -367,11 +370,11 @@ TEST_CASE("gelu forward and backward", "[cuda][kernels]") {
                                       nullptr);
             arch::cpu::gelu_backward(dinp.data(), x.data(), dout.data(),
                                      n);  // accumulates into zeros
-            check_close("gelu_backward", get_bf16(d_dinp, n), dinp, 1e-6, kBf16Rtol);
+            check_close("gelu_backward", get_bf16(d_dinp, n), dinp, 4e-6, kBf16Rtol);
             // In place, as the model calls it (dinp == dout).
             arch::cuda::gelu_backward(d_dout.as<bf16>(), d_x.as<bf16>(), d_dout.as<bf16>(), n,
                                       nullptr);
-            check_close("gelu_backward in place", get_bf16(d_dout, n), dinp, 1e-6, kBf16Rtol);
+            check_close("gelu_backward in place", get_bf16(d_dout, n), dinp, 4e-6, kBf16Rtol);
         }
     }
 }
@@ -480,8 +483,9 @@ TEST_CASE("classifier_forward_backward", "[cuda][kernels]") {
 // ---- AdamW
 // --------------------------------------------------------------------------------------- master,
 // m, v: fp32 with the same formula, differing only by FMA contraction: rtol 1e-6 + atol 1e-9
-// (master), 1e-12 (m, v). params: bit-exact, the stochastic rounding of the GPU's own master with
-// (seed, index), which is also one of the master's two bf16 neighbours.
+// (master), 1e-12 (v). m = b1 m + (1 - b1) g cancels, so its atol is 2^-22 of the two terms (a
+// contraction changes one rounding of the larger term). params: bit-exact, the stochastic rounding
+// of the GPU's own master with (seed, index), which is also one of the master's two bf16 neighbours.
 TEST_CASE("adamw_update with stochastic rounding", "[cuda][kernels]") {
     for (std::size_t n : {std::size_t{37}, std::size_t{1000003}}) {
         for (std::size_t offset : {0, 1}) {
@@ -512,7 +516,11 @@ TEST_CASE("adamw_update with stochastic rounding", "[cuda][kernels]") {
             arch::cpu::adamw_update(cm.data(), grads.data(), cmm.data(), cv.data(), n, lr, beta1,
                                     beta2, eps, wd, scale, step);
             check_close("adamw master", master[0], cm, 1e-9, 1e-6);
-            check_close("adamw m", m[0], cmm, 1e-12, 1e-6);
+            std::vector<double> m_tol(n);
+            for (std::size_t i = 0; i < n; ++i)
+                m_tol[i] = 1e-12 + 0x1p-22 * (beta1 * std::fabs(m0[i]) +
+                                              (1.0 - beta1) * std::fabs(grads[i] * scale));
+            check_close("adamw m", m[0], cmm, m_tol, 1e-6);
             check_close("adamw v", v[0], cv, 1e-12, 1e-6);
             std::size_t wrong = 0, up = 0;
             for (std::size_t i = 0; i < n; ++i) {
