@@ -1,7 +1,8 @@
 // kernels/cuda/gemm.cpp: row-major bf16 GEMMs on cuBLASLt. A row-major M x N matrix is a column-major
 // N x M one, so D^T = op(B)^T op(A)^T is what cuBLASLt is asked for (B first). The heuristic's choice
-// is cached per shape, type, epilogue and pointer alignment; reduction schemes are limited to the
-// non-atomic ones, so the same call gives the same bits every run.
+// is cached per shape, type, epilogue and pointer alignment, and every split-K reduction scheme of
+// cuBLASLt sums in a fixed order (in place with counters, or through the workspace), so the same
+// call gives the same bits every run on one GPU.
 #include "kernels/cuda/gemm.h"
 
 #include <cstdint>
@@ -135,11 +136,6 @@ void gemm(GemmContext& ctx, void* D, bool d_fp32, const __nv_bfloat16* A, bool t
         const std::size_t ws = ctx.workspace_bytes();
         check(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
               "cublasLtMatmulPreferenceSetAttribute (workspace)");
-        const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE |
-                                 CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
-        check(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
-                                                   sizeof(schemes)),
-              "cublasLtMatmulPreferenceSetAttribute (reduction schemes)");
         // Our B is cuBLASLt's A and our A its B; D is also the C operand.
         const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
             {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, static_cast<uint32_t>(align_a)},

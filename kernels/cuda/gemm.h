@@ -1,6 +1,6 @@
 // kernels/cuda/gemm.h: bf16 GEMMs through cuBLASLt with fp32 accumulation, in row-major terms, with the
-// bias and GELU epilogues the model's forward fuses into its matmuls. Only reduction schemes without
-// atomics are allowed, so results are the same bits run to run on one GPU.
+// bias and GELU epilogues the model's forward fuses into its matmuls. The algorithm is fixed per shape
+// and cuBLASLt's split-K reductions use no atomics, so results are the same bits run to run on one GPU.
 #pragma once
 
 #include <cublasLt.h>
