@@ -86,6 +86,13 @@ void GPT2::get_adamw_state(std::span<float> m, std::span<float> v) const {
     adamw_->get_state(m, v);
 }
 
+DeviceMemory GPT2::memory() const {
+    DeviceMemory m;
+    m.params_bytes = m.grads_bytes = layout_.num_params() * sizeof(float);
+    m.optimizer_bytes = 2 * m.params_bytes;
+    return m;
+}
+
 void GPT2::set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) {
     adamw().set_state(m, v, steps);
 }

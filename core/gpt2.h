@@ -65,6 +65,7 @@ public:
     int adamw_steps() const override { return adamw_ ? adamw_->steps_taken() : 0; }
     void get_adamw_state(std::span<float> m, std::span<float> v) const override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
+    DeviceMemory memory() const override;  // fp32 parameters, gradients, m and v of the whole model
 
 private:
     struct Activations;

@@ -30,46 +30,69 @@ struct Island::Device {
     std::unique_ptr<Collective> collective;
     std::unique_ptr<DdpStore> ddp;
     std::unique_ptr<Zero3Store> zero3;
-    std::unique_ptr<GPT2> model;
-    std::unique_ptr<AdamW> adamw;  // DDP only: the whole-buffer optimizer, identical on every rank
+    std::unique_ptr<GPT2> gpt2;    // on a backend, over the ddp or zero3 store
+    std::unique_ptr<AdamW> adamw;  // DDP over a store only: the whole-buffer optimizer, identical on every rank
+    std::unique_ptr<Model> whole;  // or a whole model (a GPU) that reduces its own gradients
     std::vector<float> losses;     // per micro-step of the last step (or evaluation round)
     float grad_norm = 0.0f;
+    Model& model() { return whole ? *whole : static_cast<Model&>(*gpt2); }
 };
 
 Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
                std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives)
     : model_config_(model), config_(config), parallel_(parallel), layout_((validate(model), model)) {
-    if (backends.empty()) throw Error("an island needs at least one device");
-    if (collectives.size() != backends.size())
-        throw Error("island: " + std::to_string(backends.size()) + " devices but " +
-                    std::to_string(collectives.size()) + " collectives");
     check_train_config(config, model);
-    const int n = static_cast<int>(backends.size());
+    add_devices(std::move(collectives), backends.size(), [&](Device& d, int r) {
+        d.backend = std::move(backends[r]);
+        ParamStore* store;
+        if (parallel == Parallel::ddp) {
+            d.ddp = std::make_unique<DdpStore>(layout_, *d.backend, *d.collective);
+            d.adamw = std::make_unique<AdamW>(layout_, *d.backend);
+            store = d.ddp.get();
+        } else {
+            d.zero3 = std::make_unique<Zero3Store>(layout_, *d.backend, *d.collective);
+            store = d.zero3.get();
+        }
+        d.gpt2 = std::make_unique<GPT2>(model, *d.backend, store);
+    });
+    open_data();
+}
+
+Island::Island(const ModelConfig& model, const TrainConfig& config, std::vector<std::unique_ptr<Model>> models,
+               std::vector<std::unique_ptr<Collective>> collectives)
+    : model_config_(model), config_(config), parallel_(Parallel::ddp), layout_((validate(model), model)) {
+    check_train_config(config, model);
+    for (const auto& m : models)
+        if (m->num_params() != layout_.num_params()) throw Error("island: the devices' models differ in size");
+    add_devices(std::move(collectives), models.size(), [&](Device& d, int r) { d.whole = std::move(models[r]); });
+    open_data();
+}
+
+void Island::add_devices(std::vector<std::unique_ptr<Collective>> collectives, std::size_t count,
+                         const std::function<void(Device&, int)>& make) {
+    if (count == 0) throw Error("an island needs at least one device");
+    if (collectives.size() != count)
+        throw Error("island: " + std::to_string(count) + " devices but " + std::to_string(collectives.size()) +
+                    " collectives");
+    const int n = static_cast<int>(count);
     for (int r = 0; r < n; ++r) {
         if (collectives[r]->rank() != r || collectives[r]->world_size() != n)
             throw Error("island: collective " + std::to_string(r) + " is rank " + std::to_string(collectives[r]->rank()) +
                         " of " + std::to_string(collectives[r]->world_size()) + ", expected rank " +
                         std::to_string(r) + " of " + std::to_string(n));
         auto d = std::make_unique<Device>();
-        d->backend = std::move(backends[r]);
         d->collective = std::move(collectives[r]);
-        ParamStore* store;
-        if (parallel == Parallel::ddp) {
-            d->ddp = std::make_unique<DdpStore>(layout_, *d->backend, *d->collective);
-            d->adamw = std::make_unique<AdamW>(layout_, *d->backend);
-            store = d->ddp.get();
-        } else {
-            d->zero3 = std::make_unique<Zero3Store>(layout_, *d->backend, *d->collective);
-            store = d->zero3.get();
-        }
-        d->model = std::make_unique<GPT2>(model, *d->backend, store);
+        make(*d, r);
         devices_.push_back(std::move(d));
     }
-    train_ = std::make_unique<DataLoader>(config.train_pattern, config.B, config.T, config.order, config.seed,
-                                          model.vocab_size);
-    if (!config.val_pattern.empty()) {
-        val_ = std::make_unique<DataLoader>(config.val_pattern, config.B, config.T, DataOrder::sequential, 0,
-                                            model.vocab_size);
+}
+
+void Island::open_data() {
+    train_ = std::make_unique<DataLoader>(config_.train_pattern, config_.B, config_.T, config_.order, config_.seed,
+                                          model_config_.vocab_size);
+    if (!config_.val_pattern.empty()) {
+        val_ = std::make_unique<DataLoader>(config_.val_pattern, config_.B, config_.T, DataOrder::sequential, 0,
+                                            model_config_.vocab_size);
         val_start_ = val_->cursor();
     }
 }
@@ -125,7 +148,8 @@ void Island::set_params(std::span<const float> full) {
         throw Error("island set_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
     for (auto& d : devices_) {
-        if (d->ddp) d->backend->upload(d->ddp->all_params(), full.data(), full.size_bytes());
+        if (d->whole) d->whole->set_params(full);
+        else if (d->ddp) d->backend->upload(d->ddp->all_params(), full.data(), full.size_bytes());
         else d->zero3->scatter_from_host(full, d->zero3->shard_params());
     }
 }
@@ -134,6 +158,10 @@ void Island::get_params(std::span<float> full) {
     if (full.size() != layout_.num_params())
         throw Error("island get_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
+    if (devices_[0]->whole) {
+        devices_[0]->whole->get_params(full);
+        return;
+    }
     if (parallel_ == Parallel::ddp) {
         devices_[0]->backend->download(full.data(), devices_[0]->ddp->all_params(), full.size_bytes());
         return;
@@ -153,16 +181,17 @@ StepStats Island::step() {
     run_on_devices([&](int r) {  // forward and backward of this device's micro-batches
         Device& d = *devices_[r];
         d.losses.assign(A, 0.0f);
-        d.model->zero_grad();
+        d.model().zero_grad();
         for (int k = 0; k < A; ++k) {
             const std::size_t m = static_cast<std::size_t>(k) * N + r;
             if (d.ddp) d.ddp->set_sync(k == A - 1);
             if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
-            d.losses[k] = d.model->forward(inputs_.data() + m * bt, targets_.data() + m * bt, config_.B, config_.T);
+            d.losses[k] = d.model().forward(inputs_.data() + m * bt, targets_.data() + m * bt, config_.B, config_.T);
             if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::backward);
-            d.model->backward(loss_scale);
+            d.model().backward(loss_scale);
         }
-        if (d.ddp) d.ddp->wait_grads();
+        if (d.whole) d.whole->all_reduce_grads(*d.collective);
+        else if (d.ddp) d.ddp->wait_grads();
         else d.zero3->wait_grads();
     });
     double loss_sum = 0.0;  // in micro-batch order, as one device with grad_accum * N adds them
@@ -175,7 +204,8 @@ StepStats Island::step() {
     s.lr = config_.schedule.at(steps_done_);
     run_on_devices([&](int r) {  // the optimizer: identical on every rank (DDP) or on each shard (ZeRO-3)
         Device& d = *devices_[r];
-        if (d.ddp) d.grad_norm = d.adamw->step(d.ddp->all_params(), d.ddp->all_grads(), s.lr, config_.adamw);
+        if (d.whole) d.grad_norm = d.whole->adamw_step(s.lr, config_.adamw);
+        else if (d.ddp) d.grad_norm = d.adamw->step(d.ddp->all_params(), d.ddp->all_grads(), s.lr, config_.adamw);
         else d.grad_norm = d.zero3->adamw_step(s.lr, config_.adamw);
     });
     s.grad_norm = devices_[0]->grad_norm;
@@ -199,7 +229,7 @@ float Island::evaluate() {
             // round repeats batch 0 and drops the result.
             const int m = k * N + r, b = m < V ? m : 0;
             if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
-            d.losses[k] = d.model->forward(inputs_.data() + b * bt, targets_.data() + b * bt, config_.B, config_.T);
+            d.losses[k] = d.model().forward(inputs_.data() + b * bt, targets_.data() + b * bt, config_.B, config_.T);
         }
     });
     double sum = 0.0;
@@ -215,7 +245,9 @@ void Island::save(const std::string& path) {
     state.train_cursor = train_->cursor();
     state.m.resize(layout_.num_params());
     state.v.resize(layout_.num_params());
-    if (parallel_ == Parallel::ddp) {
+    if (devices_[0]->whole) {
+        devices_[0]->whole->get_adamw_state(state.m, state.v);
+    } else if (parallel_ == Parallel::ddp) {
         devices_[0]->adamw->get_state(state.m, state.v);
     } else {
         run_on_devices([&](int r) {
@@ -237,7 +269,9 @@ void Island::resume(const std::string& path) {
     train_->seek(state.train_cursor);  // validates before anything else changes
     set_params(params);
     for (auto& d : devices_) {
-        if (d->adamw) {
+        if (d->whole) {
+            d->whole->set_adamw_state(state.m, state.v, state.step);
+        } else if (d->adamw) {
             d->adamw->set_state(state.m, state.v, state.step);
         } else {
             d->zero3->scatter_from_host(state.m, d->zero3->shard_m());
@@ -251,7 +285,9 @@ void Island::resume(const std::string& path) {
 std::vector<DeviceMemory> Island::memory() const {
     std::vector<DeviceMemory> out;
     for (const auto& d : devices_) {
-        if (d->ddp) {
+        if (d->whole) {
+            out.push_back(d->whole->memory());
+        } else if (d->ddp) {
             DeviceMemory m = d->ddp->memory();
             m.optimizer_bytes = 2 * layout_.num_params() * sizeof(float);
             out.push_back(m);

@@ -4,6 +4,9 @@
 // Batch semantics: each device runs grad_accum micro-batches of B rows per step, so one step covers
 // N * grad_accum * B rows; micro-batch m of the step (m = k*N + r) goes to device r at micro-step k,
 // which makes an island of N equal to one device with grad_accum * N on the same data order.
+// Devices are CPU backends (GPT2 over a ParamStore: DDP with bucketed all-reduce during backward, or
+// ZeRO-3) or whole Models such as GPUs (DDP: each device's gradients all-reduced after its backward
+// passes, then the same AdamW step everywhere).
 // It prints nothing; callers report the StepStats and memory() it returns. See docs/island.md.
 #pragma once
 
@@ -33,6 +36,9 @@ public:
     // backends.size() ranks (e.g. make_cpu_collectives(n)). Checks the config as Trainer does.
     Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
            std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives);
+    // Data parallel over whole models (one per device, e.g. GPUs), collectives[r] for models[r].
+    Island(const ModelConfig& model, const TrainConfig& config, std::vector<std::unique_ptr<Model>> models,
+           std::vector<std::unique_ptr<Collective>> collectives);
     ~Island();
     Island(const Island&) = delete;
     Island& operator=(const Island&) = delete;
@@ -64,6 +70,9 @@ public:
 
 private:
     struct Device;
+    void add_devices(std::vector<std::unique_ptr<Collective>> collectives, std::size_t count,
+                     const std::function<void(Device&, int)>& make);
+    void open_data();
     void run_on_devices(const std::function<void(int)>& fn);
     void read_batches(DataLoader& loader, int count);
 

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "core/adamw.h"
+#include "core/collective.h"
+#include "core/device_memory.h"
+#include "core/error.h"
 #include "core/model_config.h"
 
 namespace arch {
@@ -43,6 +46,14 @@ public:
     virtual int adamw_steps() const = 0;
     virtual void get_adamw_state(std::span<float> m, std::span<float> v) const = 0;
     virtual void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) = 0;
+
+    // Data parallel over whole models (core/island.h): sums the gradients over the ranks of
+    // `collective`, in place in the device's memory, once the backward passes of a step are done.
+    virtual void all_reduce_grads(Collective& collective) {
+        throw Error("the " + device_name() + " model cannot be trained data-parallel as a whole");
+    }
+    // Persistent parameters, gradients and optimizer state on the device (activations not counted).
+    virtual DeviceMemory memory() const = 0;
 };
 
 }  // namespace arch

@@ -56,6 +56,8 @@ public:
     void get_adamw_state(std::span<float> m, std::span<float> v) const override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
     std::vector<std::byte> encode_delta(std::span<const float> theta, const std::string& spec) override;
+    void all_reduce_grads(Collective& collective) override;
+    DeviceMemory memory() const override;
 
 private:
     struct Acts;
@@ -464,6 +466,20 @@ void Gpt2OnGpu::set_adamw_state(std::span<const float> m, std::span<const float>
             stochastic_round_bf16(params_ + r.begin, master_ + r.begin, r.size,
                                   rounding_seed(rounding_base_, steps_, r.begin), stream_);
     sync();
+}
+
+void Gpt2OnGpu::all_reduce_grads(Collective& collective) {
+    use_device();
+    sync();  // backward's last launches have written the gradients
+    collective.all_reduce_sum(grads_, n_);
+}
+
+DeviceMemory Gpt2OnGpu::memory() const {
+    DeviceMemory m;
+    m.params_bytes = n_ * (sizeof(float) + sizeof(bf16));  // fp32 master + bf16 working copy
+    m.grads_bytes = n_ * sizeof(float);
+    m.optimizer_bytes = 2 * n_ * sizeof(float);
+    return m;
 }
 
 std::vector<std::byte> Gpt2OnGpu::encode_delta(std::span<const float> theta, const std::string& spec) {

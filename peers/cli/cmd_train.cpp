@@ -18,8 +18,6 @@
 #include "core/sampling.h"
 #include "core/tokenizer.h"
 #include "core/trainer.h"
-#include "kernels/cpu/cpu_backend.h"
-#include "kernels/cpu/cpu_collective.h"
 #include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 #include "peers/diloco/model_factory.h"
@@ -127,14 +125,11 @@ struct Loop {
     Model& model;
     std::unique_ptr<Trainer> one;
     std::unique_ptr<Island> many;
-    Loop(Model& m, const TrainConfig& t, int devices, Parallel parallel) : model(m) {
-        if (devices == 1) {
-            one = std::make_unique<Trainer>(m, t);
-            return;
-        }
-        std::vector<std::unique_ptr<Backend>> backends;
-        for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
-        many = std::make_unique<Island>(m.config(), t, parallel, std::move(backends), make_cpu_collectives(devices));
+    Loop(Model& m, const TrainConfig& t, int devices, Parallel parallel, const std::string& device,
+         const std::string& attention)
+        : model(m) {
+        if (devices == 1) one = std::make_unique<Trainer>(m, t);
+        else many = diloco::make_island(m.config(), t, devices, parallel, device, attention);
     }
     StepStats step() { return one ? one->step() : many->step(); }
     float evaluate() { return one ? one->evaluate() : many->evaluate(); }
@@ -177,13 +172,13 @@ int cmd_train(const std::vector<std::string>& argv) {
     if (devices < 1) throw Error("train: --devices must be at least 1, got " + std::to_string(devices));
     const std::string device = args.str("device", "cpu");
     const std::string attention = args.str("attention", "fused");
-    if (devices > 1 && diloco::parse_device(device).cuda)
-        throw Error("train: an island of several GPUs is not available yet; use --devices 1 with --device cuda");
     args.finish();
 
-    const std::unique_ptr<Model> model_ptr = diloco::make_model(model_config, device, attention);
+    // The model for sampling (and the whole run on one device); an island of several devices has its own.
+    const std::unique_ptr<Model> model_ptr =
+        diloco::make_model(model_config, devices == 1 ? device : "cpu", attention);
     Model& model = *model_ptr;
-    Loop trainer(model, train_config, devices, parallel);  // validates data against the model before any file is written
+    Loop trainer(model, train_config, devices, parallel, device, attention);  // validates data against the model before any file is written
     const std::string ckpt = out + "/model.bin";
     if (resume) {
         trainer.resume(ckpt);
@@ -196,11 +191,13 @@ int cmd_train(const std::vector<std::string>& argv) {
     const bool live = ::isatty(::fileno(log));
     std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | device %s\n",
                  describe(model_config).c_str(), model.num_params() / 1e6, train_config.B, train_config.T,
-                 train_config.grad_accum, train_config.steps, trainer.steps_done(), model.device_name().c_str());
+                 train_config.grad_accum, train_config.steps, trainer.steps_done(),
+                 devices == 1 ? model.device_name().c_str() : device.c_str());
     if (trainer.many) {
         const auto mem = trainer.many->memory();
-        std::fprintf(log, "island: %d cpu devices, %s, global batch %d rows per step\n", devices,
-                     parallel_name(parallel), train_config.B * train_config.grad_accum * devices);
+        std::fprintf(log, "island: %d %s devices, %s, global batch %d rows per step\n", devices,
+                     diloco::parse_device(device).cuda ? "GPU" : "cpu", parallel_name(parallel),
+                     train_config.B * train_config.grad_accum * devices);
         for (std::size_t r = 0; r < mem.size(); ++r)
             std::fprintf(log, "  device %zu: params %.2f MB, grads %.2f MB, optimizer %.2f MB\n", r,
                          mem[r].params_bytes / 1e6, mem[r].grads_bytes / 1e6, mem[r].optimizer_bytes / 1e6);

@@ -2,8 +2,6 @@
 #include "peers/diloco/island_worker.h"
 
 #include "core/error.h"
-#include "kernels/cpu/cpu_backend.h"
-#include "kernels/cpu/cpu_collective.h"
 #include "peers/diloco/model_factory.h"
 
 namespace arch::diloco {
@@ -12,17 +10,12 @@ IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, c
                            Parallel parallel, const std::string& device)
     : codec_(compression::make_codec(up_codec)), delta_(ParamLayout(model).num_params()) {
     if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
-    if (devices > 1 && parse_device(device).cuda)
-        throw Error("an island of several GPUs is not available yet: use --devices 1 with a CUDA device, or CPU "
-                    "devices");
     if (devices == 1) {
         model_ = make_model(model, device);
         trainer_ = std::make_unique<Trainer>(*model_, train);
         return;
     }
-    std::vector<std::unique_ptr<Backend>> backends;
-    for (int d = 0; d < devices; ++d) backends.push_back(make_cpu_backend());
-    island_ = std::make_unique<Island>(model, train, parallel, std::move(backends), make_cpu_collectives(devices));
+    island_ = make_island(model, train, devices, parallel, device);
 }
 
 void IslandWorker::get_params(std::span<float> out) {

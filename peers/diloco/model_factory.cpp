@@ -6,6 +6,10 @@
 #include "core/error.h"
 #include "core/gpt2.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_collective.h"
+#ifdef ARCH_HAVE_NCCL
+#include "kernels/cuda/nccl_collective.h"
+#endif
 #ifdef ARCH_HAVE_CUDA
 #include "kernels/cuda/cuda_gpt2.h"
 #include "kernels/cuda/device_codec.h"
@@ -54,6 +58,30 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& 
     return cuda::make_cuda_gpt2(config, options);
 #else
     throw Error("unreachable: CUDA device without the CUDA backend");
+#endif
+}
+
+std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
+                                   Parallel parallel, const std::string& device, const std::string& attention) {
+    if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
+    const DeviceChoice d = parse_device(device);
+    if (!d.cuda) {
+        std::vector<std::unique_ptr<Backend>> backends;
+        for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
+        return std::make_unique<Island>(config, train, parallel, std::move(backends), make_cpu_collectives(devices));
+    }
+    if (parallel != Parallel::ddp)
+        throw Error("an island of GPUs trains data-parallel (--parallel ddp); ZeRO-3 runs on CPU devices only so far");
+#ifdef ARCH_HAVE_NCCL
+    std::vector<int> gpus;
+    std::vector<std::unique_ptr<Model>> models;
+    for (int r = 0; r < devices; ++r) {
+        gpus.push_back(d.index + r);
+        models.push_back(make_model(config, "cuda:" + std::to_string(d.index + r), attention));
+    }
+    return std::make_unique<Island>(config, train, std::move(models), make_nccl_collectives(gpus));
+#else
+    throw Error("an island of several GPUs needs NCCL, which was not found when this archipelago was built");
 #endif
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/island.h"
 #include "core/model.h"
 
 namespace arch::diloco {
@@ -27,6 +28,12 @@ bool cuda_backend_built();
 // attention: "fused" or "unfused" (CUDA only; ignored on the CPU).
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& device,
                                   const std::string& attention = "fused");
+
+// An island of `devices` devices: CPU threads (DDP or ZeRO-3), or the GPUs cuda:K .. cuda:K+N-1 for
+// device "cuda:K" (DDP over NCCL; ZeRO-3 on GPUs is refused).
+std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
+                                   Parallel parallel, const std::string& device,
+                                   const std::string& attention = "fused");
 
 // Δ = theta - θ_model encoded on the model's GPU with the codec `spec` when both allow it (a CUDA
 // model and an int8/int4/fp4 spec without error feedback); nullopt means: encode on the host.

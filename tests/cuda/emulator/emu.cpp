@@ -4,6 +4,7 @@
 #include "shim.h"
 
 #include <cstdarg>
+#include <mutex>
 #include <sys/mman.h>
 #include <string>
 #include <unordered_map>
@@ -122,6 +123,9 @@ void record_error(cudaError_t e) {
 
 void run_kernel(const void* fn, void (*tramp)(void*), void* closure, dim3 grid, dim3 block,
                 std::size_t smem_bytes, const char* name) {
+    // One kernel at a time in the whole process: an island's device threads share this emulator.
+    static std::mutex kernel_mutex;
+    std::lock_guard<std::mutex> lock(kernel_mutex);
     g_name = name;
     static bool init = false;
     if (!init) {
@@ -209,6 +213,7 @@ void run_kernel(const void* fn, void (*tramp)(void*), void* closure, dim3 grid, 
 namespace {
 struct Alloc { std::size_t bytes; };
 std::map<const char*, Alloc, std::greater<const char*>> g_allocs;
+std::mutex g_allocs_mutex;
 constexpr std::size_t kGuard = 256;
 }  // namespace
 
@@ -217,11 +222,13 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     char* m = static_cast<char*>(std::aligned_alloc(256, (bytes + kGuard * 2 + 255) / 256 * 256));
     std::memset(m, 0xa5, bytes + 2 * kGuard);
     *p = m + kGuard;
+    std::lock_guard<std::mutex> lock(g_allocs_mutex);
     g_allocs[m + kGuard] = {bytes};
     return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
     if (!p) return cudaSuccess;
+    std::lock_guard<std::mutex> lock(g_allocs_mutex);
     auto it = g_allocs.find(static_cast<char*>(p));
     if (it == g_allocs.end()) { std::fprintf(stderr, "EMU: cudaFree of unknown pointer\n"); std::abort(); }
     char* m = static_cast<char*>(p);
