@@ -18,14 +18,15 @@ echo "== build (CMAKE_CUDA_ARCHITECTURES=native) $(elapsed)"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native -DARCH_TESTS=ON \
     -DARCH_BENCH=ON >build-gpu.configure.log 2>&1 || { cat build-gpu.configure.log; exit 1; }
 cmake --build build-gpu -j "$(nproc)" --target archipelago test_bf16_math test_codec_math test_cuda_kernels test_cuda_gemm \
-    test_cuda_attention test_device_codec test_cuda_model bench_gpu_train 2>&1 | grep -E "error|warning|FAILED" || true
+    test_cuda_attention test_device_codec test_cuda_model test_cuda_island bench_gpu_train 2>&1 | grep -E "error|warning|FAILED" || true
 test -x build-gpu/bin/bench_gpu_train || { echo "build failed"; exit 1; }
 
 echo "== archipelago info $(elapsed)"
 build-gpu/bin/archipelago info || status=1
 
 echo "== CUDA tests $(elapsed)"
-for t in test_bf16_math test_codec_math test_cuda_kernels test_cuda_gemm test_cuda_attention test_device_codec test_cuda_model; do
+for t in test_bf16_math test_codec_math test_cuda_kernels test_cuda_gemm test_cuda_attention test_device_codec test_cuda_model \
+         test_cuda_island; do
     echo "-- $t"
     timeout 180 "build-gpu/bin/$t" || { echo "FAILED: $t"; status=1; }
 done
