@@ -12,36 +12,11 @@
 #include <cstdint>
 #include <cstring>
 
-#ifndef ARCH_HD  // also defined, identically, by codec_math.h
-#ifdef __CUDACC__
-#define ARCH_HD __host__ __device__
-#else
-#define ARCH_HD
-#endif
-#endif
+#include "kernels/cuda/host_device.h"
 
 namespace arch::cuda {
 
-// ---- bits ---------------------------------------------------------------------------------------
-ARCH_HD inline std::uint32_t float_bits(float f) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-#endif
-}
-
-ARCH_HD inline float bits_float(std::uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-#endif
-}
+// ---- bits (float_bits / bits_float: host_device.h) ---------------------------------------------
 
 ARCH_HD inline float bf16_bits_to_float(std::uint16_t b) {
     return bits_float(static_cast<std::uint32_t>(b) << 16);

@@ -11,13 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifndef ARCH_HD  // also defined, identically, by bf16_math.h
-#ifdef __CUDACC__
-#define ARCH_HD __host__ __device__
-#else
-#define ARCH_HD
-#endif
-#endif
+#include "kernels/cuda/host_device.h"
 
 namespace arch::cuda::codec_math {
 
@@ -80,24 +74,7 @@ ARCH_HD inline double div_rn(double a, double b) {
 #endif
 }
 
-ARCH_HD inline std::uint32_t float_bits(float x) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(x);
-#else
-    std::uint32_t b;
-    std::memcpy(&b, &x, sizeof b);
-    return b;
-#endif
-}
-ARCH_HD inline float bits_float(std::uint32_t b) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(b);
-#else
-    float x;
-    std::memcpy(&x, &b, sizeof x);
-    return x;
-#endif
-}
+
 
 // |x| as bits. For |x| the integer order of the bits is the order of the values, so the absmax of a
 // block is the max of these (exact, in any order), and a result >= kInfBits flags inf or NaN.

@@ -60,7 +60,7 @@ __global__ void scale_kernel(unsigned* __restrict__ scales, std::uint64_t nb) {
     const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
     for (std::uint64_t b = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
          b < nb; b += stride) {
-        scales[b] = cm::float_bits(cm::scale_of(Q, cm::bits_float(scales[b])));
+        scales[b] = float_bits(cm::scale_of(Q, bits_float(scales[b])));
     }
 }
 

@@ -17,6 +17,8 @@
 #include "tests/compression/codec_test_data.h"
 
 using namespace arch::cuda::codec_math;
+using arch::cuda::bits_float;
+using arch::cuda::float_bits;
 using arch::compression::testing::adversarial_inputs;
 using arch::compression::testing::gaussian;
 namespace compression = arch::compression;
