@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/bf16_math.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/ops.h"
 
 namespace arch::cuda {
@@ -98,8 +99,7 @@ void adamw_update(float* master, bf16* params, const float* grads, float* m, flo
                      (reinterpret_cast<std::uintptr_t>(params) & 7u) == 0;
     const std::size_t nvec = vec ? n / 4 : 0;
     const std::size_t work = std::max(nvec, n - nvec * 4);
-    const unsigned grid = static_cast<unsigned>(
-        std::clamp<std::size_t>((work + kThreads - 1) / kThreads, 1, 1u << 16));
+    const unsigned grid = grid_stride_blocks(work, kThreads);
     adamw_kernel<<<grid, kThreads, 0, stream>>>(master, params, grads, m, v, n, nvec, k);
     check_launch("adamw_kernel");
 }

@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 
 namespace arch::cuda::detail {
 
@@ -45,18 +46,12 @@ __global__ void permute_heads_kernel(bf16* __restrict__ dst, const bf16* __restr
     }
 }
 
-unsigned grid_for(std::size_t work_items, int threads) {
-    const std::size_t blocks = (work_items + threads - 1) / threads;
-    return static_cast<unsigned>(blocks < 65536u * 8u ? blocks
-                                                      : 65536u * 8u);  // grid-stride beyond that
-}
-
 template <bool kToHeads>
 void permute_heads(bf16* dst, const bf16* src, int row_stride, int B, int T, int NH, int hs,
                    cudaStream_t stream) {
     const std::size_t total = static_cast<std::size_t>(B) * NH * T * (hs / 8);
     permute_heads_kernel<kToHeads>
-        <<<grid_for(total, kThreads), kThreads, 0, stream>>>(dst, src, row_stride, B, T, NH, hs);
+        <<<grid_stride_blocks(total, kThreads), kThreads, 0, stream>>>(dst, src, row_stride, B, T, NH, hs);
     check_launch("attention permute_heads_kernel");
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/bf16_math.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/ops.h"
 
 namespace arch::cuda {
@@ -14,11 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Blocks for `work` items of one thread each, capped (the loops stride over the grid).
-unsigned grid_for(std::size_t work) {
-    const std::size_t blocks = (work + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, 1u << 16));
-}
 
 // dst[i] = bf16(src[i]); the first nvec*4 values as float4 -> 4 bf16, the rest one by one.
 __global__ void to_bf16_kernel(bf16* __restrict__ dst, const float* __restrict__ src, std::size_t n,
@@ -56,7 +52,7 @@ __global__ void to_fp32_kernel(float* __restrict__ dst, const bf16* __restrict__
 void to_bf16(bf16* dst, const float* src, std::size_t n, cudaStream_t stream) {
     if (n == 0) return;
     const std::size_t nvec = aligned16(dst) && aligned16(src) ? n / 4 : 0;
-    to_bf16_kernel<<<grid_for(std::max<std::size_t>(nvec, n - nvec * 4)), kThreads, 0, stream>>>(
+    to_bf16_kernel<<<grid_stride_blocks(std::max<std::size_t>(nvec, n - nvec * 4), kThreads), kThreads, 0, stream>>>(
         dst, src, n, nvec);
     check_launch("to_bf16_kernel");
 }
@@ -64,7 +60,7 @@ void to_bf16(bf16* dst, const float* src, std::size_t n, cudaStream_t stream) {
 void to_fp32(float* dst, const bf16* src, std::size_t n, cudaStream_t stream) {
     if (n == 0) return;
     const std::size_t nvec = aligned16(dst) && aligned16(src) ? n / 8 : 0;
-    to_fp32_kernel<<<grid_for(std::max<std::size_t>(nvec, n - nvec * 8)), kThreads, 0, stream>>>(
+    to_fp32_kernel<<<grid_stride_blocks(std::max<std::size_t>(nvec, n - nvec * 8), kThreads), kThreads, 0, stream>>>(
         dst, src, n, nvec);
     check_launch("to_fp32_kernel");
 }

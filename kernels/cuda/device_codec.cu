@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/codec_math.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/device_codec.h"
 
 namespace arch::cuda::device_codec_detail {
@@ -18,11 +19,6 @@ using cm::Quant;
 constexpr int kThreads = 256;
 constexpr std::uint64_t kSegment = 1024;  // elements one warp reduces before its atomicMax
 
-// Blocks for `threads` threads, capped: every kernel strides over the grid.
-unsigned grid_for(std::uint64_t threads) {
-    const std::uint64_t blocks = (threads + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(std::clamp<std::uint64_t>(blocks, 1, 1u << 16));
-}
 
 // absmax_bits[b] = max |x| bits over codec block b (starts at 0); *first_bad = min index of an
 // inf/NaN. Block b is cut into segs_per_block segments of <= kSegment elements, one warp each.
@@ -101,12 +97,12 @@ void quantize_as(const float* x, std::uint64_t n, std::uint64_t block, std::byte
           "cudaMemsetAsync (codec flag)");
     const std::uint64_t segs_per_block = (block + kSegment - 1) / kSegment;
     const std::uint64_t segments = nb * segs_per_block;
-    absmax_kernel<<<grid_for(segments * 32), kThreads, 0, stream>>>(x, n, block, segs_per_block,
+    absmax_kernel<<<grid_stride_blocks(segments * 32, kThreads), kThreads, 0, stream>>>(x, n, block, segs_per_block,
                                                                     segments, scales, first_bad);
     check_launch("codec absmax_kernel");
-    scale_kernel<Q><<<grid_for(nb), kThreads, 0, stream>>>(scales, nb);
+    scale_kernel<Q><<<grid_stride_blocks(nb, kThreads), kThreads, 0, stream>>>(scales, nb);
     check_launch("codec scale_kernel");
-    quantize_kernel<Q><<<grid_for(cm::code_bytes(Q, n)), kThreads, 0, stream>>>(
+    quantize_kernel<Q><<<grid_stride_blocks(cm::code_bytes(Q, n), kThreads), kThreads, 0, stream>>>(
         x, n, block, reinterpret_cast<const float*>(scales), codes);
     check_launch("codec quantize_kernel");
 }
@@ -115,7 +111,7 @@ template <Quant Q>
 void dequantize_as(const std::byte* payload, std::uint64_t n, std::uint64_t block, float* out,
                    cudaStream_t stream) {
     const std::uint64_t nb = cm::blocks_of(n, block);
-    dequantize_kernel<Q><<<grid_for(cm::code_bytes(Q, n)), kThreads, 0, stream>>>(
+    dequantize_kernel<Q><<<grid_stride_blocks(cm::code_bytes(Q, n), kThreads), kThreads, 0, stream>>>(
         reinterpret_cast<const float*>(payload),
         reinterpret_cast<const std::uint8_t*>(payload + 4 * nb), n, block, out);
     check_launch("codec dequantize_kernel");

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/bf16_math.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/ops.h"
 
 namespace arch::cuda {
@@ -14,10 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(std::size_t work) {
-    const std::size_t blocks = (work + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, 1u << 16));
-}
 
 // The first nvec*8 values as packs of 8, the rest one by one.
 __global__ void gelu_forward_kernel(bf16* __restrict__ out, const bf16* __restrict__ inp,
@@ -58,7 +55,7 @@ __global__ void gelu_backward_kernel(bf16* dinp, const bf16* __restrict__ inp, c
 void gelu_forward(bf16* out, const bf16* inp, std::size_t n, cudaStream_t stream) {
     if (n == 0) return;
     const std::size_t nvec = aligned16(out) && aligned16(inp) ? n / 8 : 0;
-    gelu_forward_kernel<<<grid_for(std::max(nvec, n - nvec * 8)), kThreads, 0, stream>>>(out, inp,
+    gelu_forward_kernel<<<grid_stride_blocks(std::max(nvec, n - nvec * 8), kThreads), kThreads, 0, stream>>>(out, inp,
                                                                                          n, nvec);
     check_launch("gelu_forward_kernel");
 }
@@ -67,7 +64,7 @@ void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n,
                    cudaStream_t stream) {
     if (n == 0) return;
     const std::size_t nvec = aligned16(dinp) && aligned16(inp) && aligned16(dout) ? n / 8 : 0;
-    gelu_backward_kernel<<<grid_for(std::max(nvec, n - nvec * 8)), kThreads, 0, stream>>>(
+    gelu_backward_kernel<<<grid_stride_blocks(std::max(nvec, n - nvec * 8), kThreads), kThreads, 0, stream>>>(
         dinp, inp, dout, n, nvec);
     check_launch("gelu_backward_kernel");
 }

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/cuda/bf16_math.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/ops.h"
 
 namespace arch::cuda {
@@ -14,10 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(std::size_t n) {
-    const std::size_t blocks = (n + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(blocks < 65535u * 16u ? blocks : 65535u * 16u);  // grid-stride beyond
-}
 
 // Index i of the range gets hash(seed, i): the same as adamw_update over the same range.
 __global__ void stochastic_round_kernel(bf16* params, const float* master, std::size_t n, uint64_t seed) {
@@ -36,13 +33,13 @@ __global__ void subtract_kernel(float* x, const float* y, std::size_t n) {
 
 void stochastic_round_bf16(bf16* params, const float* master, std::size_t n, uint64_t seed, cudaStream_t stream) {
     if (n == 0) return;
-    stochastic_round_kernel<<<grid_for(n), kThreads, 0, stream>>>(params, master, n, seed);
+    stochastic_round_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(params, master, n, seed);
     check_launch("stochastic_round_bf16");
 }
 
 void subtract(float* x, const float* y, std::size_t n, cudaStream_t stream) {
     if (n == 0) return;
-    subtract_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
+    subtract_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(x, y, n);
     check_launch("subtract");
 }
 
