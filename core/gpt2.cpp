@@ -191,12 +191,12 @@ void GPT2::ensure_activations(int B, int T) {
     a.datt = alloc_floats(B * NH * T * T);
 }
 
-float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
+void check_batch(const ModelConfig& config, const int* inputs, const int* targets, int B, int T) {
     if (B <= 0 || T <= 0) throw Error("forward: batch B=" + std::to_string(B) + " and T=" + std::to_string(T) + " must be positive");
-    if (T > config_.max_seq_len)
+    if (T > config.max_seq_len)
         throw Error("sequence length T=" + std::to_string(T) + " exceeds the model's max T=" +
-                    std::to_string(config_.max_seq_len));
-    const int N = B * T, V = config_.vocab_size;
+                    std::to_string(config.max_seq_len));
+    const int N = B * T, V = config.vocab_size;
     auto check_ids = [&](const int* ids, const char* what) {
         for (int i = 0; i < N; ++i)
             if (ids[i] < 0 || ids[i] >= V)
@@ -205,6 +205,11 @@ float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
     };
     check_ids(inputs, "input");
     if (targets != nullptr) check_ids(targets, "target");
+}
+
+float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
+    check_batch(config_, inputs, targets, B, T);
+    const int N = B * T, V = config_.vocab_size;
     ensure_activations(B, T);
     B_ = B;
     T_ = T;

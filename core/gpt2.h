@@ -23,6 +23,10 @@ namespace arch {
 // biases 0, norms 1, padded vocab rows 0. Deterministic in the seed; every device starts from it.
 std::vector<float> gpt2_init_params(const ModelConfig& config, uint64_t seed);
 
+// Throws arch::Error, naming the problem, for a batch a forward pass cannot take: B or T not
+// positive, T above the model's max T, a token id outside [0, V). Every Model checks through it.
+void check_batch(const ModelConfig& config, const int* inputs, const int* targets, int B, int T);
+
 class GPT2 final : public Model {
 public:
     // store: where parameters and gradients live; null = whole flat buffers owned by this model.

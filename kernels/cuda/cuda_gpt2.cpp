@@ -307,20 +307,8 @@ void Gpt2OnGpu::matmul_backward(bf16* dinp, std::size_t w, std::size_t bias, con
 }
 
 float Gpt2OnGpu::forward(const int* inputs, const int* targets, int B, int T) {
-    if (B <= 0 || T <= 0)
-        throw Error("forward: batch B=" + std::to_string(B) + " and T=" + std::to_string(T) + " must be positive");
-    if (T > config_.max_seq_len)
-        throw Error("sequence length T=" + std::to_string(T) + " exceeds the model's max T=" +
-                    std::to_string(config_.max_seq_len));
+    check_batch(config_, inputs, targets, B, T);
     const int N = B * T, V = config_.vocab_size;
-    auto check_ids = [&](const int* ids, const char* what) {
-        for (int i = 0; i < N; ++i)
-            if (ids[i] < 0 || ids[i] >= V)
-                throw Error(std::string(what) + " token id " + std::to_string(ids[i]) + " at position " +
-                            std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
-    };
-    check_ids(inputs, "input");
-    if (targets != nullptr) check_ids(targets, "target");
     use_device();
     ensure_activations(B, T);
     B_ = B;
