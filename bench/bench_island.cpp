@@ -21,6 +21,7 @@
 #ifdef ARCH_HAVE_NCCL
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/nccl_collective.h"
 #endif
 
@@ -154,12 +155,12 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
 
 #ifdef ARCH_HAVE_NCCL
-    const std::string why = cuda_unavailable_reason();
+    const std::string why = cuda::no_device_reason();
     if (why.empty()) {
-        const int n = cuda_device_count();
+        const int n = cuda::device_count();
         for (int devices : n > 1 ? std::vector<int>{1, n} : std::vector<int>{1})
             for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_nccl_pattern(mc, p, devices, steps), json);
-        if (!json) std::printf("nccl rows (mode*): the step's collectives alone, timed on the GPUs; no CUDA Backend yet\n");
+        if (!json) std::printf("nccl rows (mode*): the step's collectives alone, timed on the GPUs (training throughput on GPUs: bench_gpu_train)\n");
     } else if (json) {
         std::printf("{\"device\":\"gpu\",\"skipped\":\"%s\"}\n", why.c_str());
     } else {

@@ -14,6 +14,15 @@ std::string no_device_reason() {
     return "";
 }
 
+int device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky error of a missing driver
+        return 0;
+    }
+    return n;
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
     if (bytes == 0) return;
     check(cudaMalloc(&ptr_, bytes), ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());

@@ -27,6 +27,8 @@ inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel)
 // Empty when a usable CUDA device exists, else why not (no driver, no device, ...): GPU tests print
 // "SKIPPED: <reason>" and exit 77 with it.
 std::string no_device_reason();
+// Number of usable CUDA devices; 0 without a driver or a device (never throws).
+int device_count();
 
 // Owns device memory (cudaMalloc'ed, zero-filled); move-only.
 class DeviceBuffer {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "kernels/cuda/cuda_check.h"
 
 namespace arch {
 
@@ -99,27 +100,8 @@ private:
 
 }  // namespace
 
-int cuda_device_count() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();  // clear the sticky error of a missing driver
-        return 0;
-    }
-    return n;
-}
-
-std::string cuda_unavailable_reason() {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
-    }
-    return n == 0 ? "no CUDA device" : "";
-}
-
 std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector<int>& devices) {
-    const int n = static_cast<int>(devices.size()), available = cuda_device_count();
+    const int n = static_cast<int>(devices.size()), available = cuda::device_count();
     if (n == 0) throw Error("NCCL: an island needs at least one GPU");
     for (int d : devices)
         if (d < 0 || d >= available)

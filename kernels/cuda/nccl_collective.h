@@ -13,11 +13,8 @@
 
 namespace arch {
 
-// Number of CUDA devices this process can use; 0 when there is no driver or no device (never throws).
-int cuda_device_count();
-// Why there is no device, for skip messages ("no CUDA driver", "no CUDA device", ...); "" if there is one.
-std::string cuda_unavailable_reason();
-
+// (How many GPUs there are, and why none: arch::cuda::device_count() and no_device_reason() in
+// kernels/cuda/cuda_check.h.)
 // One NCCL communicator per entry of devices (CUDA ordinals), ranks in that order.
 std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector<int>& devices);
 

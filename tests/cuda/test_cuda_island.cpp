@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "core/token_shard.h"
 #include "core/trainer.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_gpt2.h"
 #include "tests/core/temp_dir.h"
 #ifdef ARCH_CUDA_EMULATED
@@ -67,7 +68,7 @@ int usable_gpus() {
 #ifdef ARCH_CUDA_EMULATED
     return 2;
 #else
-    return cuda_device_count();
+    return cuda::device_count();
 #endif
 }
 

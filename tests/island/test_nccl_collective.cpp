@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/nccl_collective.h"
 #include "tests/island/run_ranks.h"
 
@@ -47,7 +48,7 @@ struct DeviceBuffer {
 };
 
 std::vector<std::vector<int>> worlds() {
-    const int n = cuda_device_count();
+    const int n = cuda::device_count();
     std::vector<std::vector<int>> w{{0}};
     if (n > 1) {
         std::vector<int> all(n);
@@ -114,11 +115,11 @@ TEST_CASE("NCCL: an aborted collective throws instead of hanging; bad GPUs are r
     auto comms = make_nccl_collectives({0});
     comms[0]->abort();
     CHECK_THROWS_AS(comms[0]->barrier(), Error);
-    CHECK_THROWS_AS(make_nccl_collectives({cuda_device_count()}), Error);
+    CHECK_THROWS_AS(make_nccl_collectives({cuda::device_count()}), Error);
 }
 
 int main(int argc, char** argv) {
-    const std::string why = cuda_unavailable_reason();
+    const std::string why = cuda::no_device_reason();
     if (!why.empty()) {
         std::printf("SKIPPED: %s; the NCCL collective tests need a GPU\n", why.c_str());
         return 77;
