@@ -8,17 +8,23 @@
 
 namespace arch {
 
-AdamW::AdamW(const ParamLayout& layout, Backend& backend) : backend_(backend), n_(layout.num_params()) {
-    m_ = static_cast<float*>(backend_.alloc(n_ * sizeof(float)));
-    v_ = static_cast<float*>(backend_.alloc(n_ * sizeof(float)));
+std::vector<DecayRange> decay_ranges(const ParamLayout& layout) {
+    std::vector<DecayRange> ranges;
     for (const TensorView& t : layout.tensors()) {
-        if (!ranges_.empty() && ranges_.back().decay == t.weight_decay &&
-            ranges_.back().begin + ranges_.back().size == t.offset) {
-            ranges_.back().size += t.size;
+        if (!ranges.empty() && ranges.back().decay == t.weight_decay &&
+            ranges.back().begin + ranges.back().size == t.offset) {
+            ranges.back().size += t.size;
         } else {
-            ranges_.push_back({t.offset, t.size, t.weight_decay});
+            ranges.push_back({t.offset, t.size, t.weight_decay});
         }
     }
+    return ranges;
+}
+
+AdamW::AdamW(const ParamLayout& layout, Backend& backend)
+    : backend_(backend), n_(layout.num_params()), ranges_(decay_ranges(layout)) {
+    m_ = static_cast<float*>(backend_.alloc(n_ * sizeof(float)));
+    v_ = static_cast<float*>(backend_.alloc(n_ * sizeof(float)));
 }
 
 AdamW::~AdamW() {
@@ -37,7 +43,7 @@ float AdamW::step(float* params, const float* grads, float lr, const AdamWConfig
     const float norm = static_cast<float>(std::sqrt(backend_.sum_squares(grads, n_)));
     const float scale = clip_scale(norm, c);
     ++steps_;
-    for (const Range& r : ranges_)
+    for (const DecayRange& r : ranges_)
         backend_.adamw_update(params + r.begin, grads + r.begin, m_ + r.begin, v_ + r.begin, r.size, lr, c.beta1,
                               c.beta2, c.eps, r.decay ? c.weight_decay : 0.0f, scale, steps_);
     return norm;

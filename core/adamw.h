@@ -24,6 +24,14 @@ struct AdamWConfig {
 // grad_clip or clipping is off); throws when the norm is NaN or Inf. Shared by AdamW and ZeRO-3.
 float clip_scale(float norm, const AdamWConfig& config);
 
+// Runs of consecutive tensors with the same weight-decay flag, in layout order: the ranges an AdamW
+// over the whole flat buffer updates with or without decay (the CPU AdamW and the GPU model's).
+struct DecayRange {
+    std::size_t begin, size;
+    bool decay;
+};
+std::vector<DecayRange> decay_ranges(const ParamLayout& layout);
+
 class AdamW {
 public:
     AdamW(const ParamLayout& layout, Backend& backend);
@@ -40,16 +48,12 @@ public:
     void set_state(std::span<const float> m, std::span<const float> v, int steps);
 
 private:
-    struct Range {
-        std::size_t begin, size;
-        bool decay;
-    };
     Backend& backend_;
     std::size_t n_;
     float* m_;
     float* v_;
     int steps_ = 0;
-    std::vector<Range> ranges_;  // runs of tensors with the same decay flag
+    std::vector<DecayRange> ranges_;
 };
 
 // Learning rate at a 0-based step: linear warmup over warmup_steps to max_lr, then constant or a

@@ -93,11 +93,7 @@ private:
     float* v_ = nullptr;
     double* norm_partials_ = nullptr;
     int steps_ = 0;
-    struct Range {
-        std::size_t begin, size;
-        bool decay;
-    };
-    std::vector<Range> ranges_;  // runs of tensors with the same weight-decay flag
+    std::vector<DecayRange> ranges_;  // AdamW's decay / no-decay runs
 
     Acts* acts_ = nullptr;
     std::vector<int> inputs_host_;
@@ -160,14 +156,7 @@ Gpt2OnGpu::Gpt2OnGpu(const ModelConfig& config, const CudaModelOptions& options)
     m_ = static_cast<float*>(alloc(n_ * sizeof(float)));
     v_ = static_cast<float*>(alloc(n_ * sizeof(float)));
     norm_partials_ = static_cast<double*>(alloc(kSumSquaresPartials * sizeof(double)));
-    for (const TensorView& t : layout_.tensors()) {
-        if (!ranges_.empty() && ranges_.back().decay == t.weight_decay &&
-            ranges_.back().begin + ranges_.back().size == t.offset) {
-            ranges_.back().size += t.size;
-        } else {
-            ranges_.push_back({t.offset, t.size, t.weight_decay});
-        }
-    }
+    ranges_ = decay_ranges(layout_);
 }
 
 Gpt2OnGpu::~Gpt2OnGpu() {
@@ -425,7 +414,7 @@ float Gpt2OnGpu::adamw_step(float lr, const AdamWConfig& c) {
     const float norm = static_cast<float>(std::sqrt(sum_squares(grads_, n_, norm_partials_, stream_)));
     const float scale = clip_scale(norm, c);  // throws on NaN/Inf before anything changes
     ++steps_;
-    for (const Range& r : ranges_)
+    for (const DecayRange& r : ranges_)
         adamw_update(master_ + r.begin, params_ + r.begin, grads_ + r.begin, m_ + r.begin, v_ + r.begin, r.size, lr,
                      c.beta1, c.beta2, c.eps, r.decay ? c.weight_decay : 0.0f, scale, steps_,
                      rounding_seed(rounding_base_, steps_, r.begin), stream_);
@@ -450,7 +439,7 @@ void Gpt2OnGpu::set_adamw_state(std::span<const float> m, std::span<const float>
     // The bf16 weights the last update wrote (stochastic rounding is a pure function of the master
     // value, the step and the index), so a resumed run continues bit for bit.
     if (steps_ > 0)
-        for (const Range& r : ranges_)
+        for (const DecayRange& r : ranges_)
             stochastic_round_bf16(params_ + r.begin, master_ + r.begin, r.size,
                                   rounding_seed(rounding_base_, steps_, r.begin), stream_);
     sync();
