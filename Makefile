@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test test-asan fuzz clean
+.PHONY: deps build demo test test-asan fuzz deb clean
 
 deps:
 	@bash scripts/install_deps.sh
@@ -33,5 +33,9 @@ fuzz: deps
 	cmake --build build-fuzz -j $(JOBS)
 	bash scripts/run_fuzzers.sh build-fuzz/bin
 
+# The .deb packages (CPU-only build; docs/install.md): build-deb/archipelago_VERSION_amd64.deb.
+deb: deps
+	bash scripts/make_deb.sh build-deb ON
+
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb build-test-data

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "compression/codec.h"
 #include "core/error.h"
 
@@ -41,37 +42,17 @@ struct Row {
     double ratio, rel_l2, encode_gbps, decode_gbps;
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (true) {
-        const std::size_t at = s.find(sep, start);
-        out.push_back(s.substr(start, at - start));
-        if (at == std::string::npos) return out;
-        start = at + 1;
-    }
-}
-
-Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw arch::Error("bench_codecs: " + a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--n") o.n = std::stoull(value());
-        else if (a == "--threads") {
-            o.threads.clear();
-            for (const auto& t : split(value(), ',')) o.threads.push_back(std::stoi(t));
-        } else if (a == "--reps") o.reps = std::max(1, std::stoi(value()));
-        else if (a == "--codecs") o.codecs = split(value(), ',');
-        else if (a == "--pseudo-grad") o.pseudo_grad = value();
-        else if (a == "--json") o.json = true;
-        else throw arch::Error("bench_codecs: unknown argument '" + a +
-                               "' (see the comment at the top of bench/bench_codecs.cpp)");
-    }
-    return o;
+// The flags, each bound to its field of o (whose initial values are the defaults --help shows).
+void add_options(CLI::App& app, Options& o) {
+    app.add_option("--n", o.n, "floats per data set (the pseudo-gradient is cut to this many)");
+    app.add_option("--threads", o.threads, "OpenMP thread counts to time, comma-separated")
+        ->delimiter(',')
+        ->check(arch::bench::at_least_one());
+    app.add_option("--reps", o.reps, "repetitions per timing; the best is kept")->check(arch::bench::at_least_one());
+    app.add_option("--codecs", o.codecs, "codec specs to time, comma-separated")->delimiter(',');
+    app.add_option("--pseudo-grad", o.pseudo_grad,
+                   "raw little-endian float32 file (make_pseudo_grad) as a second data set");
+    app.add_flag("--json", o.json, "one JSON object per row instead of the table");
 }
 
 std::vector<float> gaussian(std::size_t n) {
@@ -154,15 +135,18 @@ Row measure(const std::string& spec, const std::string& data, int threads,
 
 void print(const Row& r, bool json) {
     if (json) {
-        std::printf("{\"codec\": \"%s\", \"data\": \"%s\", \"threads\": %d, \"ratio\": %.4f, "
-                    "\"rel_l2_error\": %.6g, \"encode_gbps\": %.3f, \"decode_gbps\": %.3f}\n",
-                    r.codec.c_str(), r.data.c_str(), r.threads, r.ratio, r.rel_l2, r.encode_gbps,
-                    r.decode_gbps);
+        arch::bench::print_row({{"codec", r.codec},
+                                {"data", r.data},
+                                {"threads", r.threads},
+                                {"ratio", arch::bench::rounded(r.ratio, 4)},
+                                {"rel_l2_error", r.rel_l2},
+                                {"encode_gbps", arch::bench::rounded(r.encode_gbps, 3)},
+                                {"decode_gbps", arch::bench::rounded(r.decode_gbps, 3)}});
     } else {
         std::printf("%-22s %-12s %7d %8.2f %12.3e %11.2f %11.2f\n", r.codec.c_str(), r.data.c_str(),
                     r.threads, r.ratio, r.rel_l2, r.encode_gbps, r.decode_gbps);
+        std::fflush(stdout);
     }
-    std::fflush(stdout);
 }
 
 void run(const Options& o) {
@@ -190,11 +174,9 @@ void run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        run(parse(argc, argv));
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    return 0;
+    CLI::App app{"bench_codecs: ratio, relative L2 error and encode/decode GB/s of each codec, beside memcpy"};
+    app.option_defaults()->always_capture_default();
+    Options o;
+    add_options(app, o);
+    return arch::bench::run_main(app, argc, argv, [&] { run(o); });
 }

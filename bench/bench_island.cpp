@@ -7,12 +7,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "core/island.h"
 #include "core/rng.h"
 #include "core/token_shard.h"
@@ -38,15 +38,25 @@ struct Row {
 };
 
 void print(const Row& r, bool json) {
-    if (json)
-        std::printf("{\"device\":\"%s\",\"devices\":%d,\"parallel\":\"%s\",\"tokens_per_s\":%.1f,\"ms_per_step\":%.2f,"
-                    "\"bytes_per_step\":%.0f,\"state_mb_per_device\":%.3f}\n",
-                    r.device.c_str(), r.devices, r.parallel.c_str(), r.tokens_per_s, r.ms_per_step, r.bytes_per_step,
-                    r.state_mb);
-    else
+    if (json) {
+        bench::print_row({{"device", r.device},
+                          {"devices", r.devices},
+                          {"parallel", r.parallel},
+                          {"tokens_per_s", bench::rounded(r.tokens_per_s, 1)},
+                          {"ms_per_step", bench::rounded(r.ms_per_step, 2)},
+                          {"bytes_per_step", std::llround(r.bytes_per_step)},
+                          {"state_mb_per_device", bench::rounded(r.state_mb, 3)}});
+    } else {
         std::printf("%-6s %7d %-6s %12.0f %10.2f %14.0f %10.3f\n", r.device.c_str(), r.devices, r.parallel.c_str(),
                     r.tokens_per_s, r.ms_per_step, r.bytes_per_step, r.state_mb);
-    std::fflush(stdout);
+        std::fflush(stdout);
+    }
+}
+
+// Where the GPU rows would be: one JSON row {"device":"gpu","skipped":why}, or a line of the table.
+void print_gpu_skipped(const std::string& why, bool json) {
+    if (json) bench::print_row({{"device", "gpu"}, {"skipped", why}});
+    else std::printf("gpu rows SKIPPED: %s\n", why.c_str());
 }
 
 Row run_cpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices, int steps) {
@@ -109,24 +119,8 @@ Row run_nccl_pattern(const ModelConfig& mc, Parallel p, int devices, int steps) 
 }
 #endif
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    bool json = false;
-    int steps = 5, B = 4, T = 64;
-    std::string config = "tiny";
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--json")) json = true;
-        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::stoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
-        else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) B = std::stoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) T = std::stoi(argv[++i]);
-        else {
-            std::fprintf(stderr, "usage: bench_island [--json] [--steps N] [--config tiny|small|gpt2-124m] "
-                                 "[--batch B] [--seq-len T]\n");
-            return 2;
-        }
-    }
+// Every row: CPU islands of 1 and 2 devices on a random-token shard, then the NCCL rows or why not.
+void run(const std::string& config, int B, int T, int steps, bool json) {
     const ModelConfig mc = model_preset(config, 4096);
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / ("bench_island_" + std::to_string(::getpid()));
@@ -161,14 +155,26 @@ int main(int argc, char** argv) {
         for (int devices : n > 1 ? std::vector<int>{1, n} : std::vector<int>{1})
             for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_nccl_pattern(mc, p, devices, steps), json);
         if (!json) std::printf("nccl rows (mode*): the step's collectives alone, timed on the GPUs (training throughput on GPUs: bench_gpu_train)\n");
-    } else if (json) {
-        std::printf("{\"device\":\"gpu\",\"skipped\":\"%s\"}\n", why.c_str());
     } else {
-        std::printf("gpu rows SKIPPED: %s\n", why.c_str());
+        print_gpu_skipped(why, json);
     }
 #else
-    if (json) std::printf("{\"device\":\"gpu\",\"skipped\":\"built without CUDA/NCCL\"}\n");
-    else std::printf("gpu rows SKIPPED: built without CUDA/NCCL\n");
+    print_gpu_skipped("built without CUDA/NCCL", json);
 #endif
-    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bench_island: tokens/s, bytes sent per step and memory of an island's DDP and ZeRO-3 steps"};
+    app.option_defaults()->always_capture_default();
+    bool json = false;
+    int steps = 5, B = 4, T = 64;
+    std::string config = "tiny";
+    app.add_flag("--json", json, "one JSON object per row instead of the table");
+    app.add_option("--steps", steps, "timed steps per row (after one warm-up step)")->check(bench::at_least_one());
+    app.add_option("--config", config, "model config: tiny, small, gpt2-124m");
+    app.add_option("--batch", B, "batch size B per device");
+    app.add_option("--seq-len", T, "sequence length T");
+    return bench::run_main(app, argc, argv, [&] { run(config, B, T, steps, json); });
 }

@@ -6,16 +6,16 @@
 // Bytes: what each island would send and receive (parameter-server view: up + down per sync).
 // Usage: bench_convergence [--json] [--rounds R] [--H H] [--islands N] [--batch B] [--seq-len T]
 //                          [--lr LR] [--outer-lr X] [--outer-momentum M] [--only NAME,...]
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "core/corpus.h"
+#include "core/install_paths.h"
 #include "core/data_split.h"
 #include "core/error.h"
 #include "core/tokenizer.h"
@@ -168,56 +168,51 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
     return {name, val_loss(s, global.theta()), bytes, tokens, now_s() - t0};
 }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+    CLI::App app{"bench_convergence: final val loss and bytes exchanged of one island, DDP and DiLoCo variants"};
+    app.option_defaults()->always_capture_default();
     Setup s;
     bool json = false;
-    std::set<std::string> only;
-    try {
-        for (int i = 1; i < argc; ++i) {
-            const std::string a = argv[i];
-            auto next = [&]() -> std::string {
-                if (i + 1 >= argc) throw Error(a + " needs a value");
-                return argv[++i];
-            };
-            if (a == "--json") json = true;
-            else if (a == "--rounds") s.rounds = std::stoi(next());
-            else if (a == "--H") s.H = std::stoi(next());
-            else if (a == "--islands") s.islands = std::stoi(next());
-            else if (a == "--batch") s.B = std::stoi(next());
-            else if (a == "--seq-len") s.T = std::stoi(next());
-            else if (a == "--lr") s.lr = std::stof(next());
-            else if (a == "--outer-lr") s.outer_lr = std::stof(next());
-            else if (a == "--outer-momentum") s.outer_momentum = std::stof(next());
-            else if (a == "--only") for (const auto& n : split(next())) only.insert(n);
-            else throw Error("unknown option " + a);
-        }
-        const PreparedCorpus corpus = ensure_bundled_corpus(".", "data/kjv");
+    std::vector<std::string> only;
+    const std::vector<std::string> names = {"single",      "single-same-steps", "ddp",  "diloco-fp32",
+                                            "diloco-int8", "diloco-fp4-ef",     "async"};
+    app.add_flag("--json", json, "one JSON object per row instead of the table");
+    app.add_option("--rounds", s.rounds, "DiLoCo rounds; every run trains rounds*H*islands*B*T tokens")
+        ->check(bench::at_least_one());
+    app.add_option("--H", s.H, "inner steps per round")->check(bench::at_least_one());
+    app.add_option("--islands", s.islands, "islands (DDP workers)")->check(bench::at_least_one());
+    app.add_option("--batch", s.B, "batch size B per island step");
+    app.add_option("--seq-len", s.T, "sequence length T");
+    app.add_option("--lr", s.lr, "inner AdamW peak learning rate");
+    app.add_option("--outer-lr", s.outer_lr, "outer Nesterov learning rate");
+    app.add_option("--outer-momentum", s.outer_momentum, "outer Nesterov momentum");
+    app.add_option("--only", only, "runs to do, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::IsMember(names))
+        ->default_str("all");
+    return bench::run_main(app, argc, argv, [&] {
+        const PreparedCorpus corpus = ensure_bundled_corpus();
         s.model = model_preset("tiny", Tokenizer::load(corpus.tokenizer_path).vocab_size());
         s.train = corpus.train_pattern;
         s.val = corpus.val_pattern;
-        s.island_shards = split_for_islands(s.train, s.islands, "data/kjv/islands", static_cast<std::size_t>(s.B) * s.T + 1);
+        s.island_shards = split_for_islands(s.train, s.islands, user_data_dir() + "/islands", static_cast<std::size_t>(s.B) * s.T + 1);
         std::fprintf(stderr, "bench_convergence: model %s, %d islands, H=%d, %d rounds, B=%d T=%d, %.2fM tokens each run\n",
                      describe(s.model).c_str(), s.islands, s.H, s.rounds, s.B, s.T,
                      static_cast<double>(s.rounds) * s.H * s.islands * s.B * s.T / 1e6);
         std::vector<double> equal(s.islands, 1.0), speeds = {1.0, 1.0, 0.5, 0.25};
         speeds.resize(s.islands, 1.0);
-        auto want = [&](const std::string& n) { return only.empty() || only.count(n); };
+        auto want = [&](const std::string& n) { return only.empty() || std::ranges::count(only, n) > 0; };
         std::vector<Row> rows;
         auto emit = [&](const Row& r) {
             rows.push_back(r);
             if (json)
-                std::printf("{\"name\":\"%s\",\"val_loss\":%.4f,\"bytes\":%.0f,\"tokens\":%.0f,\"seconds\":%.1f}\n",
-                            r.name.c_str(), r.val_loss, r.bytes, r.tokens, r.seconds);
-            std::fflush(stdout);
+                bench::print_row({{"name", r.name},
+                                  {"val_loss", bench::rounded(r.val_loss, 4)},
+                                  {"bytes", std::llround(r.bytes)},
+                                  {"tokens", std::llround(r.tokens)},
+                                  {"seconds", bench::rounded(r.seconds, 1)}});
         };
         if (want("single")) emit(run_single(s));
         if (want("single-same-steps")) emit(run_single(s, true));
@@ -238,9 +233,5 @@ int main(int argc, char** argv) {
                             r.tokens, r.seconds);
             }
         }
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    return 0;
+    });
 }

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/cuda/cuda_check.h"
@@ -81,34 +81,26 @@ Row run(const ModelConfig& config, cuda::AttentionKind kind, int B, int T, int s
 }  // namespace
 
 int main(int argc, char** argv) {
+    CLI::App app{"bench_gpu_train: GPT-2 training ms/step, tokens/s, MFU and peak memory on one GPU"};
+    app.option_defaults()->always_capture_default();
     std::string config_name = "gpt2-124m", attention = "both";
     int vocab = 50257, B = 32, T = 1024, steps = 50;
     bool json = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) throw Error("bench_gpu_train: " + a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--config") config_name = next();
-        else if (a == "--vocab") vocab = std::stoi(next());
-        else if (a == "--B") B = std::stoi(next());
-        else if (a == "--T") T = std::stoi(next());
-        else if (a == "--steps") steps = std::stoi(next());
-        else if (a == "--attention") attention = next();
-        else if (a == "--json") json = true;
-        else {
-            std::fprintf(stderr, "usage: bench_gpu_train [--config NAME] [--vocab V] [--B 32] [--T 1024] [--steps 50] "
-                                 "[--attention fused|unfused|both] [--json]\n");
-            return 2;
+    app.add_option("--config", config_name, "model config: tiny, small, gpt2-124m");
+    app.add_option("--vocab", vocab, "vocabulary size V (padded to Vp by the model)")->check(bench::at_least_one());
+    app.add_option("--B", B, "largest batch to try; halved until it fits")->check(bench::at_least_one());
+    app.add_option("--T", T, "sequence length")->check(bench::at_least_one());
+    app.add_option("--steps", steps, "steps per row; the median after the first five is reported")
+        ->check(bench::at_least_one());
+    app.add_option("--attention", attention, "attention kernels to time")
+        ->check(CLI::IsMember({"fused", "unfused", "both"}));
+    app.add_flag("--json", json, "also print one JSON object per row after the table");
+    return bench::run_main(app, argc, argv, [&] {
+        const std::string reason = cuda::no_device_reason();
+        if (!reason.empty()) {
+            std::printf("SKIPPED: %s\n", reason.c_str());
+            return;
         }
-    }
-    const std::string reason = cuda::no_device_reason();
-    if (!reason.empty()) {
-        std::printf("SKIPPED: %s\n", reason.c_str());
-        return 0;
-    }
-    try {
         const cuda::Info info = cuda::cuda_info();
         const cuda::DeviceInfo& dev = info.devices.at(0);
         ModelConfig config = model_preset(config_name, vocab);
@@ -120,7 +112,6 @@ int main(int argc, char** argv) {
         std::vector<cuda::AttentionKind> kinds;
         if (attention == "fused" || attention == "both") kinds.push_back(cuda::AttentionKind::fused);
         if (attention == "unfused" || attention == "both") kinds.push_back(cuda::AttentionKind::unfused);
-        if (kinds.empty()) throw Error("bench_gpu_train: --attention must be fused, unfused or both");
         std::vector<Row> rows;
         for (auto kind : kinds) {
             for (int b = B; b >= 1; b /= 2) {  // the largest batch that fits
@@ -141,12 +132,13 @@ int main(int argc, char** argv) {
                         r.loss_last);
         if (json)
             for (const Row& r : rows)
-                std::printf("{\"attention\":\"%s\",\"B\":%d,\"T\":%d,\"ms_per_step\":%.3f,\"tokens_per_s\":%.1f,"
-                            "\"tflops\":%.2f,\"mfu\":%.4f,\"peak_gib\":%.2f}\n",
-                            r.attention.c_str(), r.B, r.T, r.ms, r.tokens_per_s, r.tflops, r.mfu, r.peak_gib);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    return 0;
+                bench::print_row({{"attention", r.attention},
+                                  {"B", r.B},
+                                  {"T", r.T},
+                                  {"ms_per_step", bench::rounded(r.ms, 3)},
+                                  {"tokens_per_s", bench::rounded(r.tokens_per_s, 1)},
+                                  {"tflops", bench::rounded(r.tflops, 2)},
+                                  {"mfu", bench::rounded(r.mfu, 4)},
+                                  {"peak_gib", bench::rounded(r.peak_gib, 2)}});
+    });
 }

@@ -1,12 +1,12 @@
 // bench/make_pseudo_grad.cpp: writes a real DiLoCo pseudo-gradient Δ = θ_start − θ_after_H_steps as raw
 // little-endian float32, for bench_codecs --pseudo-grad. It trains the engine from a GPT-2 init on the
-// bundled corpus (prepared into data/kjv/ on first use) for H inner AdamW steps.
+// bundled corpus (prepared into the user's data directory on first use) for H inner AdamW steps.
 // Usage: make_pseudo_grad OUT.f32 [--config gpt2-124m] [--steps 8] [--floats 67108864]
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <string>
 
+#include "bench/bench_cli.h"
 #include "core/corpus.h"
 #include "core/error.h"
 #include "core/tokenizer.h"
@@ -17,20 +17,17 @@
 using namespace arch;
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: make_pseudo_grad OUT.f32 [--config NAME] [--steps H] [--floats N]\n");
-        return 2;
-    }
-    std::string out = argv[1], config_name = "gpt2-124m";
+    CLI::App app{"make_pseudo_grad: writes a DiLoCo pseudo-gradient (raw float32) for bench_codecs --pseudo-grad"};
+    app.option_defaults()->always_capture_default();
+    std::string out, config_name = "gpt2-124m";
     int steps = 8;
     std::size_t floats = std::size_t{1} << 26;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--config")) config_name = argv[i + 1];
-        else if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--floats")) floats = std::stoull(argv[i + 1]);
-    }
-    try {
-        const PreparedCorpus corpus = ensure_bundled_corpus(".", "data/kjv");
+    app.add_option("OUT.f32", out, "file to write")->required();
+    app.add_option("--config", config_name, "model config: tiny, small, gpt2-124m");
+    app.add_option("--steps", steps, "inner AdamW steps H")->check(bench::at_least_one());
+    app.add_option("--floats", floats, "floats to write (at most the model's parameter count)");
+    return bench::run_main(app, argc, argv, [&] {
+        const PreparedCorpus corpus = ensure_bundled_corpus();
         const ModelConfig config = model_preset(config_name, Tokenizer::load(corpus.tokenizer_path).vocab_size());
         auto backend = make_cpu_backend();
         GPT2 model(config, *backend);
@@ -56,9 +53,5 @@ int main(int argc, char** argv) {
         if (!f) throw Error("cannot write '" + out + "'");
         std::fprintf(stderr, "wrote %zu floats of Δ (model %s, %d steps) to %s\n", floats, describe(config).c_str(),
                      steps, out.c_str());
-    } catch (const Error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    return 0;
+    });
 }

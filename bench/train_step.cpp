@@ -1,15 +1,15 @@
 // bench/train_step.cpp: ms per training step (forward, backward, AdamW) and achieved GFLOP/s of the
 // CPU engine, beside oneDNN's sgemm GFLOP/s measured in the same run (the ceiling a step can reach).
-// Usage: bench_train_step [--json] [--steps N] [--config NAME]   (default: gpt2-124m B=4 T=64, and tiny)
+// Usage: bench_train_step [--json] [--steps N] [--config NAME,...]   (default: gpt2-124m,tiny; B=4 T=64)
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "core/adamw.h"
 #include "core/gpt2.h"
 #include "core/rng.h"
@@ -82,37 +82,43 @@ Row run(const std::string& name, int B, int T, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    CLI::App app{"bench_train_step: ms per CPU training step and GFLOP/s, beside oneDNN sgemm GFLOP/s"};
+    app.option_defaults()->always_capture_default();
     bool json = false;
     int steps = 5;
     std::vector<std::string> configs = {"gpt2-124m", "tiny"};
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--json")) json = true;
-        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::stoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--config") && i + 1 < argc) configs = {argv[++i]};
-        else {
-            std::fprintf(stderr, "usage: bench_train_step [--json] [--steps N] [--config tiny|small|gpt2-124m]\n");
-            return 2;
+    app.add_flag("--json", json, "one JSON object per row instead of the table");
+    app.add_option("--steps", steps, "timed steps per config (after one warm-up step)")->check(bench::at_least_one());
+    app.add_option("--config", configs, "model configs to time (tiny, small, gpt2-124m), comma-separated")
+        ->delimiter(',');
+    return bench::run_main(app, argc, argv, [&] {
+        const double peak = sgemm_gflops();
+        const int threads = omp_get_max_threads();
+        if (!json) {
+            std::printf("train step, fp32, %d threads; oneDNN sgemm (256x3072x768) %.1f GFLOP/s\n", threads, peak);
+            std::printf("%-10s %3s %5s %10s %9s %9s %9s %9s %9s\n", "config", "B", "T", "ms/step", "fwd ms", "bwd ms",
+                        "adamw ms", "GFLOP/s", "of sgemm");
         }
-    }
-    const double peak = sgemm_gflops();
-    const int threads = omp_get_max_threads();
-    if (!json) {
-        std::printf("train step, fp32, %d threads; oneDNN sgemm (256x3072x768) %.1f GFLOP/s\n", threads, peak);
-        std::printf("%-10s %3s %5s %10s %9s %9s %9s %9s %9s\n", "config", "B", "T", "ms/step", "fwd ms", "bwd ms",
-                    "adamw ms", "GFLOP/s", "of sgemm");
-    }
-    for (const std::string& name : configs) {
-        const int B = 4, T = 64;
-        const Row r = run(name, B, T, steps);
-        if (json)
-            std::printf("{\"config\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,\"ms_per_step\":%.1f,\"gflops\":%.1f,"
-                        "\"forward_ms\":%.1f,\"backward_ms\":%.1f,\"optimizer_ms\":%.1f,\"sgemm_gflops\":%.1f}\n",
-                        r.config.c_str(), r.B, r.T, threads, r.ms_per_step, r.gflops, r.forward_ms, r.backward_ms,
-                        r.optimizer_ms, peak);
-        else
-            std::printf("%-10s %3d %5d %10.1f %9.1f %9.1f %9.1f %9.1f %8.0f%%\n", r.config.c_str(), r.B, r.T,
-                        r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.gflops, 100.0 * r.gflops / peak);
-        std::fflush(stdout);
-    }
-    return 0;
+        for (const std::string& name : configs) {
+            const int B = 4, T = 64;
+            const Row r = run(name, B, T, steps);
+            if (json) {
+                bench::print_row({{"config", r.config},
+                                  {"B", r.B},
+                                  {"T", r.T},
+                                  {"threads", threads},
+                                  {"ms_per_step", bench::rounded(r.ms_per_step, 1)},
+                                  {"gflops", bench::rounded(r.gflops, 1)},
+                                  {"forward_ms", bench::rounded(r.forward_ms, 1)},
+                                  {"backward_ms", bench::rounded(r.backward_ms, 1)},
+                                  {"optimizer_ms", bench::rounded(r.optimizer_ms, 1)},
+                                  {"sgemm_gflops", bench::rounded(peak, 1)}});
+            } else {
+                std::printf("%-10s %3d %5d %10.1f %9.1f %9.1f %9.1f %9.1f %8.0f%%\n", r.config.c_str(), r.B, r.T,
+                            r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.gflops,
+                            100.0 * r.gflops / peak);
+                std::fflush(stdout);
+            }
+        }
+    });
 }

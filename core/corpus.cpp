@@ -20,6 +20,8 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/install_paths.h"
+#include "core/log.h"
 #include "core/token_shard.h"
 #include "core/tokenizer.h"
 
@@ -167,11 +169,11 @@ void check_inputs(const std::vector<std::string>& input_files, double val_fracti
 Tokenizer train_tokenizer(const std::vector<std::string>& input_files, int vocab_size) {
     TokenizerTrainer trainer;
     for (const std::string& p : input_files) {
-        std::fprintf(stderr, "prepare: counting words in %s\n", p.c_str());
+        log::get("data")->info("prepare: counting words in {}", p);
         read_text_pieces(p, [&](std::string_view text) { trainer.add_text(text); });
     }
     return trainer.train(vocab_size, [](int done, int total) {
-        std::fprintf(stderr, "prepare: training tokenizer: merges %d/%d\n", done, total);
+        log::get("data")->info("prepare: training tokenizer: merges {}/{}", done, total);
     });
 }
 
@@ -184,12 +186,12 @@ std::vector<uint16_t> encode_inputs(const std::vector<std::string>& input_files,
             for (int id : tok.encode(text)) tokens.push_back(static_cast<uint16_t>(id));
             bytes += text.size();
             if (bytes >= next_report) {
-                std::fprintf(stderr, "prepare: encoding: %.1f MB, %zu tokens\n", bytes / 1e6, tokens.size());
+                log::get("data")->info("prepare: encoding: {:.1f} MB, {} tokens", bytes / 1e6, tokens.size());
                 next_report = bytes + (16 << 20);
             }
         });
     }
-    std::fprintf(stderr, "prepare: encoded %.1f MB into %zu tokens\n", bytes / 1e6, tokens.size());
+    log::get("data")->info("prepare: encoded {:.1f} MB into {} tokens", bytes / 1e6, tokens.size());
     return tokens;
 }
 
@@ -225,17 +227,14 @@ PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const
 
     const std::string done = (fs::path(out_dir) / "DONE").string();
     write_file_atomic(done, std::span(reinterpret_cast<const uint8_t*>(done_text.data()), done_text.size()));
-    std::fprintf(stderr, "prepare: wrote %llu train tokens in %zu shard(s) and %llu val tokens in %zu shard(s) to %s\n",
-                 static_cast<unsigned long long>(n - val_n), train_shards, static_cast<unsigned long long>(val_n),
-                 val_shards, out_dir.c_str());
+    log::get("data")->info("prepare: wrote {} train tokens in {} shard(s) and {} val tokens in {} shard(s) to {}",
+                           n - val_n, train_shards, val_n, val_shards, out_dir);
     return result;
 }
 
-PreparedCorpus ensure_bundled_corpus(const std::string& repo_root, const std::string& out_dir) {
-    const std::string input = (fs::path(repo_root) / "data" / "kjv.txt.zst").string();
+PreparedCorpus ensure_bundled_corpus(const std::string& input, const std::string& out_dir) {
     if (!fs::is_regular_file(input))
-        throw Error("corpus: the bundled corpus '" + input + "' is missing; expected it in the repository "
-                    "(data/make_kjv.sh regenerates it)");
+        throw Error("corpus: the bundled corpus '" + input + "' is missing (data/make_kjv.sh regenerates it)");
     constexpr int kVocab = 4096;
     constexpr double kValFraction = 0.02;
     fs::create_directories(out_dir);
@@ -246,6 +245,10 @@ PreparedCorpus ensure_bundled_corpus(const std::string& repo_root, const std::st
         read_small_file(done) == manifest({input}, kVocab, kValFraction, ""))
         return paths;
     return prepare_corpus({input}, out_dir, kVocab, kValFraction, "");
+}
+
+PreparedCorpus ensure_bundled_corpus() {
+    return ensure_bundled_corpus(shipped_file("kjv.txt.zst"), (fs::path(user_data_dir()) / "corpus" / "kjv").string());
 }
 
 }  // namespace arch

@@ -25,8 +25,11 @@ constexpr uint64_t kMinValTokens = 4 * 1024 + 1;   // one llm.c-default val batc
 PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
                               int vocab_size, double val_fraction, const std::string& tokenizer_path);
 
-// Prepares repo_root/data/kjv.txt.zst into out_dir (vocab 4096, val fraction 0.02) unless out_dir
-// already holds a finished preparation of the same input with the same settings.
-PreparedCorpus ensure_bundled_corpus(const std::string& repo_root, const std::string& out_dir);
+// Prepares the bundled corpus file (kjv.txt.zst) into out_dir (vocab 4096, val fraction 0.02) unless
+// out_dir already holds a finished preparation of the same input with the same settings.
+PreparedCorpus ensure_bundled_corpus(const std::string& corpus_file, const std::string& out_dir);
+
+// The same for the shipped corpus (core/install_paths.h), into the user's data directory (corpus/kjv).
+PreparedCorpus ensure_bundled_corpus();
 
 }  // namespace arch

@@ -1,16 +1,24 @@
 // core/file_io.h: whole-file reads and atomic writes (write PATH.tmp, fsync, rename), so that a
 // failed or interrupted write never replaces a good file. Errors name the path and the cause.
+// Writes set an explicit mode on the temporary file before any byte lands, so a secret never exists
+// with looser permissions, even for a moment.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace arch {
 
-std::vector<uint8_t> read_file(const std::string& path);
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
+// Refuses files over max_bytes (small text files: a wrong path must not read a whole disk image).
+std::vector<uint8_t> read_file(const std::string& path, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
+std::string read_text_file(const std::string& path, std::size_t max_bytes = 1 << 20);
+void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode = 0644);
+void write_text_file_atomic(const std::string& path, const std::string& text, mode_t mode = 0644);
 bool file_exists(const std::string& path);
 
 // An exclusive advisory lock (flock) on PATH, created if missing, held until destruction: it makes

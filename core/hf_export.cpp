@@ -1,5 +1,6 @@
 // core/hf_export.cpp: safetensors writer (8-byte header length, JSON header, raw little-endian F32)
-// and the GPT-2 config.json for transformers.
+// and the GPT-2 config.json for transformers. Both JSON texts are nlohmann::ordered_json, so their
+// fields keep the order written here.
 #include "core/hf_export.h"
 
 #include <sys/stat.h>
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -34,16 +37,14 @@ std::vector<float> transposed(const float* src, int rows, int cols) {
 std::vector<float> copied(const float* src, std::size_t n) { return std::vector<float>(src, src + n); }
 
 void write_safetensors(const std::string& path, const std::vector<Entry>& entries) {
-    std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+    nlohmann::ordered_json index = {{"__metadata__", {{"format", "pt"}}}};
     std::size_t offset = 0;
     for (const Entry& e : entries) {
         const std::size_t bytes = e.data.size() * sizeof(float);
-        header += ",\"" + e.name + "\":{\"dtype\":\"F32\",\"shape\":[";
-        for (std::size_t i = 0; i < e.shape.size(); ++i) header += (i ? "," : "") + std::to_string(e.shape[i]);
-        header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+        index[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
     }
-    header += "}";
+    std::string header = index.dump();
     while (header.size() % 8 != 0) header += ' ';
     std::vector<uint8_t> out(8 + header.size() + offset);
     const uint64_t header_size = header.size();
@@ -58,13 +59,24 @@ void write_safetensors(const std::string& path, const std::vector<Entry>& entrie
 }
 
 std::string config_json(const ModelConfig& c) {
-    return "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-           "  \"activation_function\": \"gelu_new\",\n  \"vocab_size\": " + std::to_string(c.vocab_size) +
-           ",\n  \"n_positions\": " + std::to_string(c.max_seq_len) + ",\n  \"n_ctx\": " + std::to_string(c.max_seq_len) +
-           ",\n  \"n_embd\": " + std::to_string(c.channels) + ",\n  \"n_layer\": " + std::to_string(c.num_layers) +
-           ",\n  \"n_head\": " + std::to_string(c.num_heads) +
-           ",\n  \"layer_norm_epsilon\": 1e-05,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
-           "  \"attn_pdrop\": 0.0,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\"\n}\n";
+    const nlohmann::ordered_json config = {
+        {"architectures", {"GPT2LMHeadModel"}},
+        {"model_type", "gpt2"},
+        {"activation_function", "gelu_new"},
+        {"vocab_size", c.vocab_size},
+        {"n_positions", c.max_seq_len},
+        {"n_ctx", c.max_seq_len},
+        {"n_embd", c.channels},
+        {"n_layer", c.num_layers},
+        {"n_head", c.num_heads},
+        {"layer_norm_epsilon", 1e-05},
+        {"resid_pdrop", 0.0},
+        {"embd_pdrop", 0.0},
+        {"attn_pdrop", 0.0},
+        {"tie_word_embeddings", true},
+        {"torch_dtype", "float32"},
+    };
+    return config.dump(2) + "\n";
 }
 
 }  // namespace

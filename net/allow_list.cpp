@@ -4,13 +4,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "net/keys.h"
-#include "net/text_file.h"
 
 namespace arch::net {
 
 AllowList AllowList::load(const std::string& path) {
-    return parse(detail::read_text_file(path, 16 << 20), "allow-list '" + path + "'");
+    return parse(read_text_file(path, 16 << 20), "allow-list '" + path + "'");
 }
 
 AllowList AllowList::parse(const std::string& text, const std::string& what) {
@@ -52,7 +52,7 @@ std::string AllowList::to_text() const {
 }
 
 void AllowList::save(const std::string& path) const {
-    detail::write_text_file_atomic(path, to_text(), 0644);
+    write_text_file_atomic(path, to_text(), 0644);
 }
 
 void AllowList::add(const std::string& public_key, const std::string& name) {

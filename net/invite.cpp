@@ -1,13 +1,16 @@
-// net/invite.cpp: invite file format and validation.
+// net/invite.cpp: the invite file (TOML, read through core/toml_file.h) and its validation.
 #include "net/invite.h"
 
 #include <sodium.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "core/error.h"
 #include "net/keys.h"
-#include "net/text_file.h"
+#include "core/file_io.h"
+#include "core/toml_file.h"
+#include "net/legacy_format.h"
 
 namespace arch::net {
 namespace {
@@ -45,34 +48,33 @@ void Invite::validate(const std::string& what) const {
 std::string Invite::to_text() const {
     char id[17];
     std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(run_id));
-    return "# archipelago invite: give this file to the peer that will join (it holds no secret)\n"
-           "host-endpoint = " +
-           host_endpoint + "\nhost-public-key = " + host_public_key + "\nrun-id = " + id + "\n";
+    toml::table t{{"host-endpoint", host_endpoint}, {"host-public-key", host_public_key}, {"run-id", std::string(id)}};
+    std::ostringstream out;
+    out << "# archipelago invite: give this file to the peer that will join (it holds no secret)\n" << t << "\n";
+    return out.str();
 }
 
 void Invite::save(const std::string& path) const {
     validate("invite");
-    detail::write_text_file_atomic(path, to_text(), 0644);
+    write_text_file_atomic(path, to_text(), 0644);
 }
 
 Invite Invite::load(const std::string& path) {
-    return parse(detail::read_text_file(path, 4096), "invite '" + path + "'");
+    return parse(read_text_file(path, 4096), path);
 }
 
 Invite Invite::parse(const std::string& text, const std::string& what) {
-    const auto fields = detail::parse_fields(text, what);
-    for (const auto& [name, value] : fields)
-        if (name != "host-endpoint" && name != "host-public-key" && name != "run-id")
-            throw Error(what + ": unknown field '" + name + "'");
-    for (const char* name : {"host-endpoint", "host-public-key", "run-id"})
-        if (!fields.count(name)) throw Error(what + ": missing field '" + std::string(name) + "'");
+    const toml::table file = parse_net_file(text, what, "invite");
+    toml_file::Fields f(file, what, "");
     Invite invite;
-    invite.host_endpoint = fields.at("host-endpoint");
-    invite.host_public_key = fields.at("host-public-key");
-    const std::string& id = fields.at("run-id");
-    if (id.empty() || id.size() > 16 ||
-        id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-        throw Error(what + ": run-id must be 1..16 hex digits, found '" + id + "'");
+    std::string id;
+    for (const char* name : {"host-endpoint", "host-public-key", "run-id"}) f.require(name);
+    f.text("host-endpoint", invite.host_endpoint);
+    f.text("host-public-key", invite.host_public_key);
+    f.text("run-id", id);
+    f.finish();
+    if (id.empty() || id.size() > 16 || id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        f.fail("run-id", "must be 1..16 hex digits, found '" + id + "'");
     invite.run_id = std::stoull(id, nullptr, 16);
     invite.validate(what);
     return invite;

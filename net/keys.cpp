@@ -1,4 +1,4 @@
-// net/keys.cpp: key generation through libzmq (libsodium underneath), key files, fingerprints.
+// net/keys.cpp: key generation through libzmq (libsodium underneath), key files (TOML), fingerprints.
 #include "net/keys.h"
 
 #include <sodium.h>
@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <span>
+#include <sstream>
 
 #include "core/error.h"
-#include "net/text_file.h"
+#include "core/file_io.h"
+#include "core/toml_file.h"
+#include "net/legacy_format.h"
 
 namespace arch::net {
 namespace {
@@ -24,11 +26,28 @@ bool decode_key(const std::string& z85, uint8_t out[32]) {
     return zmq_z85_decode(out, z85.c_str()) != nullptr;
 }
 
-std::string field(const std::map<std::string, std::string>& fields, const std::string& name,
-                  const std::string& path) {
-    const auto it = fields.find(name);
-    if (it == fields.end()) throw Error("key file '" + path + "' has no '" + name + "' line");
-    return it->second;
+// A key file: "public-key" and, in the secret file, "secret-key"; nothing else.
+struct KeyFields {
+    std::string public_key, secret_key;
+};
+
+KeyFields read_key_file(const std::string& path, bool need_secret) {
+    const std::string text = read_text_file(path, 4096);
+    const toml::table file = parse_net_file(text, path, "key file");
+    toml_file::Fields f(file, path, "");
+    KeyFields k;
+    f.require("public-key");
+    if (need_secret) f.require("secret-key");
+    f.text("public-key", k.public_key);
+    f.text("secret-key", k.secret_key);
+    f.finish();
+    return k;
+}
+
+std::string key_file_text(const std::string& comment, const toml::table& keys) {
+    std::ostringstream out;
+    out << comment << "\n" << keys << "\n";
+    return out.str();
 }
 
 }  // namespace
@@ -60,17 +79,14 @@ void save_keypair(const KeyPair& keys, const std::string& path, bool overwrite) 
         throw Error(
             "key file '" + path +
             "' already exists; remove it first if you really mean to replace this node's identity");
-    detail::write_text_file_atomic(
-        path,
-        "# archipelago CURVE key pair: keep this file private (mode 0600)\n"
-        "public-key = " +
-            keys.public_key + "\nsecret-key = " + keys.secret_key + "\n",
-        0600);
-    detail::write_text_file_atomic(path + ".pub",
-                                   "# archipelago CURVE public key (fingerprint " +
-                                       fingerprint(keys.public_key) +
-                                       ")\npublic-key = " + keys.public_key + "\n",
-                                   0644);
+    write_text_file_atomic(path,
+                           key_file_text("# archipelago CURVE key pair: keep this file private (mode 0600)",
+                                         toml::table{{"public-key", keys.public_key}, {"secret-key", keys.secret_key}}),
+                           0600);
+    write_text_file_atomic(path + ".pub",
+                           key_file_text("# archipelago CURVE public key (fingerprint " + fingerprint(keys.public_key) + ")",
+                                         toml::table{{"public-key", keys.public_key}}),
+                           0644);
 }
 
 KeyPair load_keypair(const std::string& path) {
@@ -84,9 +100,8 @@ KeyPair load_keypair(const std::string& path) {
         throw Error("secret key file '" + path + "' is readable by group or others (mode " + mode +
                     "); run 'chmod 600 " + path + "' and check nobody copied it");
     }
-    const auto fields =
-        detail::parse_fields(detail::read_text_file(path, 4096), "key file '" + path + "'");
-    KeyPair keys{field(fields, "public-key", path), field(fields, "secret-key", path)};
+    const KeyFields fields = read_key_file(path, true);
+    KeyPair keys{fields.public_key, fields.secret_key};
     check_public_key(keys.public_key, "key file '" + path + "' public-key");
     check_public_key(keys.secret_key, "key file '" + path + "' secret-key");
     char derived[41];
@@ -96,9 +111,7 @@ KeyPair load_keypair(const std::string& path) {
 }
 
 std::string load_public_key(const std::string& path) {
-    const auto fields =
-        detail::parse_fields(detail::read_text_file(path, 4096), "key file '" + path + "'");
-    const std::string key = field(fields, "public-key", path);
+    const std::string key = read_key_file(path, false).public_key;
     check_public_key(key, "key file '" + path + "' public-key");
     return key;
 }
@@ -109,7 +122,9 @@ std::string fingerprint(const std::string& public_key) {
     uint8_t
         digest[crypto_generichash_BYTES_MIN];  // 16, the smallest BLAKE2b output libsodium allows
     crypto_generichash(digest, sizeof(digest), raw, sizeof(raw), nullptr, 0);
-    return detail::to_hex(std::span<const uint8_t>(digest, 8));
+    char hex[2 * 8 + 1];
+    sodium_bin2hex(hex, sizeof(hex), digest, 8);
+    return hex;
 }
 
 }  // namespace arch::net

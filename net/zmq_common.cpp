@@ -4,9 +4,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace arch::net {
 
@@ -23,7 +23,7 @@ uint64_t Traffic::bytes_received() const {
 }
 
 LogFn stderr_log() {
-    return [](const std::string& line) { std::cerr << "net: " << line << "\n"; };
+    return [](const std::string& line) { log::get("net")->info(line); };
 }
 
 }  // namespace arch::net

@@ -34,7 +34,7 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     const RunConfig& c = options_.config;
     int vocab = 0;
     if (c.train_data.empty()) {
-        const PreparedCorpus corpus = ensure_bundled_corpus(options_.repo_root, options_.repo_root + "/data/kjv");
+        const PreparedCorpus corpus = ensure_bundled_corpus();
         vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
         val_pattern_ = corpus.val_pattern;
     } else {

@@ -38,7 +38,6 @@ struct RoundRow {
 
 struct HostOptions {
     RunConfig config;
-    std::string repo_root = ".";
     std::function<void(const std::string&)> log;     // one line per event
     std::function<void(const RoundRow&)> on_round;   // one call per finished round
     RunStatus* status = nullptr;  // optional: the control API's view of the run, and its pause/leave commands

@@ -7,6 +7,7 @@
 #include "core/corpus.h"
 #include "core/data_split.h"
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "core/tokenizer.h"
 #include "peers/control/run_status.h"
 
@@ -67,12 +68,12 @@ void Peer::on_welcome(const protocol::Welcome& w) {
     std::string train = c.train_data, val = c.val_data;
     int vocab = 0;
     if (train.empty()) {
-        const PreparedCorpus corpus = ensure_bundled_corpus(options_.repo_root, options_.repo_root + "/data/kjv");
+        const PreparedCorpus corpus = ensure_bundled_corpus();
         train = corpus.train_pattern;
         vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
     }
     const std::vector<std::string> slices = split_for_islands(
-        train, c.islands, options_.repo_root + "/data/kjv/islands",
+        train, c.islands, user_data_dir() + "/islands",
         static_cast<std::size_t>(c.batch) * c.seq_len + 1);
     const ModelConfig model = run_model_config(c, vocab);
     worker_ = std::make_unique<diloco::IslandWorker>(model, run_train_config(c, slices[island_], "", c.seed + 1 + island_),

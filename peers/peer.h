@@ -22,7 +22,6 @@ class RunStatus;  // peers/control/run_status.h
 
 struct PeerOptions {
     std::string name = "peer";
-    std::string repo_root = ".";
     double throttle = 1.0;  // < 1 makes the island artificially slower (0.5: half speed)
     int devices = 1;        // this island's devices (CPU threads here), trained together every step
     Parallel parallel = Parallel::ddp;

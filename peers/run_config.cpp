@@ -1,128 +1,102 @@
-// peers/run_config.cpp: run.toml parsing (cpptoml) and validation.
+// peers/run_config.cpp: run.toml parsing (toml++, through core/toml_file.h) and validation: every key
+// is typed and ranged where it is read, and any key or section not read here is refused.
 #include "peers/run_config.h"
 
-#include <cpptoml.h>
-
-#include <sstream>
+#include <cstdint>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/toml_file.h"
 
 namespace arch {
 
-namespace {
-
-template <class T>
-void read(const cpptoml::table& t, const std::string& key, T& out, const std::string& source) {
-    if (!t.contains_qualified(key)) return;
-    auto v = t.get_qualified_as<T>(key);
-    if (!v) throw Error(source + ": key '" + key + "' has the wrong type");
-    out = *v;
-}
-
-void read_double(const cpptoml::table& t, const std::string& key, double& out, const std::string& source) {
-    if (!t.contains_qualified(key)) return;
-    if (auto d = t.get_qualified_as<double>(key)) out = *d;
-    else if (auto i = t.get_qualified_as<int64_t>(key)) out = static_cast<double>(*i);
-    else throw Error(source + ": key '" + key + "' must be a number");
-}
-
-void read_float(const cpptoml::table& t, const std::string& key, float& out, const std::string& source) {
-    double d = out;
-    read_double(t, key, d, source);
-    out = static_cast<float>(d);
-}
-
-void read_int(const cpptoml::table& t, const std::string& key, int& out, const std::string& source) {
-    int64_t v = out;
-    read(t, key, v, source);
-    out = static_cast<int>(v);
-}
-
-void check(bool ok, const std::string& source, const std::string& what) {
-    if (!ok) throw Error(source + ": " + what);
-}
-
-}  // namespace
-
 RunConfig parse_run_config(const std::string& text, const std::string& source) {
-    std::shared_ptr<cpptoml::table> t;
-    try {
-        std::istringstream in(text);
-        cpptoml::parser p(in);
-        t = p.parse();
-    } catch (const cpptoml::parse_exception& e) {
-        throw Error(source + ": not valid TOML: " + e.what());
-    }
-    static const char* known[] = {"run", "model", "data", "inner", "outer", "wire", "deadlines"};
-    for (const auto& [key, value] : *t) {
-        bool ok = false;
-        for (const char* k : known) ok = ok || key == k;
-        if (!ok) throw Error(source + ": unknown section or key '" + key + "'");
-    }
+    const toml::table file = toml_file::parse(text, source);
+    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "wire", "deadlines"});
+    static const toml::table empty;
+    auto section = [&](const char* name) {
+        const toml::table* t = file[name].as_table();
+        return toml_file::Fields(t ? *t : empty, source, name);
+    };
     RunConfig c;
-    read(*t, "run.name", c.name, source);
-    read_int(*t, "run.rounds", c.rounds, source);
-    read_int(*t, "run.islands", c.islands, source);
-    read(*t, "run.mode", c.mode, source);
-    read(*t, "run.bind", c.bind, source);
-    read(*t, "run.checkpoint_dir", c.checkpoint_dir, source);
+    toml_file::Fields run = section("run");
+    run.text("name", c.name);
+    run.integer("rounds", c.rounds, 1, 10'000'000);
+    run.integer("islands", c.islands, 1, 1024);
+    run.text_choice("mode", c.mode, {"sync", "async"});
+    run.text("bind", c.bind);
+    run.text("checkpoint_dir", c.checkpoint_dir);
     int64_t seed = static_cast<int64_t>(c.seed);
-    read(*t, "run.seed", seed, source);
+    run.integer("seed", seed, 0, INT64_MAX);
     c.seed = static_cast<uint64_t>(seed);
-    read(*t, "model.config", c.preset, source);
-    read_int(*t, "model.layers", c.layers, source);
-    read_int(*t, "model.channels", c.channels, source);
-    read_int(*t, "model.heads", c.heads, source);
-    read_int(*t, "model.max_seq_len", c.max_seq_len, source);
-    read_int(*t, "model.vocab", c.vocab, source);
-    read(*t, "data.train", c.train_data, source);
-    read(*t, "data.val", c.val_data, source);
-    read_int(*t, "inner.steps_per_round", c.steps_per_round, source);
-    read_int(*t, "inner.batch", c.batch, source);
-    read_int(*t, "inner.seq_len", c.seq_len, source);
-    read_int(*t, "inner.grad_accum", c.grad_accum, source);
-    read_float(*t, "inner.lr", c.lr, source);
-    read_float(*t, "inner.weight_decay", c.weight_decay, source);
-    read_float(*t, "inner.grad_clip", c.grad_clip, source);
-    read_int(*t, "inner.warmup", c.warmup, source);
-    read_int(*t, "inner.val_batches", c.val_batches, source);
-    read(*t, "outer.optimizer", c.outer.optimizer, source);
-    read_float(*t, "outer.lr", c.outer.lr, source);
-    read_float(*t, "outer.momentum", c.outer.momentum, source);
-    read(*t, "outer.aggregator", c.outer.aggregator, source);
-    read(*t, "wire.codec", c.codec, source);
-    read(*t, "wire.down_codec", c.outer.down_codec, source);
-    read_double(*t, "deadlines.join_timeout_s", c.join_timeout_s, source);
-    read_double(*t, "deadlines.round_timeout_s", c.round_timeout_s, source);
-    read_double(*t, "deadlines.heartbeat_timeout_s", c.heartbeat_timeout_s, source);
-    read(*t, "deadlines.straggler", c.straggler, source);
+    run.finish();
 
-    check(c.rounds > 0, source, "run.rounds must be positive");
-    check(c.islands > 0 && c.islands <= 1024, source, "run.islands must be in [1, 1024]");
-    check(c.mode == "sync" || c.mode == "async", source, "run.mode must be sync or async, got '" + c.mode + "'");
-    check(c.steps_per_round > 0, source, "inner.steps_per_round (H) must be positive");
-    check(c.batch > 0 && c.seq_len > 0 && c.grad_accum > 0, source, "inner.batch, seq_len and grad_accum must be positive");
-    check(c.lr > 0, source, "inner.lr must be positive");
-    check(c.outer.lr > 0 && c.outer.momentum >= 0 && c.outer.momentum < 1, source,
-          "outer.lr must be positive and 0 <= outer.momentum < 1");
-    check(c.straggler == "drop" || c.straggler == "fold", source, "deadlines.straggler must be drop or fold");
-    check(c.round_timeout_s > 0 && c.heartbeat_timeout_s > 0 && c.join_timeout_s > 0, source,
-          "deadlines must be positive");
+    toml_file::Fields model = section("model");
+    model.text("config", c.preset);
+    model.integer("layers", c.layers, 0, 1024);
+    model.integer("channels", c.channels, 0, 65536);
+    model.integer("heads", c.heads, 0, 1024);
+    model.integer("max_seq_len", c.max_seq_len, 0, 1 << 20);
+    model.integer("vocab", c.vocab, 0, 1 << 24);
+    model.finish();
+
+    toml_file::Fields data = section("data");
+    data.text("train", c.train_data);
+    data.text("val", c.val_data);
+    data.finish();
+
+    toml_file::Fields inner = section("inner");
+    inner.integer("steps_per_round", c.steps_per_round, 1, 10'000'000);
+    inner.integer("batch", c.batch, 1, 1 << 16);
+    inner.integer("seq_len", c.seq_len, 1, 1 << 20);
+    inner.integer("grad_accum", c.grad_accum, 1, 1 << 16);
+    inner.number("lr", c.lr, 0.0, 10.0, true);
+    inner.number("weight_decay", c.weight_decay, 0.0, 10.0);
+    inner.number("grad_clip", c.grad_clip, 0.0, 1e9);
+    inner.integer("warmup", c.warmup, 0, 1'000'000'000);
+    inner.integer("val_batches", c.val_batches, 1, 1'000'000);
+    inner.finish();
+
+    toml_file::Fields outer = section("outer");
+    outer.text_choice("optimizer", c.outer.optimizer, {"nesterov", "average", "delayed-nesterov"});
+    outer.number("lr", c.outer.lr, 0.0, 100.0, true);
+    outer.number("momentum", c.outer.momentum, 0.0, 0.999999);
+    outer.text("aggregator", c.outer.aggregator);
+    outer.finish();
+
+    toml_file::Fields wire = section("wire");
+    wire.text("codec", c.codec);
+    wire.text("down_codec", c.outer.down_codec);
+    wire.finish();
+
+    toml_file::Fields deadlines = section("deadlines");
+    deadlines.number("join_timeout_s", c.join_timeout_s, 0.0, 1e7, true);
+    deadlines.number("round_timeout_s", c.round_timeout_s, 0.0, 1e7, true);
+    deadlines.number("heartbeat_timeout_s", c.heartbeat_timeout_s, 0.0, 1e7, true);
+    deadlines.text_choice("straggler", c.straggler, {"drop", "fold"});
+    deadlines.finish();
+
     if (c.mode == "async") {
         c.outer.optimizer = "delayed-nesterov";
         c.outer.period = static_cast<uint32_t>(c.islands);
     }
     // Codec and aggregator specs are parsed here so a typo fails at start, not at round 1.
-    diloco::GlobalModel probe(std::vector<float>(1), c.outer);
-    compression::make_codec(c.codec);
+    try {
+        diloco::GlobalModel probe(std::vector<float>(1), c.outer);
+    } catch (const Error& e) {
+        throw Error(source + ": [outer] or wire.down_codec: " + e.what());
+    }
+    try {
+        compression::make_codec(c.codec);
+    } catch (const Error& e) {
+        throw Error(wire.where("codec") + ": wire.codec: " + e.what());
+    }
     c.toml = text;
     return c;
 }
 
 RunConfig load_run_config(const std::string& path) {
-    const std::vector<uint8_t> bytes = read_file(path);
-    return parse_run_config(std::string(bytes.begin(), bytes.end()), path);
+    return parse_run_config(read_text_file(path), path);
 }
 
 ModelConfig run_model_config(const RunConfig& c, int vocab_from_tokenizer) {

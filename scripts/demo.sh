@@ -11,8 +11,9 @@ DIR=runs/demo
 CONFIG=data/demo-run.toml
 rm -rf "$DIR"
 mkdir -p "$DIR"
-# Prepare the bundled corpus once, before the islands start (each would otherwise do it).
-OMP_NUM_THREADS=1 $A prepare --input data/kjv.txt.zst --out data/kjv --vocab 4096 > /dev/null 2>&1 || true
+# The host and the islands prepare the bundled corpus into the user's data directory (once: the first
+# to start does it under a lock, the others wait for it). The same rule as core/install_paths.h:
+DATA=${ARCH_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/archipelago}
 for i in 1 2 3; do
   $A keygen --out "$DIR/peer-$i.key" > /dev/null
   $A invite --config "$CONFIG" --peer-key "$DIR/peer-$i.key.pub" --name "peer-$i" --out "$DIR/peer-$i.invite"
@@ -34,4 +35,4 @@ wait "$host_pid"
 for p in "${pids[@]}"; do wait "$p" || true; done
 echo
 echo "=== sample from the global model ($DIR/host/model.bin) ==="
-$A sample --checkpoint "$DIR/host/model.bin" --tokenizer data/kjv/tokenizer.bin --prompt "And the LORD said" --tokens 120
+$A sample --checkpoint "$DIR/host/model.bin" --tokenizer "$DATA/corpus/kjv/tokenizer.bin" --prompt "And the LORD said" --tokens 120

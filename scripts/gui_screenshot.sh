@@ -15,7 +15,6 @@ PORT=${PORT:-7491}
 DIR=$PWD/runs/gui-screenshot
 rm -rf "$DIR"
 mkdir -p "$DIR"
-OMP_NUM_THREADS=1 $A prepare --input data/kjv.txt.zst --out data/kjv --vocab 4096 > /dev/null 2>&1 || true
 
 cat > "$DIR/run.toml" <<TOML
 [run]

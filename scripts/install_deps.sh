@@ -12,7 +12,11 @@ PACKAGES=(
   libzstd-dev zstd       # zstd codec stage and the bundled corpus
   libsodium-dev          # BLAKE2b checksums, keys
   libzmq3-dev cppzmq-dev # transport
-  libcpptoml-dev         # run.toml
+  libtomlplusplus-dev    # run.toml, invites, key files (TOML 1.0)
+  nlohmann-json3-dev     # JSON: control API, HF config.json, JSON-lines logs, bench rows
+  libcli11-dev           # command lines of archipelago and every bench
+  libspdlog-dev libfmt-dev # logging
+  debootstrap            # tests/install: the .deb in a clean Debian 12 chroot
   libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
   prometheus             # promtool, checks the control API's /metrics in tests
   bible-kjv              # source of the bundled corpus (data/README.md)

@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "net/keys.h"
-#include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
 #include "peers/cli/sessions.h"
@@ -67,7 +66,7 @@ private:
             } catch (const std::exception& e) {
                 status_.log(std::string("error: ") + e.what());
                 status_.set_state("failed");
-                std::fprintf(stderr, "daemon: the run failed: %s\n", e.what());
+                log::get("daemon")->error("the run failed: {}", e.what());
             }
             status_.log("daemon: idle");
             running_ = false;
@@ -80,23 +79,20 @@ private:
     std::atomic<bool> running_{false};
 };
 
-}  // namespace
 
-int cmd_daemon(const std::vector<std::string>& argv) {
-    Args args("daemon", argv,
-              std::string("usage: archipelago daemon [--control-port P] [--token-file F] [--name NAME]\n"
-                          "                          [--devices N --parallel ddp|zero3] [--device cpu|cuda:N] [--throttle F]\n"
-                          "       an idle node that hosts or joins a run when told through the control API\n"
-                          "       (default port ") +
-                  std::to_string(kDefaultControlPort) + "; the peer flags apply to runs it joins)\n" + kControlUsage);
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const PeerSession defaults = read_peer_flags(args, "peer");
-    const ControlFlags control = read_control_flags(args, kDefaultControlPort);
-    args.finish();
-    if (control.port < 0) throw Error("daemon: --control-port must be in [0, 65535]");
+struct DaemonFlags {
+    PeerSession peer;
+    ControlFlags control;
+    log::Options log;
+};
+
+void run_daemon(DaemonFlags& f) {
+    log::configure(f.log);
+    check_peer_flags(f.peer);
+    resolve_control_flags(f.control);
+    if (f.control.port < 0) throw Error("daemon: --control-port must be in [0, 65535]");
+    const PeerSession& defaults = f.peer;
+    const ControlFlags& control = f.control;
     RunStatus status;
     Daemon daemon(status, defaults);
     ControlActions actions;
@@ -107,12 +103,26 @@ int cmd_daemon(const std::vector<std::string>& argv) {
     std::signal(SIGINT, on_quit);
     std::signal(SIGTERM, on_quit);
     status.log("daemon: idle");
-    std::fprintf(stderr, "daemon: idle; host or join through the control API\n");
-    std::fflush(stderr);
+    log::get("daemon")->info("idle; host or join through the control API");
     while (!g_quit) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server has its own thread
-    std::fprintf(stderr, "daemon: stopping\n");
+    log::get("daemon")->info("stopping");
     daemon.finish();
-    return 0;
+}
+
+}  // namespace
+
+void add_daemon(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<DaemonFlags>();
+    f->control.port = kDefaultControlPort;
+    CLI::App* cmd = app.add_subcommand(
+        "daemon", "serve the control API; host or join a run when told (the desktop app's backend; peer flags apply to runs it joins)");
+    add_peer_flags(*cmd, f->peer);
+    add_control_flags(*cmd, f->control);
+    add_log_flags(*cmd, f->log);
+    cmd->callback([f, &exit_code] {
+        run_daemon(*f);
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

@@ -5,28 +5,28 @@
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/hf_export.h"
-#include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 
 namespace arch::cli {
 
-int cmd_export(const std::vector<std::string>& argv) {
-    Args args("export", argv, "usage: archipelago export --safetensors --checkpoint FILE --out DIR\n");
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const bool safetensors = args.flag("safetensors");
-    const std::string ckpt = args.str("checkpoint", "");
-    const std::string out = args.str("out", "");
-    args.finish();
-    if (!safetensors) throw Error("export: say the format: --safetensors (the only one so far)\n" + args.usage());
-    if (ckpt.empty() || out.empty()) throw Error("export: give --checkpoint and --out\n" + args.usage());
-    const ModelConfig config = read_checkpoint_config(ckpt);
-    export_hf_gpt2(out, config, read_checkpoint_params(ckpt, config));
-    std::printf("exported %s (%s) to %s/model.safetensors and %s/config.json\n", ckpt.c_str(),
-                describe(config).c_str(), out.c_str(), out.c_str());
-    return 0;
+void add_export(CLI::App& app, int& exit_code) {
+    struct Flags {
+        bool safetensors = false;
+        std::string checkpoint, out;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = app.add_subcommand("export", "export a checkpoint for Hugging Face transformers (--safetensors)");
+    cmd->add_flag("--safetensors", f->safetensors, "write model.safetensors + config.json (the only format so far)");
+    cmd->add_option("--checkpoint", f->checkpoint, "an llm.c checkpoint (model.bin)")->required();
+    cmd->add_option("--out", f->out, "the folder to write")->required();
+    cmd->callback([f, &exit_code] {
+        if (!f->safetensors) throw Error("export: say the format: --safetensors (the only one so far)");
+        const ModelConfig config = read_checkpoint_config(f->checkpoint);
+        export_hf_gpt2(f->out, config, read_checkpoint_params(f->checkpoint, config));
+        std::printf("exported %s (%s) to %s/model.safetensors and %s/config.json\n", f->checkpoint.c_str(),
+                    describe(config).c_str(), f->out.c_str(), f->out.c_str());
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

@@ -1,33 +1,38 @@
 // peers/cli/cmd_host.cpp: `archipelago host --config run.toml`: binds the encrypted host socket
 // (allow-list from the run folder), runs the rounds, and prints one table row per round. With
 // --control-port it also serves the control API (status, pause/resume/leave; docs/control-api.md).
-#include <cstdio>
-
 #include "core/error.h"
-#include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/sessions.h"
 
 namespace arch::cli {
 
-int cmd_host(const std::vector<std::string>& argv) {
-    Args args("host", argv,
-              std::string("usage: archipelago host --config run.toml [--bind tcp://ADDR:PORT] [--control-port P]\n") +
-                  kControlUsage);
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const std::string config_path = args.str("config", "");
-    const std::string bind = args.str("bind", "");
-    const ControlFlags control = read_control_flags(args, -1);
-    args.finish();
-    if (config_path.empty()) throw Error("host: give --config run.toml\n" + args.usage());
-    RunConfig config = load_run_config(config_path);
-    if (!bind.empty()) config.bind = bind;
-    RunStatus status;
-    ControlEndpoint endpoint(control, status, ControlActions{[] { return true; }, {}, {}});
-    return run_host_session(std::move(config), status, true) ? 0 : 1;
+namespace {
+
+struct HostFlags {
+    std::string config, bind;
+    ControlFlags control;
+    log::Options log;
+};
+
+}  // namespace
+
+void add_host(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<HostFlags>();
+    CLI::App* cmd = app.add_subcommand("host", "host a DiLoCo run (run.toml)");
+    cmd->add_option("--config", f->config, "the run's run.toml (docs/run-config.md)")->required();
+    cmd->add_option("--bind", f->bind, "tcp://ADDR:PORT to listen on (default: run.bind)");
+    add_control_flags(*cmd, f->control);
+    add_log_flags(*cmd, f->log);
+    cmd->callback([f, &exit_code] {
+        log::configure(f->log);
+        resolve_control_flags(f->control);
+        RunConfig config = load_run_config(f->config);
+        if (!f->bind.empty()) config.bind = f->bind;
+        RunStatus status;
+        ControlEndpoint endpoint(f->control, status, ControlActions{[] { return true; }, {}, {}});
+        exit_code = run_host_session(std::move(config), status, true) ? 0 : 1;
+    });
 }
 
 }  // namespace arch::cli

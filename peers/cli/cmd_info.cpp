@@ -3,8 +3,9 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 
-#include "peers/cli/args.h"
+#include "core/install_paths.h"
 #include "peers/cli/commands.h"
 #include "peers/diloco/model_factory.h"
 #ifdef ARCH_HAVE_CUDA
@@ -13,13 +14,10 @@
 
 namespace arch::cli {
 
-int cmd_info(const std::vector<std::string>& argv) {
-    Args args("info", argv, "usage: archipelago info\n");
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    args.finish();
+namespace {
+
+void run_info() {
+    std::printf("%s\n", "archipelago " ARCH_VERSION);
     std::printf("backends:\n");
     std::printf("  cpu    fp32, oneDNN sgemm + OpenMP, %d threads (--device cpu)\n", omp_get_max_threads());
 #ifdef ARCH_HAVE_CUDA
@@ -38,7 +36,18 @@ int cmd_info(const std::vector<std::string>& argv) {
     std::printf("  cuda   not built (no CUDA toolkit was found when this archipelago was built)\n");
     std::printf("devices:\n  cpu\n");
 #endif
-    return 0;
+    std::printf("data: shipped files from %s; prepared data and runs in %s\n",
+                std::filesystem::path(shipped_file("kjv.txt.zst")).parent_path().c_str(), user_data_dir().c_str());
+}
+
+}  // namespace
+
+void add_info(CLI::App& app, int& exit_code) {
+    CLI::App* cmd = app.add_subcommand("info", "list the backends, the devices this machine has and the compiled CUDA architectures");
+    cmd->callback([&exit_code] {
+        run_info();
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

@@ -6,10 +6,10 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/log.h"
 #include "net/allow_list.h"
 #include "net/invite.h"
 #include "net/keys.h"
-#include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
 #include "peers/run_config.h"
@@ -41,62 +41,64 @@ net::KeyPair ensure_host_key(const HostFiles& files) {
     if (file_exists(files.key)) return net::load_keypair(files.key);
     const net::KeyPair keys = net::generate_keypair();
     net::save_keypair(keys, files.key);
-    std::fprintf(stderr, "created the host key %s (fingerprint %s)\n", files.key.c_str(),
-                 net::fingerprint(keys.public_key).c_str());
+    log::get("host")->info("created the host key {} (fingerprint {})", files.key, net::fingerprint(keys.public_key));
     return keys;
 }
 
-int cmd_keygen(const std::vector<std::string>& argv) {
-    Args args("keygen", argv, "usage: archipelago keygen --out FILE   (writes FILE, mode 0600, and FILE.pub)\n");
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const std::string out = args.str("out", "");
-    args.finish();
-    if (out.empty()) throw Error("keygen: give --out FILE\n" + args.usage());
-    const std::filesystem::path parent = std::filesystem::path(out).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-    const net::KeyPair keys = net::generate_keypair();
-    net::save_keypair(keys, out);
-    std::printf("wrote %s (secret, mode 0600) and %s.pub; fingerprint %s\n", out.c_str(), out.c_str(),
-                net::fingerprint(keys.public_key).c_str());
-    return 0;
+void add_keygen(CLI::App& app, int& exit_code) {
+    auto out = std::make_shared<std::string>();
+    CLI::App* cmd = app.add_subcommand("keygen", "make a node's CURVE key pair (FILE, mode 0600, and FILE.pub)");
+    cmd->add_option("--out", *out, "the secret key file to write")->required();
+    cmd->callback([out, &exit_code] {
+        const std::filesystem::path parent = std::filesystem::path(*out).parent_path();
+        if (!parent.empty()) std::filesystem::create_directories(parent);
+        const net::KeyPair keys = net::generate_keypair();
+        net::save_keypair(keys, *out);
+        std::printf("wrote %s (secret, mode 0600) and %s.pub; fingerprint %s\n", out->c_str(), out->c_str(),
+                    net::fingerprint(keys.public_key).c_str());
+        exit_code = 0;
+    });
 }
 
-int cmd_invite(const std::vector<std::string>& argv) {
-    Args args("invite", argv,
-              "usage: archipelago invite --config run.toml --peer-key PEER.pub [--name NAME] --out INVITE\n"
-              "       adds the peer's public key to the host's allow-list and writes the invite for it\n");
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const std::string config_path = args.str("config", "");
-    const std::string peer_key_path = args.str("peer-key", "");
-    const std::string out = args.str("out", "");
-    std::string name = args.str("name", "");
-    const std::string endpoint_override = args.str("endpoint", "");
-    args.finish();
-    if (config_path.empty() || peer_key_path.empty() || out.empty())
-        throw Error("invite: give --config, --peer-key and --out\n" + args.usage());
-    const RunConfig c = load_run_config(config_path);
+namespace {
+
+struct InviteFlags {
+    std::string config, peer_key, out, name, endpoint;
+};
+
+void run_invite(InviteFlags f) {
+    const RunConfig c = load_run_config(f.config);
     std::filesystem::create_directories(c.checkpoint_dir);
     const HostFiles files = host_files(c);
     const net::KeyPair host = ensure_host_key(files);
-    const std::string peer_key = net::load_public_key(peer_key_path);
-    if (name.empty()) name = std::filesystem::path(peer_key_path).stem().string();
+    const std::string peer_key = net::load_public_key(f.peer_key);
+    if (f.name.empty()) f.name = std::filesystem::path(f.peer_key).stem().string();
     net::AllowList allow = file_exists(files.allow_list) ? net::AllowList::load(files.allow_list) : net::AllowList();
-    allow.add(peer_key, name);
+    allow.add(peer_key, f.name);
     net::Invite invite;
-    invite.host_endpoint = endpoint_override.empty() ? c.bind : endpoint_override;
+    invite.host_endpoint = f.endpoint.empty() ? c.bind : f.endpoint;
     invite.host_public_key = host.public_key;
     invite.run_id = ensure_run_id(files);
-    invite.save(out);  // validates before anything is written
+    invite.save(f.out);  // validates before anything is written
     allow.save(files.allow_list);
-    std::printf("invited %s (%s): wrote %s; allow-list %s holds %zu peers\n", name.c_str(),
-                net::fingerprint(peer_key).c_str(), out.c_str(), files.allow_list.c_str(), allow.size());
-    return 0;
+    std::printf("invited %s (%s): wrote %s; allow-list %s holds %zu peers\n", f.name.c_str(),
+                net::fingerprint(peer_key).c_str(), f.out.c_str(), files.allow_list.c_str(), allow.size());
+}
+
+}  // namespace
+
+void add_invite(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<InviteFlags>();
+    CLI::App* cmd = app.add_subcommand("invite", "allow a peer's key and write the invite it joins with");
+    cmd->add_option("--config", f->config, "the run's run.toml")->required();
+    cmd->add_option("--peer-key", f->peer_key, "the peer's public key file (PEER.pub)")->required();
+    cmd->add_option("--out", f->out, "the invite file to write")->required();
+    cmd->add_option("--name", f->name, "the peer's name (default: the key file's name)");
+    cmd->add_option("--endpoint", f->endpoint, "the host address peers connect to (default: run.bind)");
+    cmd->callback([f, &exit_code] {
+        run_invite(*f);
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

@@ -1,54 +1,44 @@
 // peers/cli/cmd_prepare.cpp: `archipelago prepare`: text files -> tokenizer + llm.c train/val shards.
 #include <cstdio>
-#include <unistd.h>
-#include <climits>
 
 #include "core/corpus.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 
 namespace arch::cli {
 
-std::string repo_root() {
-    if (const char* home = std::getenv("ARCH_HOME")) return home;
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        std::string dir(exe, static_cast<std::size_t>(n));
-        for (int up = 0; up < 4; ++up) {
-            dir = dir.substr(0, dir.find_last_of('/'));
-            if (dir.empty()) break;
-            if (file_exists(dir + "/data/kjv.txt.zst")) return dir;
-        }
-    }
-    return ".";
-}
+namespace {
 
-int cmd_prepare(const std::vector<std::string>& argv) {
-    Args args("prepare", argv,
-              "usage: archipelago prepare --input FILE [FILE...] --out DIR [--vocab 4096] [--val-fraction 0.02]\n"
-              "                           [--tokenizer FILE]   (inputs: .txt or .txt.zst; each file is one document)\n");
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const std::vector<std::string> inputs = args.list("input");
-    const std::string out = args.str("out", "");
-    const int vocab = args.integer("vocab", 4096);
-    const double val_fraction = args.real("val-fraction", 0.02);
-    const std::string tokenizer = args.str("tokenizer", "");
-    args.finish();
-    if (inputs.empty()) throw Error("prepare: give at least one --input file\n" + args.usage());
-    if (out.empty()) throw Error("prepare: give an --out folder\n" + args.usage());
-    if (vocab < 257 || vocab > 65536) throw Error("prepare: --vocab must be in [257, 65536], got " + std::to_string(vocab));
-    if (!(val_fraction > 0.0 && val_fraction < 0.5))
-        throw Error("prepare: --val-fraction must be in (0, 0.5), got " + std::to_string(val_fraction));
-    const PreparedCorpus c = prepare_corpus(inputs, out, vocab, val_fraction, tokenizer);
-    std::printf("train shards: %s\nval shards:   %s\ntokenizer:    %s\n", c.train_pattern.c_str(),
-                c.val_pattern.c_str(), c.tokenizer_path.c_str());
-    return 0;
+struct PrepareFlags {
+    std::vector<std::string> inputs;
+    std::string out, tokenizer;
+    int vocab = 4096;
+    double val_fraction = 0.02;
+    log::Options log;
+};
+
+}  // namespace
+
+void add_prepare(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<PrepareFlags>();
+    CLI::App* cmd = app.add_subcommand("prepare", "turn text files into a tokenizer and llm.c token shards");
+    cmd->add_option("--input", f->inputs, "text files, .txt or .txt.zst; each file is one document")
+        ->required()
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cmd->add_option("--out", f->out, "the folder for the shards and the tokenizer")->required();
+    cmd->add_option("--vocab", f->vocab, "tokenizer vocabulary size")->check(CLI::Range(257, 65536));
+    cmd->add_option("--val-fraction", f->val_fraction, "the share of tokens kept for validation")
+        ->check(CLI::Range(1e-9, 0.499999));
+    cmd->add_option("--tokenizer", f->tokenizer, "use this tokenizer instead of training one");
+    add_log_flags(*cmd, f->log);
+    cmd->callback([f, &exit_code] {
+        log::configure(f->log);
+        const PreparedCorpus c = prepare_corpus(f->inputs, f->out, f->vocab, f->val_fraction, f->tokenizer);
+        std::printf("train shards: %s\nval shards:   %s\ntokenizer:    %s\n", c.train_pattern.c_str(),
+                    c.val_pattern.c_str(), c.tokenizer_path.c_str());
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

@@ -6,35 +6,25 @@
 #include "core/file_io.h"
 #include "core/sampling.h"
 #include "core/tokenizer.h"
-#include "peers/cli/args.h"
 #include "peers/cli/commands.h"
 #include "peers/diloco/model_factory.h"
 
 namespace arch::cli {
 
-int cmd_sample(const std::vector<std::string>& argv) {
-    Args args("sample", argv,
-              "usage: archipelago sample --checkpoint FILE [--tokenizer FILE (default: tokenizer.bin beside it)]\n"
-              "                          [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 40] [--seed 1]\n"
-              "                          [--device cpu|cuda|cuda:N]\n");
-    if (args.help()) {
-        std::fputs(args.usage().c_str(), stdout);
-        return 0;
-    }
-    const std::string ckpt = args.str("checkpoint", "");
-    if (ckpt.empty()) throw Error("sample: give a --checkpoint\n" + args.usage());
-    const std::string dir = ckpt.find('/') == std::string::npos ? "." : ckpt.substr(0, ckpt.find_last_of('/'));
-    const std::string tokenizer_path = args.str("tokenizer", dir + "/tokenizer.bin");
-    const std::string prompt = args.str("prompt", "");
-    SamplingConfig sc;
-    sc.max_new_tokens = args.integer("tokens", 200);
-    sc.temperature = static_cast<float>(args.real("temperature", 0.8));
-    sc.top_k = args.integer("top-k", 40);
-    sc.seed = static_cast<uint64_t>(args.integer("seed", 1));
-    const std::string device = args.str("device", "cpu");
-    args.finish();
-    if (sc.max_new_tokens <= 0) throw Error("sample: --tokens must be positive");
+namespace {
 
+struct SampleFlags {
+    std::string checkpoint, tokenizer, prompt, device = "cpu";
+    SamplingConfig sc;
+};
+
+void run_sample(const SampleFlags& f) {
+    const std::string& ckpt = f.checkpoint;
+    const std::string dir = ckpt.find('/') == std::string::npos ? "." : ckpt.substr(0, ckpt.find_last_of('/'));
+    const std::string tokenizer_path = f.tokenizer.empty() ? dir + "/tokenizer.bin" : f.tokenizer;
+    const std::string& prompt = f.prompt;
+    const std::string& device = f.device;
+    SamplingConfig sc = f.sc;
     const ModelConfig config = read_checkpoint_config(ckpt);
     const Tokenizer tok = Tokenizer::load(tokenizer_path);
     if (tok.vocab_size() > config.vocab_size)
@@ -55,7 +45,29 @@ int cmd_sample(const std::vector<std::string>& argv) {
         std::fflush(stdout);
     });
     std::fputs("\n", stdout);
-    return 0;
+}
+
+}  // namespace
+
+void add_sample(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<SampleFlags>();
+    f->sc.max_new_tokens = 200;
+    f->sc.temperature = 0.8f;
+    f->sc.top_k = 40;
+    f->sc.seed = 1;
+    CLI::App* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
+    cmd->add_option("--checkpoint", f->checkpoint, "an llm.c checkpoint (model.bin)")->required();
+    cmd->add_option("--tokenizer", f->tokenizer, "tokenizer file (default: tokenizer.bin beside the checkpoint)");
+    cmd->add_option("--prompt", f->prompt, "text to continue");
+    cmd->add_option("--tokens", f->sc.max_new_tokens, "tokens to generate")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--temperature", f->sc.temperature, "sampling temperature")->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--top-k", f->sc.top_k, "sample among the k most likely tokens (0: all)")->check(CLI::Range(0, 1 << 24));
+    cmd->add_option("--seed", f->sc.seed, "sampling seed");
+    cmd->add_option("--device", f->device, "cpu, cuda or cuda:N");
+    cmd->callback([f, &exit_code] {
+        run_sample(*f);
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

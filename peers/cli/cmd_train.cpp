@@ -1,6 +1,7 @@
 // peers/cli/cmd_train.cpp: `archipelago train`: single-node training of one island on this machine,
 // with live progress, periodic validation, optional JSONL logs, checkpoints in --out and a sample.
-// Without --train-data it trains on the bundled corpus (prepared into data/kjv/ on first use).
+// Without --train-data it trains on the bundled corpus (prepared into the user's data directory on
+// first use). The live progress line goes to the terminal only, never to a log file.
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include <memory>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "core/checkpoint.h"
 #include "core/corpus.h"
 #include "core/error.h"
@@ -18,7 +21,8 @@
 #include "core/sampling.h"
 #include "core/tokenizer.h"
 #include "core/trainer.h"
-#include "peers/cli/args.h"
+#include "core/install_paths.h"
+#include "core/log.h"
 #include "peers/cli/commands.h"
 #include "peers/diloco/model_factory.h"
 
@@ -26,19 +30,23 @@ namespace arch::cli {
 
 namespace {
 
-const char* kTrainUsage =
-    "usage: archipelago train [options]\n"
-    "model:  --config tiny|small|gpt2-124m (default tiny) | --init FILE (llm.c checkpoint)\n"
-    "        --layers L --channels C --heads NH --max-seq-len T --vocab V   (override the preset)\n"
-    "data:   --train-data PATTERN --val-data PATTERN   (llm.c shards; default: the bundled corpus)\n"
-    "        --tokenizer FILE   --data-order shuffled|sequential (default shuffled)\n"
-    "batch:  --batch B (4) --seq-len T (64) --grad-accum N (1) --steps N (200)\n"
-    "optim:  --lr 6e-4 --warmup 20 --schedule cosine|constant --final-lr-frac 0.1 --weight-decay 0.1\n"
-    "        --beta1 0.9 --beta2 0.95 --eps 1e-8 --grad-clip 1.0 --seed 1337\n"
-    "device: --device cpu|cuda|cuda:N (default cpu; cuda: bf16 on one GPU) --attention fused|unfused (GPU)\n"
-    "island: --devices N (1: plain training; N CPU threads) --parallel ddp|zero3 (default ddp)\n"
-    "run:    --out DIR (runs/train) --resume --save-every N (0: at the end) --stop-after N\n"
-    "        --val-every N (50) --val-batches N (8) --log-format text|jsonl --sample-tokens N (0)\n";
+// Everything `archipelago train` is told on its command line, bound to CLI11 in add_train.
+struct TrainFlags {
+    std::string config = "tiny", init;
+    int layers = 0, channels = 0, heads = 0, max_seq_len = 0, vocab = 0;  // 0: the preset's / the tokenizer's
+    std::string train_data, val_data, tokenizer, data_order = "shuffled";
+    int batch = 4, seq_len = 64, grad_accum = 1, steps = 200;
+    double lr = 6e-4, final_lr_frac = 0.1, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, grad_clip = 1.0;
+    int warmup = 20;
+    std::string schedule = "cosine";
+    uint64_t seed = 1337;
+    std::string device = "cpu", attention = "fused", parallel = "ddp";
+    int devices = 1;
+    std::string out;  // "": DATA/runs/train
+    bool resume = false;
+    int save_every = 0, stop_after = 0, val_every = 50, val_batches = 8, sample_tokens = 0;
+    log::Options log;
+};
 
 std::string format_eta(double seconds) {
     const long s = std::lround(seconds);
@@ -52,15 +60,11 @@ struct Data {
     std::string train, val, tokenizer;
 };
 
-Data resolve_data(Args& args) {
-    Data d;
-    d.train = args.str("train-data", "");
-    d.val = args.str("val-data", "");
-    d.tokenizer = args.str("tokenizer", "");
+Data resolve_data(const TrainFlags& f) {
+    Data d{f.train_data, f.val_data, f.tokenizer};
     if (d.train.empty()) {
         if (!d.val.empty()) throw Error("train: --val-data needs --train-data too");
-        const std::string root = repo_root();
-        const PreparedCorpus c = ensure_bundled_corpus(root, root + "/data/kjv");
+        const PreparedCorpus c = ensure_bundled_corpus();
         d.train = c.train_pattern;
         d.val = c.val_pattern;
         if (d.tokenizer.empty()) d.tokenizer = c.tokenizer_path;
@@ -68,55 +72,45 @@ Data resolve_data(Args& args) {
     return d;
 }
 
-ModelConfig resolve_model(Args& args, const Data& data, std::optional<std::string> init) {
-    if (init) {
-        ModelConfig c = read_checkpoint_config(*init);
-        for (const char* f : {"config", "layers", "channels", "heads", "max-seq-len", "vocab"})
-            if (args.maybe(f)) throw Error(std::string("train: --") + f + " cannot be combined with --init (the checkpoint decides)");
-        return c;
+ModelConfig resolve_model(const TrainFlags& f, const CLI::App& cmd, const Data& data) {
+    if (!f.init.empty()) {
+        for (const char* flag : {"--config", "--layers", "--channels", "--heads", "--max-seq-len", "--vocab"})
+            if (cmd.count(flag)) throw Error(std::string("train: ") + flag + " cannot be combined with --init (the checkpoint decides)");
+        return read_checkpoint_config(f.init);
     }
-    int vocab = args.integer("vocab", 0);
+    int vocab = f.vocab;
     if (vocab == 0 && !data.tokenizer.empty()) vocab = Tokenizer::load(data.tokenizer).vocab_size();
-    ModelConfig c = model_preset(args.str("config", "tiny"), vocab);
-    c.num_layers = args.integer("layers", c.num_layers);
-    c.channels = args.integer("channels", c.channels);
-    c.num_heads = args.integer("heads", c.num_heads);
-    c.max_seq_len = args.integer("max-seq-len", c.max_seq_len);
+    ModelConfig c = model_preset(f.config, vocab);
+    if (f.layers) c.num_layers = f.layers;
+    if (f.channels) c.channels = f.channels;
+    if (f.heads) c.num_heads = f.heads;
+    if (f.max_seq_len) c.max_seq_len = f.max_seq_len;
     c.padded_vocab_size = pad_vocab(c.vocab_size);
     validate(c);
     return c;
 }
 
-TrainConfig resolve_train(Args& args, const Data& data) {
+TrainConfig resolve_train(const TrainFlags& f, const Data& data) {
     TrainConfig t;
-    t.B = args.integer("batch", 4);
-    t.T = args.integer("seq-len", 64);
-    t.grad_accum = args.integer("grad-accum", 1);
-    t.steps = args.integer("steps", 200);
-    t.schedule.max_lr = static_cast<float>(args.real("lr", 6e-4));
-    t.schedule.warmup_steps = args.integer("warmup", 20);
+    t.B = f.batch;
+    t.T = f.seq_len;
+    t.grad_accum = f.grad_accum;
+    t.steps = f.steps;
+    t.schedule.max_lr = static_cast<float>(f.lr);
+    t.schedule.warmup_steps = f.warmup;
     t.schedule.total_steps = t.steps;
-    t.schedule.final_fraction = static_cast<float>(args.real("final-lr-frac", 0.1));
-    const std::string schedule = args.str("schedule", "cosine");
-    if (schedule == "cosine") t.schedule.kind = LrSchedule::Kind::cosine;
-    else if (schedule == "constant") t.schedule.kind = LrSchedule::Kind::constant;
-    else throw Error("train: --schedule must be cosine or constant, got '" + schedule + "'");
-    t.adamw.weight_decay = static_cast<float>(args.real("weight-decay", 0.1));
-    t.adamw.beta1 = static_cast<float>(args.real("beta1", 0.9));
-    t.adamw.beta2 = static_cast<float>(args.real("beta2", 0.95));
-    t.adamw.eps = static_cast<float>(args.real("eps", 1e-8));
-    t.adamw.grad_clip = static_cast<float>(args.real("grad-clip", 1.0));
-    t.seed = static_cast<uint64_t>(args.integer("seed", 1337));
-    const std::string order = args.str("data-order", "shuffled");
-    if (order == "shuffled") t.order = DataOrder::shuffled;
-    else if (order == "sequential") t.order = DataOrder::sequential;
-    else throw Error("train: --data-order must be shuffled or sequential, got '" + order + "'");
-    t.val_batches = args.integer("val-batches", 8);
+    t.schedule.final_fraction = static_cast<float>(f.final_lr_frac);
+    t.schedule.kind = f.schedule == "cosine" ? LrSchedule::Kind::cosine : LrSchedule::Kind::constant;
+    t.adamw.weight_decay = static_cast<float>(f.weight_decay);
+    t.adamw.beta1 = static_cast<float>(f.beta1);
+    t.adamw.beta2 = static_cast<float>(f.beta2);
+    t.adamw.eps = static_cast<float>(f.eps);
+    t.adamw.grad_clip = static_cast<float>(f.grad_clip);
+    t.seed = f.seed;
+    t.order = f.data_order == "shuffled" ? DataOrder::shuffled : DataOrder::sequential;
+    t.val_batches = f.val_batches;
     t.train_pattern = data.train;
     t.val_pattern = data.val;
-    if (!(t.schedule.max_lr > 0.0f) || t.schedule.warmup_steps < 0 || t.val_batches <= 0 ||
-        !(t.adamw.beta1 >= 0.0f && t.adamw.beta1 < 1.0f) || !(t.adamw.beta2 >= 0.0f && t.adamw.beta2 < 1.0f))
-        throw Error("train: impossible optimizer settings (need lr > 0, warmup >= 0, 0 <= beta < 1, val batches > 0)");
     return t;
 }
 
@@ -147,32 +141,20 @@ struct Loop {
     }
 };
 
-}  // namespace
-
-int cmd_train(const std::vector<std::string>& argv) {
-    Args args("train", argv, kTrainUsage);
-    if (args.help()) {
-        std::fputs(kTrainUsage, stdout);
-        return 0;
-    }
-    const std::optional<std::string> init = args.maybe("init");
-    const Data data = resolve_data(args);
-    const ModelConfig model_config = resolve_model(args, data, init);
-    const TrainConfig train_config = resolve_train(args, data);
-    const std::string out = args.str("out", "runs/train");
-    const bool resume = args.flag("resume");
-    const int save_every = args.integer("save-every", 0);
-    const int stop_after = args.integer("stop-after", 0);
-    const int val_every = args.integer("val-every", 50);
-    const bool jsonl = args.str("log-format", "text") == "jsonl";
-    if (!jsonl && args.str("log-format", "text") != "text") throw Error("train: --log-format must be text or jsonl");
-    const int sample_tokens = args.integer("sample-tokens", 0);
-    const int devices = args.integer("devices", 1);
-    const Parallel parallel = parse_parallel(args.str("parallel", "ddp"));
-    if (devices < 1) throw Error("train: --devices must be at least 1, got " + std::to_string(devices));
-    const std::string device = args.str("device", "cpu");
-    const std::string attention = args.str("attention", "fused");
-    args.finish();
+void run_train(const TrainFlags& f, const CLI::App& cmd) {
+    log::configure(f.log);
+    const Data data = resolve_data(f);
+    const ModelConfig model_config = resolve_model(f, cmd, data);
+    const TrainConfig train_config = resolve_train(f, data);
+    const std::string out = f.out.empty() ? user_data_dir() + "/runs/train" : f.out;
+    const bool jsonl = f.log.format == "jsonl";
+    const Parallel parallel = parse_parallel(f.parallel);
+    const std::optional<std::string> init = f.init.empty() ? std::nullopt : std::optional<std::string>(f.init);
+    const bool resume = f.resume;
+    const int save_every = f.save_every, stop_after = f.stop_after, val_every = f.val_every;
+    const int sample_tokens = f.sample_tokens, devices = f.devices;
+    const std::string& device = f.device;
+    const std::string& attention = f.attention;
 
     // The model for sampling (and the whole run on one device); an island of several devices has its own.
     const std::unique_ptr<Model> model_ptr =
@@ -187,20 +169,20 @@ int cmd_train(const std::vector<std::string>& argv) {
     } else {
         trainer.init_weights(train_config.seed);
     }
-    std::FILE* log = jsonl ? stderr : stdout;  // jsonl owns stdout; human progress goes to stderr
-    const bool live = ::isatty(::fileno(log));
-    std::fprintf(log, "model %s, %.2fM params | B=%d T=%d accum=%d | %d steps from step %d | device %s\n",
-                 describe(model_config).c_str(), model.num_params() / 1e6, train_config.B, train_config.T,
-                 train_config.grad_accum, train_config.steps, trainer.steps_done(),
-                 devices == 1 ? model.device_name().c_str() : device.c_str());
+    std::FILE* progress = jsonl ? stderr : stdout;  // jsonl owns stdout; the progress line goes to stderr
+    const bool live = ::isatty(::fileno(progress));
+    const auto lg = log::get("train");
+    lg->info("model {}, {:.2f}M params | B={} T={} accum={} | {} steps from step {} | device {}", describe(model_config),
+             model.num_params() / 1e6, train_config.B, train_config.T, train_config.grad_accum, train_config.steps,
+             trainer.steps_done(), devices == 1 ? model.device_name() : device);
     if (trainer.many) {
         const auto mem = trainer.many->memory();
-        std::fprintf(log, "island: %d %s devices, %s, global batch %d rows per step\n", devices,
-                     diloco::parse_device(device).cuda ? "GPU" : "cpu", parallel_name(parallel),
-                     train_config.B * train_config.grad_accum * devices);
+        log::get("island")->info("{} {} devices, {}, global batch {} rows per step", devices,
+                                 diloco::parse_device(device).cuda ? "GPU" : "cpu", parallel_name(parallel),
+                                 train_config.B * train_config.grad_accum * devices);
         for (std::size_t r = 0; r < mem.size(); ++r)
-            std::fprintf(log, "  device %zu: params %.2f MB, grads %.2f MB, optimizer %.2f MB\n", r,
-                         mem[r].params_bytes / 1e6, mem[r].grads_bytes / 1e6, mem[r].optimizer_bytes / 1e6);
+            log::get("island")->info("device {}: params {:.2f} MB, grads {:.2f} MB, optimizer {:.2f} MB", r,
+                                     mem[r].params_bytes / 1e6, mem[r].grads_bytes / 1e6, mem[r].optimizer_bytes / 1e6);
     }
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
@@ -221,24 +203,27 @@ int cmd_train(const std::vector<std::string>& argv) {
         if (trainer.has_val() && val_every > 0 && (s.step % val_every == 0 || s.step == train_config.steps))
             val = trainer.evaluate();
         const double eta = elapsed / steps_this_run * (train_config.steps - s.step);
-        std::fprintf(log, "%sstep %5d/%d | loss %.4f | lr %.2e | norm %.2f | %.0f tok/s | ETA %s%s", live ? "\r" : "",
+        std::fprintf(progress, "%sstep %5d/%d | loss %.4f | lr %.2e | norm %.2f | %.0f tok/s | ETA %s%s", live ? "\r" : "",
                      s.step, train_config.steps, s.loss, s.lr, s.grad_norm, s.tokens_per_s, format_eta(eta).c_str(),
                      live ? "   " : "\n");
-        if (val) std::fprintf(log, "%sstep %5d | val loss %.4f\n", live ? "\n" : "", s.step, *val);
-        std::fflush(log);
+        std::fflush(progress);
+        if (val) {
+            if (live) std::fputs("\n", progress);
+            lg->info("step {:5d} | val loss {:.4f}", s.step, *val);
+        }
         if (jsonl) {
-            std::printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"grad_norm\":%.6f,\"tokens_per_s\":%.1f", s.step, s.loss,
-                        s.lr, s.grad_norm, s.tokens_per_s);
-            if (val) std::printf(",\"val_loss\":%.6f", *val);
-            std::printf("}\n");
+            nlohmann::ordered_json row{{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                                       {"tokens_per_s", s.tokens_per_s}};
+            if (val) row["val_loss"] = *val;
+            std::printf("%s\n", row.dump().c_str());
             std::fflush(stdout);
         }
         if (save_every > 0 && s.step % save_every == 0) save();
         if (stop_after > 0 && steps_this_run >= stop_after) break;
     }
-    if (live) std::fprintf(log, "\n");
+    if (live) std::fputs("\n", progress);
     save();
-    std::fprintf(log, "saved %s (+ .state) after step %d\n", ckpt.c_str(), trainer.steps_done());
+    lg->info("saved {} (+ .state) after step {}", ckpt, trainer.steps_done());
 
     if (sample_tokens > 0 && !data.tokenizer.empty()) {
         trainer.sync_model();
@@ -246,14 +231,61 @@ int cmd_train(const std::vector<std::string>& argv) {
         SamplingConfig sc;
         sc.max_new_tokens = sample_tokens;
         sc.stop_token = tok.eot_token();
-        std::fprintf(log, "sample:\n");
+        std::fprintf(progress, "sample:\n");
         generate(model, {tok.eot_token()}, sc, [&](int t) {
-            if (t != tok.eot_token()) std::fputs(tok.decode_token(t).c_str(), log);
-            std::fflush(log);
+            if (t != tok.eot_token()) std::fputs(tok.decode_token(t).c_str(), progress);
+            std::fflush(progress);
         });
-        std::fprintf(log, "\n");
+        std::fprintf(progress, "\n");
     }
-    return 0;
+}
+
+}  // namespace
+
+void add_train(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<TrainFlags>();
+    CLI::App* cmd = app.add_subcommand("train", "train a GPT-2 on one island (this machine), from scratch or from a checkpoint");
+    cmd->add_option("--config", f->config, "model preset: tiny, small or gpt2-124m")->group("Model");
+    cmd->add_option("--init", f->init, "start from this llm.c checkpoint (it decides the model)")->group("Model");
+    cmd->add_option("--layers", f->layers, "override the preset's layers (0: the preset's)")->check(CLI::Range(0, 1024))->group("Model");
+    cmd->add_option("--channels", f->channels, "override the preset's channels")->check(CLI::Range(0, 65536))->group("Model");
+    cmd->add_option("--heads", f->heads, "override the preset's heads")->check(CLI::Range(0, 1024))->group("Model");
+    cmd->add_option("--max-seq-len", f->max_seq_len, "override the preset's max T")->check(CLI::Range(0, 1 << 20))->group("Model");
+    cmd->add_option("--vocab", f->vocab, "vocabulary size (0: the tokenizer's)")->check(CLI::Range(0, 1 << 24))->group("Model");
+    cmd->add_option("--train-data", f->train_data, "llm.c train shards (pattern); default: the bundled corpus")->group("Data");
+    cmd->add_option("--val-data", f->val_data, "llm.c val shards (pattern)")->group("Data");
+    cmd->add_option("--tokenizer", f->tokenizer, "tokenizer file (for the vocab size and samples)")->group("Data");
+    cmd->add_option("--data-order", f->data_order, "shuffled or sequential")->check(CLI::IsMember({"shuffled", "sequential"}))->group("Data");
+    cmd->add_option("--batch", f->batch, "B: rows per micro-batch")->check(CLI::Range(1, 1 << 16))->group("Batch");
+    cmd->add_option("--seq-len", f->seq_len, "T: tokens per row")->check(CLI::Range(1, 1 << 20))->group("Batch");
+    cmd->add_option("--grad-accum", f->grad_accum, "micro-batches per step")->check(CLI::Range(1, 1 << 16))->group("Batch");
+    cmd->add_option("--steps", f->steps, "optimizer steps in all")->check(CLI::Range(1, 1 << 30))->group("Batch");
+    cmd->add_option("--lr", f->lr, "peak learning rate")->check(CLI::Range(1e-12, 10.0))->group("Optimizer");
+    cmd->add_option("--warmup", f->warmup, "warmup steps")->check(CLI::Range(0, 1 << 30))->group("Optimizer");
+    cmd->add_option("--schedule", f->schedule, "cosine or constant")->check(CLI::IsMember({"cosine", "constant"}))->group("Optimizer");
+    cmd->add_option("--final-lr-frac", f->final_lr_frac, "cosine ends at this fraction of --lr")->check(CLI::Range(0.0, 1.0))->group("Optimizer");
+    cmd->add_option("--weight-decay", f->weight_decay, "AdamW weight decay")->check(CLI::Range(0.0, 10.0))->group("Optimizer");
+    cmd->add_option("--beta1", f->beta1, "AdamW beta1, in [0, 1)")->check(CLI::Range(0.0, 0.999999))->group("Optimizer");
+    cmd->add_option("--beta2", f->beta2, "AdamW beta2, in [0, 1)")->check(CLI::Range(0.0, 0.999999))->group("Optimizer");
+    cmd->add_option("--eps", f->eps, "AdamW epsilon")->check(CLI::Range(1e-30, 1.0))->group("Optimizer");
+    cmd->add_option("--grad-clip", f->grad_clip, "global gradient norm clip (0: none)")->check(CLI::Range(0.0, 1e9))->group("Optimizer");
+    cmd->add_option("--seed", f->seed, "weight init and data order")->group("Optimizer");
+    cmd->add_option("--device", f->device, "cpu, cuda or cuda:N (bf16 on one GPU)")->group("Device");
+    cmd->add_option("--attention", f->attention, "fused or unfused (GPU)")->check(CLI::IsMember({"fused", "unfused"}))->group("Device");
+    cmd->add_option("--devices", f->devices, "devices in the island (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Device");
+    cmd->add_option("--parallel", f->parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Device");
+    cmd->add_option("--out", f->out, "run folder (default: DATA/runs/train, DATA the user's data directory)")->group("Run");
+    cmd->add_flag("--resume", f->resume, "continue from --out's checkpoint")->group("Run");
+    cmd->add_option("--save-every", f->save_every, "checkpoint every N steps (0: at the end)")->check(CLI::Range(0, 1 << 30))->group("Run");
+    cmd->add_option("--stop-after", f->stop_after, "stop after N steps of this run (0: run to --steps)")->check(CLI::Range(0, 1 << 30))->group("Run");
+    cmd->add_option("--val-every", f->val_every, "val loss every N steps (0: never)")->check(CLI::Range(0, 1 << 30))->group("Run");
+    cmd->add_option("--val-batches", f->val_batches, "batches per val loss")->check(CLI::Range(1, 1 << 20))->group("Run");
+    cmd->add_option("--sample-tokens", f->sample_tokens, "print a sample of N tokens at the end")->check(CLI::Range(0, 1 << 30))->group("Run");
+    add_log_flags(*cmd, f->log);
+    cmd->callback([f, cmd, &exit_code] {
+        run_train(*f, *cmd);
+        exit_code = 0;
+    });
 }
 
 }  // namespace arch::cli

@@ -1,25 +1,30 @@
-// peers/cli/commands.h: the archipelago subcommands; each takes its arguments (after the command
-// name) and returns the process exit code. Errors are thrown as arch::Error and printed by main.
+// peers/cli/commands.h: the archipelago subcommands. Each add_* registers one subcommand on the CLI11
+// app: its flags (bound to the command's settings, defaults shown in --help) and a callback that runs
+// it when chosen and sets exit_code. Errors are thrown as arch::Error and printed by main.
 #pragma once
 
-#include <string>
-#include <vector>
+#include <CLI/CLI.hpp>
+
+#include "core/log.h"
 
 namespace arch::cli {
 
-int cmd_train(const std::vector<std::string>& argv);
-int cmd_prepare(const std::vector<std::string>& argv);
-int cmd_sample(const std::vector<std::string>& argv);
-int cmd_export(const std::vector<std::string>& argv);
-int cmd_keygen(const std::vector<std::string>& argv);
-int cmd_invite(const std::vector<std::string>& argv);
-int cmd_host(const std::vector<std::string>& argv);
-int cmd_peer(const std::vector<std::string>& argv);
-int cmd_daemon(const std::vector<std::string>& argv);  // control API; host or join when told
-int cmd_status(const std::vector<std::string>& argv);  // a control API client
-int cmd_info(const std::vector<std::string>& argv);    // backends, devices, compiled CUDA architectures
+void add_commands(CLI::App& app, int& exit_code);  // all of those below, in the order --help lists them
 
-// The folder holding data/kjv.txt.zst: $ARCH_HOME, else found upward from the executable, else ".".
-std::string repo_root();
+void add_train(CLI::App& app, int& exit_code);
+void add_prepare(CLI::App& app, int& exit_code);
+void add_sample(CLI::App& app, int& exit_code);
+void add_export(CLI::App& app, int& exit_code);
+void add_keygen(CLI::App& app, int& exit_code);
+void add_invite(CLI::App& app, int& exit_code);
+void add_host(CLI::App& app, int& exit_code);
+void add_peer(CLI::App& app, int& exit_code);
+void add_daemon(CLI::App& app, int& exit_code);  // control API; host or join when told
+void add_status(CLI::App& app, int& exit_code);  // a control API client
+void add_info(CLI::App& app, int& exit_code);    // backends, devices, compiled CUDA architectures
+void add_completion(CLI::App& app, int& exit_code);  // the bash completion script, made from `app`
+
+// --log-level, --log-file, --log-format on a long-running command; configure_logging() applies them.
+void add_log_flags(CLI::App& command, log::Options& options);
 
 }  // namespace arch::cli

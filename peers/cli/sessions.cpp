@@ -12,7 +12,8 @@
 #include "net/peer_socket.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
-#include "peers/cli/run_log.h"
+#include "core/log.h"
+#include "peers/cli/round_table.h"
 #include "peers/diloco/model_factory.h"
 #include "peers/control/token.h"
 #include "peers/host.h"
@@ -34,19 +35,18 @@ void catch_signals() {
 }
 }  // namespace
 
-const char* kControlUsage =
-    "       --control-port P serves the control API on 127.0.0.1:P (0: any free port; docs/control-api.md)\n"
-    "       --token-file F   its bearer token (default $ARCH_TOKEN_FILE or ~/.config/archipelago/token, made 0600)\n"
-    "       --metrics-public serve /metrics without the token\n";
-
 bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) {
     const HostFiles files = host_files(config);
     if (!file_exists(files.allow_list))
         throw Error("host: no allow-list at '" + files.allow_list + "': invite peers first (archipelago invite)");
-    RunLog log("host");
+    const auto lg = log::get("host"), net_lg = log::get("net");
     auto line = [&](const std::string& text) {
-        log.line(text);
+        lg->info(text);
         status.log(text);
+    };
+    auto net_line = [&](const std::string& text) {
+        net_lg->info(text);
+        status.log("net: " + text);
     };
     status.begin("host", config.name, config.rounds, config.mode, config.islands);
 
@@ -57,11 +57,10 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     so.run_id = ensure_run_id(files);
     so.limits.heartbeat_timeout_ms = static_cast<int>(config.heartbeat_timeout_s * 1000);
     so.limits.heartbeat_ttl_ms = so.limits.heartbeat_timeout_ms * 2;
-    so.log = [&](const std::string& text) { line("net: " + text); };
+    so.log = net_line;
 
     HostOptions ho;
     ho.config = config;
-    ho.repo_root = repo_root();
     ho.log = line;
     ho.status = &status;
     RoundTable table;
@@ -70,7 +69,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     net::HostSocket socket(std::move(so));
     line("listening on " + socket.endpoint() + " for run " + config.name + " (" + std::to_string(config.islands) +
          " islands, " + std::to_string(config.rounds) + " rounds, " + config.mode + ")");
-    HostLink link(socket, [&](const std::string& text) { line("transfer: " + text); });
+    HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
     if (stop_on_signal) {
         g_host = &host;
         catch_signals();
@@ -82,45 +81,48 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     return host.round() >= static_cast<uint64_t>(config.rounds);
 }
 
-PeerSession read_peer_flags(Args& args, const std::string& default_name) {
-    PeerSession s;
-    s.name = args.str("name", default_name);
-    s.throttle = args.real("throttle", 1.0);
-    s.devices = args.integer("devices", 1);
-    s.parallel = parse_parallel(args.str("parallel", "ddp"));
-    s.device = args.str("device", "cpu");
+void add_peer_flags(CLI::App& command, PeerSession& s) {
+    command.add_option("--name", s.name, "this island's name, for the host's logs and status")->group("Island");
+    command.add_option("--throttle", s.throttle, "F < 1 makes this island artificially slower (tests and demos)")
+        ->check(CLI::Range(1e-6, 1.0))
+        ->group("Island");
+    command.add_option("--devices", s.devices, "this island's devices (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Island");
+    command.add_option("--parallel", s.parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Island");
+    command.add_option("--device", s.device, "cpu, cuda or cuda:N")->group("Island");
+}
+
+void check_peer_flags(const PeerSession& s) {
     diloco::parse_device(s.device);  // a clear error now rather than after joining
-    if (s.devices < 1 || s.devices > 64) throw Error("peer: --devices must be in [1, 64], got " + std::to_string(s.devices));
-    if (!(s.throttle > 0.0 && s.throttle <= 1.0))
-        throw Error("peer: --throttle must be in (0, 1], got " + std::to_string(s.throttle));
-    return s;
 }
 
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal) {
     const net::Invite& invite = session.invite;
-    RunLog log(session.name);
+    const auto lg = log::get("peer"), net_lg = log::get("net");
     auto line = [&](const std::string& text) {
-        log.line(text);
+        lg->info(text);
         status.log(text);
+    };
+    auto net_line = [&](const std::string& text) {
+        net_lg->info(text);
+        status.log("net: " + text);
     };
     net::PeerOptions so;
     so.host_endpoint = invite.host_endpoint;
     so.host_public_key = invite.host_public_key;
     so.keys = net::load_keypair(session.key_path);
     so.run_id = invite.run_id;
-    so.log = [&](const std::string& text) { line("net: " + text); };
+    so.log = net_line;
     const std::string fingerprint = net::fingerprint(so.keys.public_key);
     status.begin("peer", "", 0, "", 0);
     status.peer("self", [&](PeerRow& row) { row.fingerprint = fingerprint; });
     net::PeerSocket socket(std::move(so));
-    PeerLink link(socket, [&](const std::string& text) { line("transfer: " + text); });
+    PeerLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
 
     PeerOptions po;
     po.name = session.name;
-    po.repo_root = repo_root();
     po.throttle = session.throttle;
     po.devices = session.devices;
-    po.parallel = session.parallel;
+    po.parallel = parse_parallel(session.parallel);
     po.device = session.device;
     po.log = line;
     po.status = &status;
@@ -135,14 +137,18 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     return finished;
 }
 
-ControlFlags read_control_flags(Args& args, int default_port) {
-    ControlFlags f;
-    f.port = args.integer("control-port", default_port);
-    f.token_file = args.str("token-file", "");
-    f.metrics_public = args.flag("metrics-public");
-    if (f.port < -1 || f.port > 65535) throw Error("--control-port must be in [0, 65535], got " + std::to_string(f.port));
+void add_control_flags(CLI::App& command, ControlFlags& f) {
+    command.add_option("--control-port", f.port, "serve the control API on 127.0.0.1:P (0: any free port, -1: none)")
+        ->check(CLI::Range(-1, 65535))
+        ->group("Control API");
+    command.add_option("--token-file", f.token_file,
+                       "its bearer token (default $ARCH_TOKEN_FILE or ~/.config/archipelago/token, made 0600)")
+        ->group("Control API");
+    command.add_flag("--metrics-public", f.metrics_public, "serve /metrics without the token")->group("Control API");
+}
+
+void resolve_control_flags(ControlFlags& f) {
     if (f.token_file.empty()) f.token_file = default_token_file();
-    return f;
 }
 
 ControlEndpoint::ControlEndpoint(const ControlFlags& flags, RunStatus& status, ControlActions actions) {
@@ -150,8 +156,7 @@ ControlEndpoint::ControlEndpoint(const ControlFlags& flags, RunStatus& status, C
     api_ = std::make_unique<ControlApi>(status, load_or_create_token(flags.token_file), std::move(actions),
                                         flags.metrics_public);
     server_ = std::make_unique<ControlServer>(*api_, flags.port);
-    std::fprintf(stderr, "control API on 127.0.0.1:%d (token in %s)\n", server_->port(), flags.token_file.c_str());
-    std::fflush(stderr);
+    log::get("control")->info("control API on 127.0.0.1:{} (token in {})", server_->port(), flags.token_file);
 }
 
 }  // namespace arch::cli

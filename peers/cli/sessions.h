@@ -9,7 +9,8 @@
 
 #include "core/island.h"
 #include "net/invite.h"
-#include "peers/cli/args.h"
+#include <CLI/CLI.hpp>
+
 #include "peers/control/control_server.h"
 #include "peers/control/run_status.h"
 #include "peers/run_config.h"
@@ -27,9 +28,11 @@ struct PeerSession {
     double throttle = 1.0;
     int devices = 1;
     std::string device = "cpu";
-    Parallel parallel = Parallel::ddp;
+    std::string parallel = "ddp";  // ddp | zero3
 };
-PeerSession read_peer_flags(Args& args, const std::string& default_name);  // --name --throttle --devices --parallel --device
+// --name --throttle --devices --parallel --device, bound to `session`; check_peer_flags() after parsing.
+void add_peer_flags(CLI::App& command, PeerSession& session);
+void check_peer_flags(const PeerSession& session);
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);
 
 // --control-port P (-1: none), --token-file F, --metrics-public.
@@ -39,8 +42,8 @@ struct ControlFlags {
     bool metrics_public = false;
 };
 constexpr int kDefaultControlPort = 7480;  // the daemon's and `archipelago status`'s default
-ControlFlags read_control_flags(Args& args, int default_port);
-extern const char* kControlUsage;
+void add_control_flags(CLI::App& command, ControlFlags& flags);  // flags.port holds the default
+void resolve_control_flags(ControlFlags& flags);                // the default token file
 
 // A ControlApi and its server, started when flags.port >= 0; logs "control API on 127.0.0.1:PORT".
 class ControlEndpoint {

@@ -1,19 +1,30 @@
 // peers/control/control_api.cpp: routing, auth and the JSON bodies of the control API.
+// Bodies are nlohmann::ordered_json, so fields come out in the order docs/control-api.md lists them;
+// non-finite numbers are written as null, and invalid UTF-8 in a name or log line as U+FFFD.
 #include "peers/control/control_api.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
-#include "peers/control/json.h"
 #include "peers/control/token.h"
 
 namespace arch {
 
 namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int kMaxBodyDepth = 64;  // nesting levels a request body may have below its top value
+
+// Compact JSON text. A peer name or log line that is not UTF-8 must not turn a status into a 500.
+std::string json_text(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
 ApiResponse ok_json(std::string body) {
     ApiResponse r;
@@ -21,7 +32,7 @@ ApiResponse ok_json(std::string body) {
     return r;
 }
 
-ApiResponse ok() { return ok_json("{\"ok\":true}"); }
+ApiResponse ok() { return ok_json(json_text({{"ok", true}})); }
 
 // "/api/log?lines=5&x=y" -> path "/api/log", and the value of one query parameter.
 std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
@@ -50,20 +61,44 @@ bool is_post_route(const std::string& path) {
            path == "/api/resume";
 }
 
-const std::string& required_string(const json::Value& body, const std::string& key) {
-    const json::Value* v = body.get(key);
-    if (!v) throw Error("the body has no \"" + key + "\" field");
-    if (!v->is(json::Value::Kind::string)) throw Error("\"" + key + "\" must be a string");
-    return v->s;
+// A POST body as a JSON object; throws arch::Error saying what is wrong with it (the caller's 400).
+nlohmann::json parse_body(const std::string& body) {
+    nlohmann::json parsed;
+    try {
+        parsed = nlohmann::json::parse(body, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+            if (depth > kMaxBodyDepth) throw Error("malformed JSON: nested more than 64 levels deep");
+            return true;
+        });
+    } catch (const nlohmann::json::exception& e) {
+        // "[json.exception.parse_error.101] parse error at line 1, column 2: ...", without the tag
+        std::string what = e.what();
+        if (what.rfind("[json.exception.", 0) == 0) what.erase(0, what.find("] ") + 2);
+        throw Error("malformed JSON: " + what);
+    }
+    if (!parsed.is_object()) throw Error("the body must be a JSON object");
+    return parsed;
+}
+
+const std::string& required_string(const nlohmann::json& body, const std::string& key) {
+    const auto it = body.find(key);
+    if (it == body.end()) throw Error("the body has no \"" + key + "\" field");
+    if (!it->is_string()) throw Error("\"" + key + "\" must be a string");
+    return it->get_ref<const std::string&>();
+}
+
+// A Prometheus sample value: the shortest decimal that reads back as v, or NaN, +Inf, -Inf.
+std::string sample_value(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    return std::string(buf, r.ptr);
 }
 
 std::string metric(const std::string& name, const std::string& type, const std::string& help,
                    const std::vector<std::pair<std::string, double>>& samples) {
     std::string out = "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-    for (const auto& [labels, v] : samples) {
-        const std::string value = std::isnan(v) ? "NaN" : json::number(v);
-        out += name + labels + " " + value + "\n";
-    }
+    for (const auto& [labels, v] : samples) out += name + labels + " " + sample_value(v) + "\n";
     return out;
 }
 
@@ -72,69 +107,57 @@ std::string metric(const std::string& name, const std::string& type, const std::
 ApiResponse api_error(int status, const std::string& message) {
     ApiResponse r;
     r.status = status;
-    r.body = json::Object().str("error", message).done();
+    r.body = json_text({{"error", message}});
     return r;
 }
 
 std::string status_json(const StatusSnapshot& s) {
-    return json::Object()
-        .str("role", s.role)
-        .str("run", s.run)
-        .str("state", s.state)
-        .num("round", static_cast<double>(s.round))
-        .num("rounds", s.rounds)
-        .str("mode", s.mode)
-        .num("islands", s.islands)
-        .str("theta_hash", s.theta_hash)
-        .boolean("paused", s.paused)
-        .num("tokens_per_s", s.tokens_per_s)
-        .num("uptime_s", s.uptime_s)
-        .num("rounds_finished", static_cast<double>(s.rounds_finished))
-        .done();
+    return json_text({{"role", s.role},
+                      {"run", s.run},
+                      {"state", s.state},
+                      {"round", s.round},
+                      {"rounds", s.rounds},
+                      {"mode", s.mode},
+                      {"islands", s.islands},
+                      {"theta_hash", s.theta_hash},
+                      {"paused", s.paused},
+                      {"tokens_per_s", s.tokens_per_s},
+                      {"uptime_s", s.uptime_s},
+                      {"rounds_finished", s.rounds_finished}});
 }
 
 std::string peers_json(const StatusSnapshot& s) {
-    std::string list;
-    for (const PeerRow& p : s.peers) {
-        if (!list.empty()) list += ",";
-        list += json::Object()
-                    .str("name", p.name)
-                    .str("fingerprint", p.fingerprint)
-                    .num("island", p.island)
-                    .num("devices", p.devices)
-                    .num("steps_per_s", p.steps_per_s)
-                    .num("last_round", static_cast<double>(p.last_round))
-                    .num("bytes_up", static_cast<double>(p.bytes_up))
-                    .num("bytes_down", static_cast<double>(p.bytes_down))
-                    .boolean("connected", p.connected)
-                    .boolean("in_sync", p.in_sync)
-                    .done();
-    }
-    return "{\"peers\":[" + list + "]}";
+    ordered_json list = ordered_json::array();
+    for (const PeerRow& p : s.peers)
+        list.push_back(ordered_json{{"name", p.name},
+                                    {"fingerprint", p.fingerprint},
+                                    {"island", p.island},
+                                    {"devices", p.devices},
+                                    {"steps_per_s", p.steps_per_s},
+                                    {"last_round", p.last_round},
+                                    {"bytes_up", p.bytes_up},
+                                    {"bytes_down", p.bytes_down},
+                                    {"connected", p.connected},
+                                    {"in_sync", p.in_sync}});
+    return json_text({{"peers", list}});
 }
 
 std::string rounds_json(const StatusSnapshot& s) {
-    std::string list;
-    for (const RoundRow& r : s.history) {
-        if (!list.empty()) list += ",";
-        list += json::Object()
-                    .num("round", static_cast<double>(r.round))
-                    .num("islands", r.islands)
-                    .num("inner_loss", r.mean_inner_loss)
-                    .num("val_loss", r.val_loss)
-                    .num("bytes_up", static_cast<double>(r.bytes_up))
-                    .num("bytes_down", static_cast<double>(r.bytes_down))
-                    .num("compression_ratio", r.compression_ratio)
-                    .num("seconds", r.seconds)
-                    .done();
-    }
-    return "{\"rounds\":[" + list + "]}";
+    ordered_json list = ordered_json::array();
+    for (const RoundRow& r : s.history)
+        list.push_back(ordered_json{{"round", r.round},
+                                    {"islands", r.islands},
+                                    {"inner_loss", static_cast<double>(r.mean_inner_loss)},
+                                    {"val_loss", static_cast<double>(r.val_loss)},
+                                    {"bytes_up", r.bytes_up},
+                                    {"bytes_down", r.bytes_down},
+                                    {"compression_ratio", r.compression_ratio},
+                                    {"seconds", r.seconds}});
+    return json_text({{"rounds", list}});
 }
 
 std::string log_json(const std::vector<std::string>& lines) {
-    std::string list;
-    for (const std::string& l : lines) list += (list.empty() ? "" : ",") + json::quote(l);
-    return "{\"lines\":[" + list + "]}";
+    return json_text({{"lines", lines}});
 }
 
 std::string metrics_text(const StatusSnapshot& s) {
@@ -220,24 +243,17 @@ ApiResponse ControlApi::route(const ApiRequest& request) const {
 }
 
 ApiResponse ControlApi::command(const std::string& name, const std::string& body) const {
-    json::Value parsed;
-    if (name == "host" || name == "join") {
-        try {
-            parsed = json::parse(body);
-        } catch (const Error& e) {
-            return api_error(400, e.what());
-        }
-        if (!parsed.is(json::Value::Kind::object)) return api_error(400, "the body must be a JSON object");
-    }
     const bool busy = actions_.busy && actions_.busy();
     try {
         if (name == "host") {
+            const nlohmann::json parsed = parse_body(body);
             const std::string& config = required_string(parsed, "config");
             if (busy || !actions_.host) return api_error(409, "busy: this daemon already runs a " + status_.snapshot().role);
             actions_.host(config);
             return ok();
         }
         if (name == "join") {
+            const nlohmann::json parsed = parse_body(body);
             const std::string& invite = required_string(parsed, "invite");
             const std::string& key = required_string(parsed, "key");
             if (busy || !actions_.join) return api_error(409, "busy: this daemon already runs a " + status_.snapshot().role);

@@ -12,7 +12,6 @@
 #include <boost/beast/http.hpp>
 
 #include "core/error.h"
-#include "peers/control/json.h"
 
 namespace arch {
 

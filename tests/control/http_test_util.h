@@ -1,6 +1,6 @@
 // tests/control/http_test_util.h: what the control API tests share: a raw HTTP exchange over a
 // plain socket (for requests no well-behaved client sends: oversized, malformed), a JSON field
-// checker on arch::json::Value, and a poll loop with a deadline.
+// checker on nlohmann::json, and a poll loop with a deadline.
 #pragma once
 
 #include <arpa/inet.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "peers/control/json.h"
+#include <nlohmann/json.hpp>
 
 namespace arch::test {
 
@@ -51,9 +51,10 @@ inline int raw_status(const std::string& reply) {
     return std::stoi(reply.substr(9, 3));
 }
 
-inline bool has(const json::Value& o, const std::string& key, json::Value::Kind kind) {
-    const json::Value* v = o.get(key);
-    return v && v->kind == kind;
+// o has the field key and it is of the kind asked: has(status, "round", &nlohmann::json::is_number_integer).
+inline bool has(const nlohmann::json& o, const std::string& key, bool (nlohmann::json::*is_kind)() const noexcept) {
+    const auto v = o.find(key);
+    return v != o.end() && ((*v).*is_kind)();
 }
 
 // Calls check until it returns true or timeout_s passes; returns its last answer.

@@ -2,7 +2,7 @@
 // on an ephemeral port, a RunStatus filled as a host fills it): the JSON shapes of every GET route,
 // refusal without the token and with a wrong one, 400/404/405/409/413 and malformed HTTP (the
 // server keeps serving), /metrics parsed here and checked by `promtool check metrics` where it is
-// installed; the token file's creation and permission checks; the JSON parser.
+// installed; the token file's creation and permission checks; strict parsing of request bodies.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -14,16 +14,17 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "peers/control/control_server.h"
-#include "peers/control/json.h"
 #include "peers/control/token.h"
 #include "tests/control/http_test_util.h"
 #include "tests/core/temp_dir.h"
 
 using namespace arch;
 using arch::test::has;
-using Kind = json::Value::Kind;
+using nlohmann::json;
 
 namespace {
 
@@ -94,7 +95,7 @@ struct Served {
     }
 };
 
-json::Value parse_ok(const HttpReply& r) {
+json parse_ok(const HttpReply& r) {
     INFO(r.body);
     REQUIRE(r.status == 200);
     REQUIRE(r.content_type == "application/json");
@@ -102,9 +103,9 @@ json::Value parse_ok(const HttpReply& r) {
 }
 
 std::string error_of(const HttpReply& r) {
-    const json::Value v = json::parse(r.body);
-    const json::Value* e = v.get("error");
-    return e && e->is(Kind::string) ? e->s : "";
+    const json v = json::parse(r.body);
+    const auto e = v.find("error");
+    return e != v.end() && e->is_string() ? e->get<std::string>() : "";
 }
 
 }  // namespace
@@ -113,48 +114,51 @@ TEST_CASE("the control API serves a run's status, peers, rounds and log as JSON"
     Served s;
     REQUIRE(s.server.port() > 0);
 
-    const json::Value st = parse_ok(s.get("/api/status"));
-    for (const char* k : {"role", "run", "state", "mode", "theta_hash"}) CHECK(has(st, k, Kind::string));
-    for (const char* k : {"round", "rounds", "islands", "tokens_per_s", "uptime_s"}) CHECK(has(st, k, Kind::number));
-    CHECK(has(st, "paused", Kind::boolean));
-    CHECK(st.get("role")->s == "host");
-    CHECK(st.get("run")->s == "demo");
-    CHECK(st.get("state")->s == "training");
-    CHECK(st.get("round")->n == 2);
-    CHECK(st.get("rounds")->n == 5);
-    CHECK(st.get("islands")->n == 2);
-    CHECK(st.get("theta_hash")->s == std::string(64, 'a'));
-    CHECK(st.get("tokens_per_s")->n == Approx(1234.5));
+    const json st = parse_ok(s.get("/api/status"));
+    for (const char* k : {"role", "run", "state", "mode", "theta_hash"}) CHECK(has(st, k, &json::is_string));
+    for (const char* k : {"round", "rounds", "islands", "rounds_finished"}) CHECK(has(st, k, &json::is_number_integer));
+    for (const char* k : {"tokens_per_s", "uptime_s"}) CHECK(has(st, k, &json::is_number_float));
+    CHECK(has(st, "paused", &json::is_boolean));
+    CHECK(st.at("role").get<std::string>() == "host");
+    CHECK(st.at("run").get<std::string>() == "demo");
+    CHECK(st.at("state").get<std::string>() == "training");
+    CHECK(st.at("round").get<double>() == 2);
+    CHECK(st.at("rounds").get<double>() == 5);
+    CHECK(st.at("islands").get<double>() == 2);
+    CHECK(st.at("theta_hash").get<std::string>() == std::string(64, 'a'));
+    CHECK(st.at("tokens_per_s").get<double>() == Approx(1234.5));
 
-    const json::Value peers = parse_ok(s.get("/api/peers"));
-    REQUIRE(has(peers, "peers", Kind::array));
-    REQUIRE(peers.get("peers")->items.size() == 2);
-    for (const json::Value& p : peers.get("peers")->items) {
-        for (const char* k : {"name", "fingerprint"}) CHECK(has(p, k, Kind::string));
-        for (const char* k : {"island", "devices", "steps_per_s", "last_round", "bytes_up", "bytes_down"})
-            CHECK(has(p, k, Kind::number));
-        for (const char* k : {"connected", "in_sync"}) CHECK(has(p, k, Kind::boolean));
+    const json peers = parse_ok(s.get("/api/peers"));
+    REQUIRE(has(peers, "peers", &json::is_array));
+    REQUIRE(peers.at("peers").size() == 2);
+    for (const json& p : peers.at("peers")) {
+        for (const char* k : {"name", "fingerprint"}) CHECK(has(p, k, &json::is_string));
+        for (const char* k : {"island", "devices", "last_round", "bytes_up", "bytes_down"})
+            CHECK(has(p, k, &json::is_number_integer));
+        CHECK(has(p, "steps_per_s", &json::is_number_float));
+        for (const char* k : {"connected", "in_sync"}) CHECK(has(p, k, &json::is_boolean));
     }
-    CHECK(peers.get("peers")->items[0].get("name")->s == "peer-0");
-    CHECK(peers.get("peers")->items[0].get("connected")->b);
-    CHECK_FALSE(peers.get("peers")->items[1].get("connected")->b);
+    CHECK(peers.at("peers")[0].at("name").get<std::string>() == "peer-0");
+    CHECK(peers.at("peers")[0].at("connected").get<bool>());
+    CHECK_FALSE(peers.at("peers")[1].at("connected").get<bool>());
 
-    const json::Value rounds = parse_ok(s.get("/api/rounds"));
-    REQUIRE(has(rounds, "rounds", Kind::array));
-    REQUIRE(rounds.get("rounds")->items.size() == 2);
-    for (const json::Value& r : rounds.get("rounds")->items)
-        for (const char* k : {"round", "islands", "inner_loss", "val_loss", "bytes_up", "bytes_down", "compression_ratio",
-                              "seconds"})
-            CHECK(has(r, k, Kind::number));
-    CHECK(rounds.get("rounds")->items[1].get("round")->n == 1);
-    CHECK(rounds.get("rounds")->items[1].get("val_loss")->n == Approx(3.6));
+    const json rounds = parse_ok(s.get("/api/rounds"));
+    REQUIRE(has(rounds, "rounds", &json::is_array));
+    REQUIRE(rounds.at("rounds").size() == 2);
+    for (const json& r : rounds.at("rounds")) {
+        for (const char* k : {"round", "islands", "bytes_up", "bytes_down"}) CHECK(has(r, k, &json::is_number_integer));
+        for (const char* k : {"inner_loss", "val_loss", "compression_ratio", "seconds"})
+            CHECK(has(r, k, &json::is_number_float));
+    }
+    CHECK(rounds.at("rounds")[1].at("round").get<double>() == 1);
+    CHECK(rounds.at("rounds")[1].at("val_loss").get<double>() == Approx(3.6));
 
-    const json::Value log = parse_ok(s.get("/api/log?lines=3"));
-    REQUIRE(has(log, "lines", Kind::array));
-    REQUIRE(log.get("lines")->items.size() == 3);
-    CHECK(log.get("lines")->items[2].s == "line 599 \"quoted\"\ttab");  // escaped and read back
-    CHECK(parse_ok(s.get("/api/log?lines=100000")).get("lines")->items.size() == RunStatus::kLogLines);
-    CHECK(parse_ok(s.get("/api/log")).get("lines")->items.size() == 100);
+    const json log = parse_ok(s.get("/api/log?lines=3"));
+    REQUIRE(has(log, "lines", &json::is_array));
+    REQUIRE(log.at("lines").size() == 3);
+    CHECK(log.at("lines")[2].get<std::string>() == "line 599 \"quoted\"\ttab");  // escaped and read back
+    CHECK(parse_ok(s.get("/api/log?lines=100000")).at("lines").size() == RunStatus::kLogLines);
+    CHECK(parse_ok(s.get("/api/log")).at("lines").size() == 100);
 }
 
 TEST_CASE("the control API refuses requests without the token or with a wrong one") {
@@ -252,12 +256,12 @@ TEST_CASE("pause, resume and leave set the commands a run reads") {
     Served s;
     CHECK(s.post("/api/pause", "").body == "{\"ok\":true}");
     CHECK(s.status.paused());
-    const json::Value st = parse_ok(s.get("/api/status"));
-    CHECK(st.get("paused")->b);
-    CHECK(st.get("state")->s == "paused");
+    const json st = parse_ok(s.get("/api/status"));
+    CHECK(st.at("paused").get<bool>());
+    CHECK(st.at("state").get<std::string>() == "paused");
     CHECK(s.post("/api/resume", "").status == 200);
     CHECK_FALSE(s.status.paused());
-    CHECK(parse_ok(s.get("/api/status")).get("state")->s == "training");
+    CHECK(parse_ok(s.get("/api/status")).at("state").get<std::string>() == "training");
     CHECK(s.post("/api/leave", "").status == 200);
     CHECK(s.status.leave_requested());
 }
@@ -374,23 +378,31 @@ TEST_CASE("the token file is made 0600 on first use and refused when others can 
     CHECK_FALSE(token_equal("", "a"));
 }
 
-TEST_CASE("the JSON parser reads what the writer writes and rejects malformed text") {
-    const json::Value v = json::parse(
-        " {\"a\": [1, -2.5e3, true, false, null], \"s\": \"x\\n\\u00e9\\ud83d\\ude00\", \"o\": {}} ");
-    REQUIRE(v.is(Kind::object));
-    REQUIRE(v.get("a")->items.size() == 5);
-    CHECK(v.get("a")->items[1].n == -2500);
-    CHECK(v.get("a")->items[2].b);
-    CHECK(v.get("a")->items[4].is(Kind::null));
-    CHECK(v.get("s")->s == "x\n\xc3\xa9\xf0\x9f\x98\x80");
-    CHECK(v.get("o")->is(Kind::object));
+TEST_CASE("request bodies are parsed strictly, nested at most 64 levels deep") {
+    RunStatus status;
+    std::string hosted;
+    const ControlApi api(status, kToken,
+                         ControlActions{[] { return false; }, [&](const std::string& config) { hosted = config; }, {}});
+    auto post = [&](const std::string& body) { return api.handle({"POST", "/api/host", "Bearer " + kToken, body}); };
+    auto error = [](const ApiResponse& r) { return json::parse(r.body).at("error").get<std::string>(); };
+
+    CHECK(post("{\"config\": \"x\\n\\u00e9\\ud83d\\ude00\", \"o\": {}, \"a\": [1, -2.5e3, true, null]} ").status == 200);
+    CHECK(hosted == "x\n\xc3\xa9\xf0\x9f\x98\x80");
     for (const std::string bad : {"", "{", "{\"a\":1,}", "[01]", "nul", "\"\\x\"", "{\"a\" 1}", "1 2", "\"a\nb\"", "-",
-                                  "1.", "[1,]"}) {
+                                  "1.", "[1,]", "{\"config\":\"\\ud800\"}", "{\"config\":\"\xff\"}", "{'config':'x'}"}) {
         INFO(bad);
-        CHECK_THROWS_AS(json::parse(bad), Error);
+        const ApiResponse r = post(bad);
+        CHECK(r.status == 400);
+        CHECK_THAT(error(r), Catch::StartsWith("malformed JSON: ") && !Catch::Contains("json.exception"));
     }
-    const std::string s = "q\"\\\n\x01";
-    CHECK(json::parse(json::quote(s)).s == s);
-    CHECK(json::number(std::nan("")) == "null");
-    CHECK(json::parse(json::number(0.1)).n == 0.1);
+    // 64 levels below the body's object are fine, 65 are not (the bound the old parser had).
+    const auto nested = [](int levels) {
+        return "{\"config\":\"c\",\"a\":" + std::string(levels, '[') + std::string(levels, ']') + "}";
+    };
+    CHECK(post(nested(64)).status == 200);
+    const ApiResponse deep = post(nested(65));
+    CHECK(deep.status == 400);
+    CHECK(error(deep) == "malformed JSON: nested more than 64 levels deep");
+    CHECK(error(post(std::string(100000, '['))) == "malformed JSON: nested more than 64 levels deep");
+    CHECK(error(post("[1]")) == "the body must be a JSON object");
 }

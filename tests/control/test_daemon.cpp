@@ -8,8 +8,9 @@
 #include <csignal>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "peers/control/control_server.h"
-#include "peers/control/json.h"
 #include "peers/control/token.h"
 #include "tests/control/http_test_util.h"
 #include "tests/core/temp_dir.h"
@@ -19,7 +20,7 @@ using namespace arch;
 using arch::test::eventually;
 using arch::test::free_port;
 using arch::test::Process;
-using Kind = json::Value::Kind;
+using nlohmann::json;
 
 namespace {
 
@@ -36,14 +37,14 @@ struct Daemon {
         process = std::make_unique<Process>(
             std::vector<std::string>{"daemon", "--control-port", "0", "--token-file", token_file, "--name", name},
             dir.file(name + ".log"), kEnv);
-        REQUIRE(process->wait_for("daemon: idle", 30));
+        REQUIRE(process->wait_for("idle; host or join through the control API", 30));
         std::smatch m;
         const std::string log = process->log();
         REQUIRE(std::regex_search(log, m, std::regex("control API on 127\\.0\\.0\\.1:(\\d+)")));
         port = std::stoi(m[1]);
         token = load_token(token_file);
     }
-    json::Value get(const std::string& target) {
+    json get(const std::string& target) {
         const HttpReply r = http_request(port, "GET", target, token);
         INFO(target << " -> " << r.status << " " << r.body);
         REQUIRE(r.status == 200);
@@ -52,15 +53,21 @@ struct Daemon {
     HttpReply post(const std::string& target, const std::string& body = "") {
         return http_request(port, "POST", target, token, body);
     }
-    std::string state() { return get("/api/status").get("state")->s; }
-    std::size_t rounds() { return get("/api/rounds").get("rounds")->items.size(); }
+    std::string state() { return get("/api/status").at("state").get<std::string>(); }
+    std::size_t rounds() { return get("/api/rounds").at("rounds").size(); }
     bool log_has(const std::string& needle) {
-        const json::Value log = get("/api/log?lines=500");
-        for (const json::Value& l : log.get("lines")->items)
-            if (l.s.find(needle) != std::string::npos) return true;
+        const json log = get("/api/log?lines=500");
+        for (const json& l : log.at("lines"))
+            if (l.get<std::string>().find(needle) != std::string::npos) return true;
         return false;
     }
 };
+
+// The bodies of POST /api/host and /api/join.
+std::string host_body(const std::string& config) { return json{{"config", config}}.dump(); }
+std::string join_body(const std::string& invite, const std::string& key) {
+    return json{{"invite", invite}, {"key", key}}.dump();
+}
 
 // A tiny one-island run in dir: run.toml (returned as text), the peer's key pair peer.key and its
 // invite peer.invite (which also writes the host's allow-list).
@@ -92,39 +99,36 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
     INFO(host.process->log());
     INFO(peer.process->log());
 
-    const json::Value idle = host.get("/api/status");
-    CHECK(idle.get("role")->s == "idle");
+    const json idle = host.get("/api/status");
+    CHECK(idle.at("role").get<std::string>() == "idle");
     CHECK(peer.post("/api/pause").status == 409);  // nothing to pause yet
-    CHECK(peer.post("/api/join", "{\"invite\":\"garbage\",\"key\":\"" + dir.file("peer.key") + "\"}").status == 400);
-    CHECK(peer.post("/api/join", "{\"invite\":" + json::quote(read_file_bytes(dir.file("peer.invite"))) +
-                                     ",\"key\":\"" + dir.file("missing.key") + "\"}")
-              .status == 400);
+    CHECK(peer.post("/api/join", join_body("garbage", dir.file("peer.key"))).status == 400);
+    CHECK(peer.post("/api/join", join_body(read_file_bytes(dir.file("peer.invite")), dir.file("missing.key"))).status ==
+          400);
 
     // Host, paused at once: round 0 must wait for resume even when the island is ready.
-    REQUIRE(host.post("/api/host", "{\"config\":" + json::quote(config) + "}").status == 200);
-    CHECK(host.post("/api/host", "{\"config\":" + json::quote(config) + "}").status == 409);
+    REQUIRE(host.post("/api/host", host_body(config)).status == 200);
+    CHECK(host.post("/api/host", host_body(config)).status == 409);
     REQUIRE(host.post("/api/pause").status == 200);
     const std::string invite = read_file_bytes(dir.file("peer.invite"));
-    REQUIRE(peer.post("/api/join", "{\"invite\":" + json::quote(invite) + ",\"key\":" + json::quote(dir.file("peer.key")) +
-                                       "}")
-                .status == 200);
-    CHECK(peer.post("/api/join", "{\"invite\":" + json::quote(invite) + ",\"key\":\"k\"}").status == 409);
+    REQUIRE(peer.post("/api/join", join_body(invite, dir.file("peer.key"))).status == 200);
+    CHECK(peer.post("/api/join", join_body(invite, "k")).status == 409);
     REQUIRE(eventually(
         [&] {
-            const json::Value p = host.get("/api/peers");
-            const auto& list = p.get("peers")->items;
-            return list.size() == 1 && list[0].get("connected")->b && list[0].get("in_sync")->b;
+            const json p = host.get("/api/peers");
+            const auto& list = p.at("peers");
+            return list.size() == 1 && list[0].at("connected").get<bool>() && list[0].at("in_sync").get<bool>();
         },
         60));
-    const json::Value ps = host.get("/api/peers").get("peers")->items[0];
-    CHECK(ps.get("name")->s == "peerd");
-    CHECK(ps.get("fingerprint")->s.size() > 8);
-    CHECK(ps.get("island")->n == 0);
-    CHECK(ps.get("devices")->n == 1);
+    const json ps = host.get("/api/peers").at("peers")[0];
+    CHECK(ps.at("name").get<std::string>() == "peerd");
+    CHECK(ps.at("fingerprint").get<std::string>().size() > 8);
+    CHECK(ps.at("island").get<double>() == 0);
+    CHECK(ps.at("devices").get<double>() == 1);
     // The island is ready: a host that ignored the pause would start round 0 within its 50 ms loop.
     CHECK_FALSE(eventually([&] { return host.log_has("round 0 started"); }, 1.0));
-    CHECK(host.get("/api/status").get("state")->s == "paused");
-    CHECK(host.get("/api/status").get("paused")->b);
+    CHECK(host.get("/api/status").at("state").get<std::string>() == "paused");
+    CHECK(host.get("/api/status").at("paused").get<bool>());
 
     // Pause the peer too, then resume the host: round 0 starts but the island holds its answer.
     REQUIRE(peer.post("/api/pause").status == 200);
@@ -134,28 +138,28 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
     REQUIRE(peer.post("/api/resume").status == 200);
 
     REQUIRE(eventually([&] { return host.state() == "finished" && peer.state() == "finished"; }, 60));
-    const json::Value rounds = host.get("/api/rounds");
-    REQUIRE(rounds.get("rounds")->items.size() == 3);
-    for (const json::Value& r : rounds.get("rounds")->items) {
-        CHECK(r.get("islands")->n == 1);
-        CHECK(r.get("inner_loss")->n > 0);
-        CHECK(r.get("val_loss")->n > 0);
-        CHECK(r.get("bytes_up")->n > 0);
-        CHECK(r.get("compression_ratio")->n > 1);
+    const json rounds = host.get("/api/rounds");
+    REQUIRE(rounds.at("rounds").size() == 3);
+    for (const json& r : rounds.at("rounds")) {
+        CHECK(r.at("islands").get<double>() == 1);
+        CHECK(r.at("inner_loss").get<double>() > 0);
+        CHECK(r.at("val_loss").get<double>() > 0);
+        CHECK(r.at("bytes_up").get<double>() > 0);
+        CHECK(r.at("compression_ratio").get<double>() > 1);
     }
-    const json::Value st = host.get("/api/status");
-    CHECK(st.get("role")->s == "host");
-    CHECK(st.get("run")->s == "api-run");
-    CHECK(st.get("round")->n == 3);
-    const json::Value after = host.get("/api/peers").get("peers")->items[0];
-    CHECK(after.get("last_round")->n == 2);
-    CHECK(after.get("bytes_up")->n > 0);
-    CHECK(after.get("bytes_down")->n > 0);
+    const json st = host.get("/api/status");
+    CHECK(st.at("role").get<std::string>() == "host");
+    CHECK(st.at("run").get<std::string>() == "api-run");
+    CHECK(st.at("round").get<double>() == 3);
+    const json after = host.get("/api/peers").at("peers")[0];
+    CHECK(after.at("last_round").get<double>() == 2);
+    CHECK(after.at("bytes_up").get<double>() > 0);
+    CHECK(after.at("bytes_down").get<double>() > 0);
 
-    const json::Value pst = peer.get("/api/status");
-    CHECK(pst.get("role")->s == "peer");
-    CHECK(pst.get("run")->s == "api-run");
-    CHECK(pst.get("theta_hash")->s == st.get("theta_hash")->s);  // bit-identical θ
+    const json pst = peer.get("/api/status");
+    CHECK(pst.at("role").get<std::string>() == "peer");
+    CHECK(pst.at("run").get<std::string>() == "api-run");
+    CHECK(pst.at("theta_hash").get<std::string>() == st.at("theta_hash").get<std::string>());  // bit-identical θ
     CHECK(peer.rounds() == 3);
     const HttpReply metrics = http_request(host.port, "GET", "/metrics", host.token);
     CHECK(metrics.body.find("archipelago_rounds_total 3") != std::string::npos);
@@ -187,16 +191,14 @@ TEST_CASE("a peer told to leave says bye; the host goes on without it") {
     Daemon peer(dir, "peerd");
     INFO(host.process->log());
     INFO(peer.process->log());
-    REQUIRE(host.post("/api/host", "{\"config\":" + json::quote(config) + "}").status == 200);
-    REQUIRE(peer.post("/api/join", "{\"invite\":" + json::quote(read_file_bytes(dir.file("peer.invite"))) +
-                                       ",\"key\":" + json::quote(dir.file("peer.key")) + "}")
-                .status == 200);
+    REQUIRE(host.post("/api/host", host_body(config)).status == 200);
+    REQUIRE(peer.post("/api/join", join_body(read_file_bytes(dir.file("peer.invite")), dir.file("peer.key"))).status == 200);
     REQUIRE(eventually([&] { return host.rounds() >= 1; }, 60));
     REQUIRE(peer.post("/api/leave").status == 200);
     REQUIRE(eventually([&] { return peer.state() == "stopped"; }, 30));
     if (!eventually([&] { return host.log_has("peerd left: peerd left"); }, 30))
         FAIL(host.process->log() + "\n---\n" + peer.process->log());
-    CHECK_FALSE(host.get("/api/peers").get("peers")->items[0].get("connected")->b);
+    CHECK_FALSE(host.get("/api/peers").at("peers")[0].at("connected").get<bool>());
     // Stopping the host through the API.
     REQUIRE(host.post("/api/leave").status == 200);
     REQUIRE(eventually([&] { return host.state() == "stopped"; }, 30));

@@ -120,10 +120,10 @@ TEST_CASE("the bundled corpus is prepared once, then reused") {
     REQUIRE(fs::exists("data/kjv.txt.zst"));
     TempDir dir;
     const std::string out = dir.file("kjv");
-    const arch::PreparedCorpus c = arch::ensure_bundled_corpus(".", out);
+    const arch::PreparedCorpus c = arch::ensure_bundled_corpus("data/kjv.txt.zst", out);
     CHECK(arch::Tokenizer::load(c.tokenizer_path).vocab_size() == 4096);
     const auto stamp = fs::last_write_time(out + "/train_000000.bin");
-    const arch::PreparedCorpus again = arch::ensure_bundled_corpus(".", out);
+    const arch::PreparedCorpus again = arch::ensure_bundled_corpus("data/kjv.txt.zst", out);
     CHECK(again.train_pattern == c.train_pattern);
     CHECK(fs::last_write_time(out + "/train_000000.bin") == stamp);
 
@@ -146,7 +146,7 @@ TEST_CASE("the bundled corpus is prepared once, then reused") {
     CHECK(val.total_tokens() * 50 >= train.total_tokens());  // 2% of the tokens
 
     fs::remove(out + "/DONE");  // as if interrupted: redone
-    arch::ensure_bundled_corpus(".", out);
+    arch::ensure_bundled_corpus("data/kjv.txt.zst", out);
     CHECK(fs::exists(out + "/DONE"));
-    CHECK_THROWS_WITH(arch::ensure_bundled_corpus(dir.file("no_repo"), out), Contains("kjv.txt.zst"));
+    CHECK_THROWS_WITH(arch::ensure_bundled_corpus(dir.file("no_repo/kjv.txt.zst"), out), Contains("kjv.txt.zst"));
 }

@@ -3,6 +3,8 @@
 // QNetworkAccessManager; not a web server.
 #include "tests/gui/fake_daemon.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTcpSocket>
 
 namespace arch::gui::test {
@@ -70,7 +72,7 @@ void FakeDaemon::serve(QTcpSocket* s) {
         if (post_error.isEmpty())
             body = R"({"ok":true})";
         else
-            code = 400, body = R"({"error":")" + post_error + R"("})";
+            code = 400, body = QJsonDocument(QJsonObject{{"error", QString::fromUtf8(post_error)}}).toJson(QJsonDocument::Compact);
     } else if (replies.contains(r.path)) {
         body = replies[r.path];
     } else {

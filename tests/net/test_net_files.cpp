@@ -1,5 +1,6 @@
 // tests/net/test_net_files.cpp: key files (mode 0600, refusal of readable secrets), allow-list and
-// invite files: round trips and rejection of malformed input with a message naming the problem.
+// invite files: round trips and rejection of malformed input with a message naming the problem;
+// invites and key files of the pre-TOML format are refused with a command that converts them.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -9,7 +10,7 @@
 #include "net/allow_list.h"
 #include "net/invite.h"
 #include "net/keys.h"
-#include "net/text_file.h"
+#include "core/file_io.h"
 #include "net_fixture.h"
 
 using namespace arch::net;
@@ -43,7 +44,7 @@ TEST_CASE("key pairs are saved with mode 0600 and load back", "[net][keys]") {
     CHECK(fingerprint(keys.public_key) == fingerprint(loaded.public_key));
     CHECK_THROWS_WITH(save_keypair(generate_keypair(), path), Catch::Contains("already exists"));
     // The .pub file holds no secret.
-    CHECK(arch::net::detail::read_text_file(path + ".pub").find(keys.secret_key) ==
+    CHECK(arch::read_text_file(path + ".pub").find(keys.secret_key) ==
           std::string::npos);
 }
 
@@ -60,13 +61,15 @@ TEST_CASE("key files with bad or mismatched keys are refused", "[net][keys]") {
     TempDir dir;
     const KeyPair a = generate_keypair(), b = generate_keypair();
     const std::string path = dir.file("bad.key");
-    write(path, "public-key = " + a.public_key + "\nsecret-key = " + b.secret_key + "\n");
+    write(path, "public-key = \"" + a.public_key + "\"\nsecret-key = \"" + b.secret_key + "\"\n");
     ::chmod(path.c_str(), 0600);
     CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("does not belong"));
-    write(path, "public-key = tooshort\nsecret-key = " + b.secret_key + "\n");
+    write(path, "public-key = \"tooshort\"\nsecret-key = \"" + b.secret_key + "\"\n");
     CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("40-character Z85"));
-    write(path, "secret-key = " + b.secret_key + "\n");
-    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("no 'public-key'"));
+    write(path, "secret-key = \"" + b.secret_key + "\"\n");
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains("missing key 'public-key'"));
+    write(path, "public-key = \"" + b.public_key + "\"\nsecret-key = \"" + b.secret_key + "\"\ncomment = \"x\"\n");
+    CHECK_THROWS_WITH(load_keypair(path), Catch::Contains(":3: unknown key 'comment'"));
     CHECK_THROWS_AS(load_keypair(dir.file("missing.key")), arch::Error);
 }
 
@@ -109,7 +112,7 @@ TEST_CASE("invites round trip and reject bad fields", "[net][invite]") {
     const std::string key = invite.host_public_key;
     auto parse = [&](const std::string& endpoint, const std::string& k, const std::string& id) {
         return Invite::parse(
-            "host-endpoint = " + endpoint + "\nhost-public-key = " + k + "\nrun-id = " + id + "\n",
+            "host-endpoint = \"" + endpoint + "\"\nhost-public-key = \"" + k + "\"\nrun-id = \"" + id + "\"\n",
             "inv");
     };
     CHECK_THROWS_WITH(parse("http://x:1", key, "1"), Catch::Contains("tcp://HOST:PORT"));
@@ -117,8 +120,43 @@ TEST_CASE("invites round trip and reject bad fields", "[net][invite]") {
     CHECK_THROWS_WITH(parse("tcp://x:1", "short", "1"), Catch::Contains("host-public-key"));
     CHECK_THROWS_WITH(parse("tcp://x:1", key, "0"), Catch::Contains("nonzero"));
     CHECK_THROWS_WITH(parse("tcp://x:1", key, "xyz"), Catch::Contains("hex"));
-    CHECK_THROWS_WITH(Invite::parse("host-endpoint = tcp://x:1\n", "inv"),
-                      Catch::Contains("missing field"));
-    CHECK_THROWS_WITH(Invite::parse("color = red\n", "inv"),
-                      Catch::Contains("unknown field 'color'"));
+    CHECK_THROWS_WITH(Invite::parse("host-endpoint = \"tcp://x:1\"\n", "inv"),
+                      Catch::Contains("missing key 'host-public-key'"));
+    CHECK_THROWS_WITH(Invite::parse("", "inv"), Catch::Contains("missing key"));
+    const std::string good = invite.to_text();
+    CHECK_THROWS_WITH(Invite::parse(good + "host-endpoint = \"tcp://y:2\"\n", "inv"), Catch::Contains("inv:"));
+    CHECK_THROWS_WITH(Invite::parse(good + "host-endpont = \"tcp://y:2\"\n", "inv"),
+                      Catch::Contains("inv:5: unknown key 'host-endpont' (did you mean 'host-endpoint'?)"));
+    CHECK_THROWS_WITH(Invite::parse(good + "[colour]\nred = 1\n", "inv"), Catch::Contains("inv:5: unknown"));
+    CHECK_THROWS_WITH(Invite::parse("host-endpoint = 5\nhost-public-key = \"" + key + "\"\nrun-id = \"1\"\n", "inv"),
+                      Catch::Contains("inv:1: host-endpoint must be a string, found an integer"));
+}
+
+TEST_CASE("pre-TOML invites and key files get a one-line migration command that works", "[net][invite][keys]") {
+    TempDir dir;
+    const KeyPair keys = generate_keypair();
+    const std::string invite = dir.file("old.invite"), key = dir.file("old.key");
+    write(invite, "# archipelago invite\nhost-endpoint = tcp://127.0.0.1:5555\nhost-public-key = " + keys.public_key +
+                      "\nrun-id = 00000000deadbeef\n");
+    write(key, "# archipelago CURVE key pair\npublic-key = " + keys.public_key + "\nsecret-key = " + keys.secret_key + "\n");
+    REQUIRE(::chmod(key.c_str(), 0600) == 0);
+    for (const std::string& path : {invite, key}) {
+        std::string message;
+        try {
+            if (path == invite) Invite::load(path);
+            else load_keypair(path);
+        } catch (const arch::Error& e) {
+            message = e.what();
+        }
+        INFO(message);
+        REQUIRE(message.find("pre-TOML format") != std::string::npos);
+        CHECK(message.find('\n') == std::string::npos);  // one line
+        const std::string command = message.substr(message.find("with: ") + 6);
+        REQUIRE(std::system(command.c_str()) == 0);  // the command the message gives converts the file
+    }
+    const Invite loaded = Invite::load(invite);
+    CHECK(loaded.host_endpoint == "tcp://127.0.0.1:5555");
+    CHECK(loaded.run_id == 0xdeadbeefULL);
+    CHECK(load_keypair(key).secret_key == keys.secret_key);
+    CHECK(mode_of(key) == 0600);  // sed -i keeps the mode
 }

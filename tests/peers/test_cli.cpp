@@ -144,8 +144,8 @@ TEST_CASE("bad input: a clear error, a non-zero exit, nothing overwritten") {
     }
     SECTION("unknown options and bad values") {
         expect_error(run("train " + flags + " --learning-rate 3"), "unknown option --learning-rate");
-        expect_error(run("train " + flags + " --lr abc"), "expects a number");
-        expect_error(run("train " + flags + " --schedule linear"), "cosine or constant");
+        expect_error(run("train " + flags + " --lr abc"), "--lr: Value abc not in range");
+        expect_error(run("train " + flags + " --schedule linear"), "--schedule: linear not in {cosine,constant}");
         expect_error(run("export --checkpoint " + out + "/model.bin --out " + s.dir.file("x")), "--safetensors");
     }
     CHECK(read_file_bytes(out + "/model.bin") == ckpt);
@@ -171,4 +171,75 @@ TEST_CASE("info lists the backends and devices; a device that cannot be used is 
         expect_error(run("train " + flags + " --device cuda"), "cuda");
         CHECK_FALSE(std::filesystem::exists(s.dir.file("run") + "/model.bin"));
     }
+}
+
+TEST_CASE("the command line: --version, generated --help with defaults, a mistyped flag or command") {
+    const Result version = run("--version");
+    CHECK(version.exit_code == 0);
+    CHECK(version.out.rfind("archipelago ", 0) == 0);
+    CHECK(version.out.find('.') != std::string::npos);
+
+    const Result help = run("train --help");
+    INFO(help.out);
+    CHECK(help.exit_code == 0);
+    for (const char* line : {"--steps", "200", "--lr", "0.0006", "--log-level", "--log-file", "--schedule", "cosine"})
+        CHECK(help.out.find(line) != std::string::npos);
+
+    const Result typo = run("train --stpes 3");
+    INFO(typo.out);
+    CHECK(typo.exit_code != 0);
+    CHECK(typo.out.find("error: archipelago train: unknown option --stpes (did you mean '--steps'?)") != std::string::npos);
+    const Result command = run("trian --steps 3");
+    CHECK(command.exit_code != 0);
+    CHECK(command.out.find("error: unknown command 'trian' (did you mean 'train'?)") != std::string::npos);
+    const Result bash = run("completion");
+    CHECK(bash.exit_code == 0);
+    CHECK(bash.out.find("complete -o filenames -F _archipelago archipelago") != std::string::npos);
+    CHECK(bash.out.find("--log-format") != std::string::npos);
+}
+
+TEST_CASE("host --config refuses a misspelled key, an unknown section and a wrong type with FILE:LINE") {
+    TempDir dir;
+    const std::string path = dir.file("run.toml");
+    auto host = [&](const std::string& toml) {
+        write_file(path, toml);
+        return run("host --config " + path);
+    };
+    expect_error(host("[run]\nrounds = 2\n\n[inner]\nstep_per_round = 5\n"),
+                 path + ":5: unknown key 'step_per_round' in [inner] (did you mean 'steps_per_round'?)");
+    expect_error(host("[run]\nrounds = 2\n[inerr]\nbatch = 2\n"), path + ":3: unknown section [inerr] (did you mean [inner]?)");
+    expect_error(host("[inner]\nbatch = \"eight\"\n"), path + ":2: inner.batch must be an integer, found a string");
+    expect_error(host("[inner]\nbatch = -8\n"), path + ":2: inner.batch must be in [1, 65536], found -8");
+    // Refused before anything was made: the folder holds only the config.
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("log flags: levels, a log file without the progress line, JSON lines for machines") {
+    Shards s;
+    const std::string log = s.dir.file("train.log");
+    Result r = run("train " + s.model_flags() + " --steps 4 --val-every 2 --log-file " + log + " --out " + s.dir.file("run"));
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    const std::string text = read_file_bytes(log);
+    INFO(text);
+    CHECK(text.find("info  [train] model ") != std::string::npos);   // level and component in each line
+    CHECK(text.find("[train] step     4 | val loss") != std::string::npos);
+    CHECK(text.find("step     1/4") == std::string::npos);            // the progress line stays on the terminal
+    CHECK(r.out.find("step     1/4") != std::string::npos);
+
+    r = run("train " + s.model_flags() + " --steps 2 --log-level warn --out " + s.dir.file("run2"));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("[train] model") == std::string::npos);  // info is below warn
+
+    const std::string json_log = s.dir.file("train.jsonl");
+    r = run("train " + s.model_flags() + " --steps 2 --val-every 1 --log-format jsonl --log-file " + json_log + " --out " +
+            s.dir.file("run3"));
+    REQUIRE(r.exit_code == 0);
+    write_file(s.dir.file("check.py"),
+               "import json, sys\n"
+               "rows = [json.loads(l) for l in open(sys.argv[1])]\n"
+               "assert rows, 'no log lines'\n"
+               "for r in rows: assert list(r) == ['time', 'level', 'component', 'message'], r\n"
+               "assert any(r['component'] == 'train' and 'val loss' in r['message'] for r in rows)\n");
+    CHECK(std::system(("python3 " + s.dir.file("check.py") + " " + json_log).c_str()) == 0);
 }

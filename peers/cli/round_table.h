@@ -1,29 +1,13 @@
-// peers/cli/run_log.h: what the host and peer commands print: timestamped log lines on stderr and
-// the host's per-round table on stdout (round, islands, mean inner loss, val loss, bytes up and
-// down, compression ratio, seconds).
+// peers/cli/round_table.h: the host's per-round table on stdout (round, islands, mean inner loss, val
+// loss, bytes up and down, compression ratio, seconds). Log lines go through core/log.h instead.
 #pragma once
 
-#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "peers/host.h"
 
 namespace arch::cli {
-
-class RunLog {
-public:
-    explicit RunLog(std::string who) : who_(std::move(who)), start_(std::chrono::steady_clock::now()) {}
-    void line(const std::string& text) const {
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-        std::fprintf(stderr, "[%s %7.1fs] %s\n", who_.c_str(), s, text.c_str());
-        std::fflush(stderr);
-    }
-
-private:
-    std::string who_;
-    std::chrono::steady_clock::time_point start_;
-};
 
 class RoundTable {
 public:

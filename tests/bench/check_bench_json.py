@@ -1,0 +1,152 @@
+# tests/bench/check_bench_json.py: runs one bench with --json and its smallest settings, and checks
+# every stdout row with Python's strict json module: exactly the expected keys, in order, of the
+# expected types (int is not float, bool is neither; NaN and Infinity are rejected). No timings checked.
+# Usage: python3 check_bench_json.py BIN_DIR CASE   (CASE: one of CASES below; run from the source root)
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT_S = 90
+
+TRAIN_STEP = {"config": str, "B": int, "T": int, "threads": int, "ms_per_step": float, "gflops": float,
+              "forward_ms": float, "backward_ms": float, "optimizer_ms": float, "sgemm_gflops": float}
+CODECS = {"codec": str, "data": str, "threads": int, "ratio": float, "rel_l2_error": float,
+          "encode_gbps": float, "decode_gbps": float}
+ISLAND = {"device": str, "devices": int, "parallel": str, "tokens_per_s": float, "ms_per_step": float,
+          "bytes_per_step": int, "state_mb_per_device": float}
+ISLAND_SKIPPED = {"device": str, "skipped": str}
+CONVERGENCE = {"name": str, "val_loss": float, "bytes": int, "tokens": int, "seconds": float}
+GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens_per_s": float, "tflops": float,
+             "mfu": float, "peak_gib": float}
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU case on a machine without a usable GPU
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def run(bin_dir, args, expect_ok=True):
+    cmd = [os.path.join(bin_dir, args[0])] + args[1:]
+    if not os.access(cmd[0], os.X_OK):
+        fail(f"{cmd[0]} is not built (cmake --build ... --target {args[0]})")
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    if expect_ok and p.returncode != 0:
+        fail(f"{args[0]} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def reject_constant(name):
+    raise ValueError(f"non-finite number {name} (not JSON)")
+
+
+def check_row(row, *schemas):
+    """The schema whose key list is exactly row's (in order), with every value of its type."""
+    for schema in schemas:
+        if list(row) != list(schema):
+            continue
+        for key, want in schema.items():
+            value = row[key]
+            if type(value) is not want:  # exact: bool is not int, int is not float
+                fail(f"row {row}: '{key}' is {type(value).__name__} {value!r}, expected {want.__name__}")
+        return schema
+    fail(f"row keys {list(row)} match none of the expected key lists {[list(s) for s in schemas]}")
+
+
+def json_rows(stdout, *schemas, only_json_lines=False):
+    rows = []
+    for line in stdout.splitlines():
+        if only_json_lines and not line.startswith("{"):
+            continue  # bench_gpu_train prints its table before the rows
+        try:
+            row = json.loads(line, parse_constant=reject_constant)
+        except ValueError as e:
+            fail(f"not a strict JSON line: {line!r} ({e})")
+        if not isinstance(row, dict):
+            fail(f"not a JSON object: {line!r}")
+        check_row(row, *schemas)
+        rows.append(row)
+    if not rows:
+        fail("no JSON rows on stdout")
+    return rows
+
+
+def expect_names(rows, key, expected):
+    got = [r[key] for r in rows]
+    if got != expected:
+        fail(f"rows' '{key}' are {got}, expected {expected}")
+
+
+def case_train_step(bin_dir):
+    p = run(bin_dir, ["bench_train_step", "--json", "--steps", "1", "--config", "tiny"])
+    expect_names(json_rows(p.stdout, TRAIN_STEP), "config", ["tiny"])
+
+
+def case_codecs(bin_dir):
+    p = run(bin_dir, ["bench_codecs", "--json", "--n", "65536", "--threads", "1", "--reps", "1"])
+    rows = json_rows(p.stdout, CODECS)
+    if rows[0]["codec"] != "memcpy" or len(rows) < 2 or any(r["data"] != "gaussian" for r in rows[1:]):
+        fail(f"expected a memcpy row then gaussian rows, got {[(r['codec'], r['data']) for r in rows]}")
+
+
+def case_pseudo_grad(bin_dir):
+    """make_pseudo_grad writes N floats, and bench_codecs --pseudo-grad adds rows for them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "delta.f32")
+        run(bin_dir, ["make_pseudo_grad", path, "--config", "tiny", "--steps", "1", "--floats", "4096"])
+        if os.path.getsize(path) != 4096 * 4:
+            fail(f"{path} holds {os.path.getsize(path)} bytes, expected {4096 * 4}")
+        p = run(bin_dir, ["bench_codecs", "--json", "--n", "4096", "--threads", "1", "--reps", "1",
+                          "--codecs", "int8,fp4+zstd", "--pseudo-grad", path])
+    rows = json_rows(p.stdout, CODECS)
+    expect_names(rows, "data", ["-", "gaussian", "gaussian", "pseudo-grad", "pseudo-grad"])
+    expect_names(rows, "codec", ["memcpy", "int8", "fp4+zstd", "int8", "fp4+zstd"])
+
+
+def case_island(bin_dir):
+    p = run(bin_dir, ["bench_island", "--json", "--steps", "1", "--batch", "1", "--seq-len", "16"])
+    rows = json_rows(p.stdout, ISLAND, ISLAND_SKIPPED)
+    cpu = [(r["devices"], r["parallel"]) for r in rows if r["device"] == "cpu"]
+    if cpu != [(1, "ddp"), (2, "ddp"), (2, "zero3")]:
+        fail(f"cpu rows are {cpu}, expected 1 ddp, 2 ddp, 2 zero3")
+    if not any(r["device"] in ("gpu", "nccl") for r in rows):
+        fail("no NCCL rows and no 'skipped' row for the GPU")
+
+
+def case_convergence(bin_dir):
+    p = run(bin_dir, ["bench_convergence", "--json", "--rounds", "1", "--H", "1", "--islands", "2",
+                      "--batch", "1", "--seq-len", "16"])
+    expect_names(json_rows(p.stdout, CONVERGENCE), "name",
+                 ["single", "single-same-steps", "ddp", "diloco-fp32", "diloco-int8", "diloco-fp4-ef", "async"])
+
+
+def case_gpu_train(bin_dir):
+    p = run(bin_dir, ["bench_gpu_train", "--json", "--config", "tiny", "--vocab", "4096", "--B", "4", "--T", "64",
+                      "--steps", "6", "--attention", "both"])
+    if p.stdout.startswith("SKIPPED:"):
+        print(p.stdout.strip())
+        sys.exit(SKIP)
+    expect_names(json_rows(p.stdout, GPU_TRAIN, only_json_lines=True), "attention", ["fused", "unfused"])
+
+
+def case_cli(bin_dir):
+    """--help exits 0 and shows defaults; a mistyped flag exits non-zero and names the flag."""
+    p = run(bin_dir, ["bench_train_step", "--help"])
+    if not re.search(r"--steps\b.*=5\b", p.stdout):
+        fail(f"--help does not show --steps' default 5:\n{p.stdout}")
+    p = run(bin_dir, ["bench_train_step", "--stepz", "3"], expect_ok=False)
+    if p.returncode == 0 or "--stepz" not in p.stdout + p.stderr:
+        fail(f"--stepz: exit {p.returncode}, expected non-zero and a message naming --stepz:\n{p.stdout}{p.stderr}")
+
+
+CASES = {name[len("case_"):]: f for name, f in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
+        sys.exit(f"usage: check_bench_json.py BIN_DIR {{{','.join(CASES)}}}")
+    CASES[sys.argv[2]](sys.argv[1])
+    print("ok")

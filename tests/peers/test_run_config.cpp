@@ -1,0 +1,114 @@
+// tests/peers/test_run_config.cpp: run.toml is read strictly: every unknown key or section, wrong
+// type and value out of range is refused with "FILE:LINE: ..." and the closest known key; the
+// bundled default and a full file parse to the values they say.
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "peers/run_config.h"
+
+using arch::parse_run_config;
+using Catch::Contains;
+
+namespace {
+
+std::string refused(const std::string& toml) {
+    try {
+        parse_run_config(toml, "run.toml");
+    } catch (const arch::Error& e) {
+        return e.what();
+    }
+    FAIL("accepted: " << toml);
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("a misspelled key names the file, the line, the section and the key meant") {
+    CHECK(refused("[run]\nrounds = 4\n\n[inner]\nstep_per_round = 5\n") ==
+          "run.toml:5: unknown key 'step_per_round' in [inner] (did you mean 'steps_per_round'?)");
+    CHECK(refused("[outer]\nmomentun = 0.9\n") == "run.toml:2: unknown key 'momentun' in [outer] (did you mean 'momentum'?)");
+    // Nothing close: no suggestion.
+    CHECK(refused("[inner]\nzebra = 1\n") == "run.toml:2: unknown key 'zebra' in [inner]");
+}
+
+TEST_CASE("unknown sections and top-level keys are refused with the line") {
+    CHECK(refused("[run]\nrounds = 2\n[innr]\nbatch = 4\n") == "run.toml:3: unknown section [innr] (did you mean [inner]?)");
+    CHECK(refused("rounds = 2\n") == "run.toml:1: unknown key 'rounds'");
+    CHECK(refused("run = 3\n") == "run.toml:1: 'run' must be a section ([run]), found an integer");
+}
+
+TEST_CASE("wrong types and values out of range name the key and what was found") {
+    CHECK(refused("[run]\nrounds = \"ten\"\n") == "run.toml:2: run.rounds must be an integer, found a string");
+    CHECK(refused("[run]\n\nrounds = 0\n") == "run.toml:3: run.rounds must be in [1, 10000000], found 0");
+    CHECK(refused("[inner]\nlr = -1.0\n") == "run.toml:2: inner.lr must be in (0, 10], found -1");
+    CHECK(refused("[inner]\nlr = true\n") == "run.toml:2: inner.lr must be a number, found a boolean");
+    CHECK(refused("[run]\nmode = \"asynk\"\n") ==
+          "run.toml:2: run.mode must be one of sync, async, found 'asynk' (did you mean 'async'?)");
+    CHECK(refused("[outer]\nmomentum = 1.0\n") == "run.toml:2: outer.momentum must be in [0, 0.999999], found 1");
+    CHECK(refused("[deadlines]\nround_timeout_s = 0\n") ==
+          "run.toml:2: deadlines.round_timeout_s must be in (0, 1e+07], found 0");
+    CHECK_THAT(refused("[wire]\ncodec = \"int9\"\n"), Contains("run.toml:2: wire.codec:"));
+    CHECK_THAT(refused("[run\n"), Contains("run.toml:1: not valid TOML"));
+}
+
+TEST_CASE("every key is read into the config, integers where numbers are asked") {
+    const arch::RunConfig c = parse_run_config(R"([run]
+name = "x"
+rounds = 3
+islands = 2
+mode = "async"
+seed = 7
+[model]
+config = "tiny"
+layers = 2
+[data]
+train = "/d/train_*.bin"
+val = "/d/val_*.bin"
+[inner]
+steps_per_round = 5
+batch = 2
+seq_len = 16
+grad_accum = 2
+lr = 1e-3
+weight_decay = 0
+grad_clip = 0.5
+warmup = 1
+val_batches = 2
+[outer]
+lr = 1
+momentum = 0.5
+aggregator = "median"
+[wire]
+codec = "fp32"
+down_codec = "fp32"
+[deadlines]
+join_timeout_s = 5
+round_timeout_s = 2.5
+heartbeat_timeout_s = 1
+straggler = "fold"
+)",
+                                               "run.toml");
+    CHECK(c.name == "x");
+    CHECK(c.rounds == 3);
+    CHECK(c.islands == 2);
+    CHECK(c.mode == "async");
+    CHECK(c.outer.optimizer == "delayed-nesterov");
+    CHECK(c.seed == 7);
+    CHECK(c.layers == 2);
+    CHECK(c.train_data == "/d/train_*.bin");
+    CHECK(c.steps_per_round == 5);
+    CHECK(c.grad_accum == 2);
+    CHECK(c.lr == Approx(1e-3));
+    CHECK(c.weight_decay == 0.0f);
+    CHECK(c.outer.lr == 1.0f);
+    CHECK(c.outer.aggregator == "median");
+    CHECK(c.round_timeout_s == 2.5);
+    CHECK(c.join_timeout_s == 5.0);
+    CHECK(c.straggler == "fold");
+}
+
+TEST_CASE("the bundled default run config parses") {
+    const arch::RunConfig c = arch::load_run_config("data/demo-run.toml");
+    CHECK(c.name == "kjv-demo");
+    CHECK(c.islands == 3);
+}
