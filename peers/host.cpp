@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -47,6 +48,8 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     std::vector<float> theta(eval_model_->num_params());
     eval_model_->get_params(theta);
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer);
+    screen_ = std::make_unique<outer::NormScreen>(
+        outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
     std::filesystem::create_directories(c.checkpoint_dir);
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
@@ -210,6 +213,12 @@ void Host::finish_round(Link& link) {
         return;
     }
     std::sort(all.begin(), all.end(), [](const Contribution& a, const Contribution& b) { return a.island < b.island; });
+    screen(all);
+    if (all.empty()) {
+        log("round " + std::to_string(round_) + ": every pseudo-gradient was rejected; starting it again");
+        round_open_ = false;
+        return;
+    }
     std::vector<outer::Contribution> cs;
     double loss = 0;
     for (const Contribution& c : all) {
@@ -217,7 +226,15 @@ void Host::finish_round(Link& link) {
         loss += c.loss / static_cast<double>(all.size());
     }
     const std::vector<std::byte> update = global_->make_update(cs);
-    global_->apply_update(update);
+    try {
+        global_->apply_update(update);  // θ must stay finite, or nothing changes
+    } catch (const Error& e) {
+        std::string who;
+        for (const Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
+        log("round " + std::to_string(round_) + ": " + e.what() + " (contributions from " + who + "); starting it again");
+        round_open_ = false;
+        return;
+    }
     const uint64_t ended = round_;
     ++round_;
     round_open_ = false;
@@ -251,6 +268,26 @@ void Host::finish_round(Link& link) {
         options_.status->add_round(row);
         publish_run(link);
     }
+}
+
+void Host::screen(std::vector<Contribution>& all) {
+    std::vector<std::span<float>> deltas;
+    for (Contribution& c : all) deltas.emplace_back(c.delta);
+    const std::vector<outer::ScreenVerdict> verdicts = screen_->screen(deltas);
+    std::vector<Contribution> kept;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const outer::ScreenVerdict& v = verdicts[i];
+        if (v.outcome != outer::ScreenVerdict::Outcome::kept) {
+            char figures[96];
+            std::snprintf(figures, sizeof(figures), "norm %.3g, above %.3g (%.3g x the median)", v.norm, v.limit,
+                          options_.config.outer.screen_factor);
+            log(std::string(v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected") +
+                " the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name + ") for round " +
+                std::to_string(round_) + ": " + figures);
+        }
+        if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
+    }
+    all = std::move(kept);
 }
 
 void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h) {
@@ -297,7 +334,15 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
                     (round_open_ ? " is open" : " has not started"));
     if (c.mode == "sync" && current && (!expected_.count(key) || expected_[key]))
         throw Error(expected_.count(key) ? "a second pseudo-gradient for this round" : "an island that is not in this round");
-    Contribution contribution{p.island, compression::decode(payload, global_->theta().size()), meta.tokens, meta.mean_loss};
+    // The weight in the mean is the tokens the island says it trained on: at most what H steps hold.
+    const double max_tokens = static_cast<double>(c.steps_per_round) * c.batch * c.seq_len * c.grad_accum;
+    if (!(meta.tokens > 0)) throw Error("a pseudo-gradient with a token weight of " + std::to_string(meta.tokens));
+    const double tokens = std::min(meta.tokens, max_tokens);
+    if (tokens < meta.tokens)
+        log("island " + std::to_string(p.island) + " (" + p.name + ") claimed " + std::to_string(meta.tokens) +
+            " tokens for round " + std::to_string(meta.round) + "; counted " + std::to_string(max_tokens) +
+            " (H x B x T x grad_accum)");
+    Contribution contribution{p.island, p.name, compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
     if (contribution.delta.size() != global_->theta().size())
         throw Error("pseudo-gradient of " + std::to_string(contribution.delta.size()) + " values, the model has " +
                     std::to_string(global_->theta().size()));

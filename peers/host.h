@@ -18,6 +18,7 @@
 
 #include "core/backend.h"
 #include "core/gpt2.h"
+#include "outer_optimizer/screening.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 #include "peers/run_config.h"
@@ -69,6 +70,7 @@ private:
     };
     struct Contribution {
         uint32_t island;
+        std::string name;  // the island's, for the log
         std::vector<float> delta;
         double tokens;
         float loss;
@@ -80,6 +82,7 @@ private:
     void start_round(Link& link);
     void start_island(Link& link, const std::string& key);
     void finish_round(Link& link);
+    void screen(std::vector<Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
     void send_state(Link& link, const std::string& key);
     uint32_t steps_for(const std::string& key) const;
     bool round_complete() const;
@@ -103,6 +106,7 @@ private:
     std::map<std::string, bool> expected_;        // sync: islands this round waits for (key -> delivered)
     std::vector<Contribution> contributions_;
     std::vector<Contribution> folded_;            // straggler = fold: late pseudo-gradients for the next round
+    std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
     std::chrono::steady_clock::time_point round_started_, first_arrival_;
     std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then
     bool any_arrival_ = false;

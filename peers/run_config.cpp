@@ -62,6 +62,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     outer.number("lr", c.outer.lr, 0.0, 100.0, true);
     outer.number("momentum", c.outer.momentum, 0.0, 0.999999);
     outer.text("aggregator", c.outer.aggregator);
+    outer.text_choice("screen", c.outer.screen, {"clip", "reject", "off"});
+    outer.number("screen_factor", c.outer.screen_factor, 1.0, 1e9, true);
     outer.finish();
 
     toml_file::Fields wire = section("wire");

@@ -36,7 +36,16 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const outer::Contribut
 
 void GlobalModel::apply_update(std::span<const std::byte> update) {
     compression::decode(update, scratch_);  // validates everything, throws before touching state
+    // A finite update can still overflow θ (Δ near FLT_MAX, momentum): keep what to go back to.
+    const std::vector<float> theta_before = theta_;
+    const std::vector<std::byte> optimizer_before = optimizer_->save_state();
     optimizer_->step(theta_, scratch_);
+    for (float x : theta_) {
+        if (std::isfinite(x)) continue;
+        theta_ = theta_before;
+        optimizer_->load_state(optimizer_before);
+        throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
+    }
 }
 
 std::string hash_floats(std::span<const float> values) { return hash_bytes(std::as_bytes(values)); }

@@ -24,6 +24,8 @@ struct OuterConfig {
     uint32_t period = 1;                 // delayed-nesterov: momentum every `period` updates
     std::string aggregator = "mean";     // outer_optimizer/aggregator.h spec
     std::string down_codec = "fp32";     // how the aggregated update travels to the islands
+    std::string screen = "clip";         // off | clip | reject: a Δ far above the round's median norm
+    double screen_factor = 5.0;          // how far above the median norm a Δ may go
 };
 
 class GlobalModel {
@@ -35,8 +37,8 @@ public:
 
     // Host: aggregates one round's pseudo-gradients (give them in a canonical order) into update bytes.
     std::vector<std::byte> make_update(std::span<const outer::Contribution> contributions);
-    // Everyone: decodes update bytes and applies one outer step. Validates first (size, codec, NaN/Inf):
-    // on error throws arch::Error and θ and the optimizer are unchanged.
+    // Everyone: decodes update bytes and applies one outer step. Validates first (size, codec, NaN/Inf),
+    // and θ after the step (finite): on error throws arch::Error and θ and the optimizer are unchanged.
     void apply_update(std::span<const std::byte> update);
 
     std::string hash() const;  // BLAKE2b-256 of θ's bytes, hex

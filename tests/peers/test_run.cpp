@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "compression/codec.h"
+#include "core/checkpoint.h"
 #include "net/invite.h"
 #include "net/keys.h"
 #include "net/peer_socket.h"
@@ -249,4 +250,107 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
     CHECK(count(p1->log(), "matches the host") == 2);
+}
+
+namespace {
+
+// The last "val loss X" a peer's log reports (the host's val loss of the latest θ).
+double last_val_loss(const std::string& log) {
+    const std::size_t at = log.rfind("val loss ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(log.substr(at + 9));
+}
+
+}  // namespace
+
+TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradient cannot poison the run") {
+    // The reference: the same run with the three honest islands only.
+    double honest_val = 0;
+    {
+        Run ref(3, 3);
+        for (int i = 1; i <= 3; ++i) ref.make_peer(i);
+        auto host = ref.host();
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int i = 1; i <= 3; ++i) peers.push_back(ref.peer(i));
+        if (host->wait(300) != 0) FAIL(host->log());
+        for (auto& p : peers) CHECK(p->wait(30) == 0);
+        honest_val = last_val_loss(peers[0]->log());
+    }
+
+    Run run(3, 4);
+    for (int i = 1; i <= 4; ++i) run.make_peer(i);  // peer 4 is this test, and it lies
+    auto host = run.host();
+    std::vector<std::unique_ptr<Process>> peers;
+    for (int i = 1; i <= 3; ++i) peers.push_back(run.peer(i));
+    const net::Invite invite = net::Invite::load(run.invite(4));
+    net::PeerOptions so;
+    so.host_endpoint = invite.host_endpoint;
+    so.host_public_key = invite.host_public_key;
+    so.keys = net::load_keypair(run.key(4));
+    so.run_id = invite.run_id;
+    so.log = [](const std::string&) {};
+    net::PeerSocket socket(so);
+    PeerLink link(socket, {});
+    const std::string hostkey = invite.host_public_key;
+    auto wait_event = [&](protocol::Type type, double timeout_s) -> std::optional<LinkEvent> {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end)
+            if (auto e = link.poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
+        return std::nullopt;
+    };
+    protocol::Hello hello;
+    hello.name = "liar";
+    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
+    REQUIRE(wait_event(protocol::Type::welcome, 60));
+    std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
+    REQUIRE(state);
+    protocol::Reader reader(state->payload, "state");
+    const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
+    link.send(hostkey, protocol::Type::hash_report, meta.round, protocol::encode(protocol::HashReport{meta.round, meta.theta_hash}));
+    std::size_t params = 0;
+    for (int round = 0; round < 3; ++round) {
+        INFO("round " << round << "\n" << host->log());
+        std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 120);
+        REQUIRE(start);
+        const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
+        if (params == 0) {  // the model's size, from the state's θ (8-byte count first)
+            const std::vector<std::byte> theta = reader.bytes(state->payload.size());
+            std::memcpy(&params, theta.data(), 8);
+        }
+        std::vector<float> delta(params, 1.0f);  // far above an honest Δ (a few 1e-3 per value)
+        double tokens = 3.0 * 2 * 16;             // what H x B x T allows
+        if (round == 1) std::fill(delta.begin(), delta.end(), 1e30f);  // finite, and enormous
+        if (round == 2) {
+            std::fill(delta.begin(), delta.end(), 1e-3f);
+            tokens = 1e12;  // claims to outweigh everyone
+        }
+        protocol::Writer w;
+        w.bytes(protocol::encode(protocol::PseudoGradMeta{rs.round, tokens, 4.0f, 3, 1.0f}));
+        w.bytes(compression::make_codec("fp32")->encode(delta));
+        link.send_blob(hostkey, protocol::Type::pseudo_grad, rs.round, w.take());
+        std::optional<LinkEvent> update = wait_event(protocol::Type::update, 120);
+        REQUIRE(update);
+        protocol::Reader ur(update->payload, "update");
+        const protocol::UpdateMeta um = protocol::decode_update(ur.bytes(4096));
+        CHECK(um.islands == 4);  // the liar was counted, not dropped: its Δ was clipped and its weight capped
+        CHECK(std::isfinite(um.val_loss));
+        link.send(hostkey, protocol::Type::hash_report, um.round + 1,
+                  protocol::encode(protocol::HashReport{um.round + 1, um.theta_hash}));
+    }
+    if (host->wait(300) != 0) FAIL(host->log());
+    const std::string hl = host->log();
+    INFO(hl);
+    CHECK(count(hl, "clipped the pseudo-gradient of island") >= 2);
+    CHECK(count(hl, "(liar) for round") >= 2);
+    CHECK(hl.find("(liar) claimed 1000000000000") != std::string::npos);
+    for (auto& p : peers) {
+        CHECK(p->wait(30) == 0);
+        CHECK(count(p->log(), "matches the host") == 3);  // the honest islands stayed in the run, in sync
+    }
+    const double val = last_val_loss(peers[0]->log());
+    INFO("val loss " << val << " with the liar, " << honest_val << " without it");
+    CHECK(val == Approx(honest_val).epsilon(0.02));
+    const ModelConfig config = read_checkpoint_config(run.dir.file("host/model.bin"));
+    const std::vector<float> theta = read_checkpoint_params(run.dir.file("host/model.bin"), config);
+    CHECK(std::all_of(theta.begin(), theta.end(), [](float x) { return std::isfinite(x); }));
 }

@@ -48,6 +48,9 @@ TEST_CASE("wrong types and values out of range name the key and what was found")
     CHECK(refused("[deadlines]\nround_timeout_s = 0\n") ==
           "run.toml:2: deadlines.round_timeout_s must be in (0, 1e+07], found 0");
     CHECK_THAT(refused("[wire]\ncodec = \"int9\"\n"), Contains("run.toml:2: wire.codec:"));
+    CHECK(refused("[outer]\nscreen_factor = 1\n") == "run.toml:2: outer.screen_factor must be in (1, 1e+09], found 1");
+    CHECK(refused("[outer]\nscreen = \"clop\"\n") ==
+          "run.toml:2: outer.screen must be one of clip, reject, off, found 'clop' (did you mean 'clip'?)");
     CHECK_THAT(refused("[run\n"), Contains("run.toml:1: not valid TOML"));
 }
 
@@ -78,6 +81,8 @@ val_batches = 2
 lr = 1
 momentum = 0.5
 aggregator = "median"
+screen = "reject"
+screen_factor = 3
 [wire]
 codec = "fp32"
 down_codec = "fp32"
@@ -102,6 +107,8 @@ straggler = "fold"
     CHECK(c.weight_decay == 0.0f);
     CHECK(c.outer.lr == 1.0f);
     CHECK(c.outer.aggregator == "median");
+    CHECK(c.outer.screen == "reject");
+    CHECK(c.outer.screen_factor == 3.0);
     CHECK(c.round_timeout_s == 2.5);
     CHECK(c.join_timeout_s == 5.0);
     CHECK(c.straggler == "fold");

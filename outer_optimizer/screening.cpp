@@ -1,0 +1,65 @@
+// outer_optimizer/screening.cpp: NormScreen.
+#include "outer_optimizer/screening.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace arch::outer {
+
+namespace {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+ScreenPolicy::Action parse_screen_action(const std::string& name) {
+    if (name == "off") return ScreenPolicy::Action::off;
+    if (name == "clip") return ScreenPolicy::Action::clip;
+    if (name == "reject") return ScreenPolicy::Action::reject;
+    throw Error("screening must be off, clip or reject, got '" + name + "'");
+}
+
+double l2_norm(std::span<const float> x) {
+    double sum = 0;
+    for (float v : x) sum += static_cast<double>(v) * v;
+    return std::sqrt(sum);
+}
+
+NormScreen::NormScreen(ScreenPolicy policy, std::size_t history) : policy_(policy), capacity_(history) {
+    if (!(policy.factor > 1.0)) throw Error("the screening factor must be above 1, got " + std::to_string(policy.factor));
+}
+
+std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> deltas) {
+    std::vector<ScreenVerdict> verdicts(deltas.size());
+    std::vector<double> norms;
+    for (std::size_t i = 0; i < deltas.size(); ++i) norms.push_back(verdicts[i].norm = l2_norm(deltas[i]));
+    double reference = 0;
+    if (norms.size() >= kMinForMedian) reference = median(norms);
+    else if (history_.size() >= kMinForMedian) reference = median(std::vector<double>(history_.begin(), history_.end()));
+    for (std::size_t i = 0; i < deltas.size(); ++i) {
+        ScreenVerdict& v = verdicts[i];
+        v.limit = policy_.factor * reference;
+        double kept_norm = v.norm;
+        if (policy_.action != ScreenPolicy::Action::off && reference > 0 && !(v.norm <= v.limit)) {
+            if (policy_.action == ScreenPolicy::Action::reject) {
+                v.outcome = ScreenVerdict::Outcome::rejected;
+                continue;
+            }
+            v.outcome = ScreenVerdict::Outcome::clipped;
+            const float scale = static_cast<float>(v.limit / v.norm);
+            for (float& x : deltas[i]) x *= scale;
+            kept_norm = l2_norm(deltas[i]);
+        }
+        history_.push_back(kept_norm);
+        if (history_.size() > capacity_) history_.pop_front();
+    }
+    return verdicts;
+}
+
+}  // namespace arch::outer

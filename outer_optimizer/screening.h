@@ -1,0 +1,49 @@
+// outer_optimizer/screening.h: screens pseudo-gradients before aggregation, so that one island cannot
+// blow up the outer step. Each Δ's L2 norm is compared with the median norm of its round, or, when the
+// round has fewer than kMinForMedian of them (async, a small run), with the median of the norms kept
+// in recent rounds. A Δ beyond factor × that median is clipped to it, or rejected, as the policy says.
+// Pure functions on spans: it never sees a peer or a socket; the host logs the verdicts by name.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace arch::outer {
+
+struct ScreenPolicy {
+    enum class Action { off, clip, reject };
+    Action action = Action::clip;
+    double factor = 10.0;  // > 1: how far above the median norm a Δ may go
+};
+
+ScreenPolicy::Action parse_screen_action(const std::string& name);  // off | clip | reject; throws arch::Error
+
+struct ScreenVerdict {
+    enum class Outcome { kept, clipped, rejected };
+    Outcome outcome = Outcome::kept;
+    double norm = 0;   // the Δ's L2 norm as it arrived
+    double limit = 0;  // factor × the median it was compared with (0: nothing to compare with yet)
+};
+
+class NormScreen {
+public:
+    static constexpr std::size_t kMinForMedian = 3;
+    explicit NormScreen(ScreenPolicy policy, std::size_t history = 64);
+
+    // Screens one round's pseudo-gradients: a clipped Δ is scaled in place; a rejected one is left as it
+    // was (the caller drops it). One verdict per Δ, in order. The norms of the kept and clipped Δs
+    // (after clipping) join the history.
+    std::vector<ScreenVerdict> screen(std::span<const std::span<float>> deltas);
+
+private:
+    ScreenPolicy policy_;
+    std::size_t capacity_;
+    std::deque<double> history_;
+};
+
+double l2_norm(std::span<const float> x);  // in double, so 1e30-sized values do not overflow
+
+}  // namespace arch::outer

@@ -1,0 +1,87 @@
+// tests/outer_optimizer/test_screening.cpp: NormScreen against hand-computed norms: a Δ far above the
+// round's median norm is clipped to factor × median (or rejected), honest ones are untouched, rounds
+// too small for a median use the history, and off screens nothing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "outer_optimizer/screening.h"
+
+using namespace arch::outer;
+using Outcome = ScreenVerdict::Outcome;
+
+namespace {
+
+std::vector<float> filled(std::size_t n, float v) { return std::vector<float>(n, v); }
+
+std::vector<ScreenVerdict> run(NormScreen& s, std::vector<std::vector<float>>& deltas) {
+    std::vector<std::span<float>> spans;
+    for (auto& d : deltas) spans.emplace_back(d);
+    return s.screen(spans);
+}
+
+}  // namespace
+
+TEST_CASE("a pseudo-gradient far above the round's median norm is clipped to factor x median") {
+    NormScreen s(ScreenPolicy{ScreenPolicy::Action::clip, 10.0});
+    // Norms: 1·2, 1.5·2, 2·2 (n = 4 values each, so norm = 2|v|), and 1000·2.
+    std::vector<std::vector<float>> d = {filled(4, 1.0f), filled(4, 1.5f), filled(4, 2.0f), filled(4, 1000.0f)};
+    const auto v = run(s, d);
+    REQUIRE(v.size() == 4);
+    CHECK(v[0].outcome == Outcome::kept);
+    CHECK(v[1].outcome == Outcome::kept);
+    CHECK(v[2].outcome == Outcome::kept);
+    CHECK(v[3].outcome == Outcome::clipped);
+    CHECK(v[3].norm == Approx(2000.0));
+    const double median = 0.5 * (3.0 + 4.0);  // of 2, 3, 4, 2000
+    CHECK(v[3].limit == Approx(10.0 * median));
+    CHECK(l2_norm(d[3]) == Approx(10.0 * median).epsilon(1e-6));
+    CHECK(d[3][0] == Approx(d[3][1]));  // the direction is kept
+    CHECK(d[0] == filled(4, 1.0f));     // honest ones untouched
+}
+
+TEST_CASE("finite values near FLT_MAX do not overflow the norm, and are clipped or rejected") {
+    NormScreen clip(ScreenPolicy{ScreenPolicy::Action::clip, 10.0});
+    std::vector<std::vector<float>> d = {filled(1000, 0.01f), filled(1000, 0.02f), filled(1000, 0.015f), filled(1000, 1e30f)};
+    auto v = run(clip, d);
+    CHECK(std::isfinite(v[3].norm));
+    CHECK(v[3].outcome == Outcome::clipped);
+    for (float x : d[3]) REQUIRE(std::isfinite(x));
+    CHECK(l2_norm(d[3]) == Approx(v[3].limit).epsilon(1e-6));  // 10 x the median of the four norms
+    CHECK(v[3].limit == Approx(10.0 * 0.5 * (l2_norm(d[2]) + l2_norm(d[1]))));
+
+    NormScreen reject(ScreenPolicy{ScreenPolicy::Action::reject, 10.0});
+    d = {filled(8, 1.0f), filled(8, 1.1f), filled(8, 0.9f), filled(8, 3e38f)};
+    v = run(reject, d);
+    CHECK(v[3].outcome == Outcome::rejected);
+    CHECK(d[3][0] == 3e38f);  // left as it was: the caller drops it
+    CHECK(v[0].outcome == Outcome::kept);
+}
+
+TEST_CASE("rounds with fewer than three pseudo-gradients are screened against the history") {
+    NormScreen s(ScreenPolicy{ScreenPolicy::Action::clip, 5.0});
+    std::vector<std::vector<float>> one = {filled(4, 100.0f)};
+    CHECK(run(s, one)[0].outcome == Outcome::kept);  // nothing to compare with yet
+    for (float v : {1.0f, 1.2f, 0.8f}) {
+        std::vector<std::vector<float>> d = {filled(4, v)};
+        run(s, d);
+    }
+    // History norms: 200, 2, 2.4, 1.6: median 2.2, limit 11.
+    std::vector<std::vector<float>> big = {filled(4, 50.0f)};
+    const auto v = run(s, big);
+    CHECK(v[0].outcome == Outcome::clipped);
+    CHECK(v[0].limit == Approx(5.0 * 2.2));
+}
+
+TEST_CASE("screening off keeps everything; bad settings are refused") {
+    NormScreen s(ScreenPolicy{ScreenPolicy::Action::off, 10.0});
+    std::vector<std::vector<float>> d = {filled(4, 1.0f), filled(4, 1.0f), filled(4, 1.0f), filled(4, 1e6f)};
+    const auto v = run(s, d);
+    CHECK(v[3].outcome == Outcome::kept);
+    CHECK(d[3][0] == 1e6f);
+    CHECK_THROWS_AS(NormScreen(ScreenPolicy{ScreenPolicy::Action::clip, 1.0}), arch::Error);
+    CHECK_THROWS_AS(parse_screen_action("maybe"), arch::Error);
+    CHECK(parse_screen_action("reject") == ScreenPolicy::Action::reject);
+}
