@@ -112,6 +112,16 @@ void Host::save_checkpoint() {
     write_checkpoint(dir + "/model.bin", model_config_, global_->theta());
 }
 
+bool Host::try_save_checkpoint() {
+    try {
+        save_checkpoint();
+        return true;
+    } catch (const std::exception& e) {  // a full disk or a read-only folder is no reason to stop serving
+        log(std::string("could not write the checkpoint (the run goes on; the next round tries again): ") + e.what());
+        return false;
+    }
+}
+
 bool Host::load_checkpoint() {
     const std::string path = options_.config.checkpoint_dir + "/host.state";
     if (!file_exists(path)) return false;
@@ -171,6 +181,7 @@ void Host::send_state(Link& link, const std::string& key) {
 
 void Host::start_island(Link& link, const std::string& key) {
     peers_[key].busy = true;
+    peers_[key].started_round = round_;
     const protocol::RoundStart m{round_, steps_for(key), global_->hash()};
     link.send(key, Type::round_start, round_, protocol::encode(m));
 }
@@ -225,9 +236,10 @@ void Host::finish_round(Link& link) {
         cs.push_back({c.delta, c.tokens});
         loss += c.loss / static_cast<double>(all.size());
     }
-    const std::vector<std::byte> update = global_->make_update(cs);
+    std::vector<std::byte> update;
     try {
-        global_->apply_update(update);  // θ must stay finite, or nothing changes
+        update = global_->make_update(cs);  // an aggregator may refuse (trimmed, with too few)
+        global_->apply_update(update);      // θ must stay finite, or nothing changes
     } catch (const Error& e) {
         std::string who;
         for (const Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
@@ -240,7 +252,7 @@ void Host::finish_round(Link& link) {
     round_open_ = false;
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
-    save_checkpoint();
+    try_save_checkpoint();
     const float val = evaluate();
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::UpdateMeta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val}));
@@ -300,7 +312,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
         }
         const uint32_t next = static_cast<uint32_t>(island_of_.size());
         island_of_[key] = next;
-        save_checkpoint();
+        try_save_checkpoint();
     }
     PeerState& p = peers_[key];
     p.name = h.name;
@@ -334,6 +346,12 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
                     (round_open_ ? " is open" : " has not started"));
     if (c.mode == "sync" && current && (!expected_.count(key) || expected_[key]))
         throw Error(expected_.count(key) ? "a second pseudo-gradient for this round" : "an island that is not in this round");
+    if (c.mode == "async" && !p.busy)
+        throw Error("a pseudo-gradient for round " + std::to_string(meta.round) +
+                    " that was not asked for (a duplicate, or sent again after a reconnect)");
+    if (c.mode == "async" && meta.round != p.started_round)
+        throw Error("a pseudo-gradient for round " + std::to_string(meta.round) + ", but this island was started on round " +
+                    std::to_string(p.started_round));
     // The weight in the mean is the tokens the island says it trained on: at most what H steps hold.
     const double max_tokens = static_cast<double>(c.steps_per_round) * c.batch * c.seq_len * c.grad_accum;
     if (!(meta.tokens > 0)) throw Error("a pseudo-gradient with a token weight of " + std::to_string(meta.tokens));
@@ -438,7 +456,7 @@ void Host::run(Link& link) {
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 handle(link, *e);
-            } catch (const Error& err) {
+            } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
                 const auto it = peers_.find(e->peer);
                 log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " +
                     (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());

@@ -65,6 +65,7 @@ private:
         bool welcomed = false;
         bool in_sync = false;      // last reported hash equals the host's
         bool busy = false;         // has a round_start it has not answered yet
+        uint64_t started_round = 0;  // the round of its last round_start: the only one it may answer
         float steps_per_s = 0;
         uint64_t last_round = 0;   // last round it contributed to
     };
@@ -87,6 +88,7 @@ private:
     uint32_t steps_for(const std::string& key) const;
     bool round_complete() const;
     void save_checkpoint();
+    bool try_save_checkpoint();  // logs a failure (full disk, read-only folder) and returns false
     bool load_checkpoint();
     float evaluate();
     void log(const std::string& line) const;

@@ -354,3 +354,99 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
     const std::vector<float> theta = read_checkpoint_params(run.dir.file("host/model.bin"), config);
     CHECK(std::all_of(theta.begin(), theta.end(), [](float x) { return std::isfinite(x); }));
 }
+
+TEST_CASE("async: pseudo-gradients for another round, or sent twice, are refused; the run goes on") {
+    Run run(4, 2);
+    {  // the same run, in async mode
+        std::string toml = read_file_bytes(run.config);
+        toml.replace(toml.find("name = \"test\""), 13, "name = \"test\"\nmode = \"async\"");
+        write_file(run.config, toml);
+    }
+    run.make_peer(1);
+    run.make_peer(2);  // peer 2 is this test
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    const net::Invite invite = net::Invite::load(run.invite(2));
+    net::PeerOptions so;
+    so.host_endpoint = invite.host_endpoint;
+    so.host_public_key = invite.host_public_key;
+    so.keys = net::load_keypair(run.key(2));
+    so.run_id = invite.run_id;
+    so.log = [](const std::string&) {};
+    auto socket = std::make_unique<net::PeerSocket>(so);
+    PeerLink link(*socket, {});
+    const std::string hostkey = invite.host_public_key;
+    auto wait_event = [&](protocol::Type type, double timeout_s) -> std::optional<LinkEvent> {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end)
+            if (auto e = link.poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
+        return std::nullopt;
+    };
+    auto wait_host = [&](const std::string& needle, int times) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (std::chrono::steady_clock::now() < end) {
+            if (count(host->log(), needle) >= times) return true;
+            link.poll(50);
+        }
+        return false;
+    };
+    protocol::Hello hello;
+    hello.name = "replayer";
+    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
+    REQUIRE(wait_event(protocol::Type::welcome, 60));
+    std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
+    REQUIRE(state);
+    protocol::Reader reader(state->payload, "state");
+    const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
+    const std::vector<std::byte> theta = reader.bytes(state->payload.size());
+    std::size_t params = 0;
+    std::memcpy(&params, theta.data(), 8);
+    link.send(hostkey, protocol::Type::hash_report, meta.round, protocol::encode(protocol::HashReport{meta.round, meta.theta_hash}));
+    std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 60);
+    REQUIRE(start);
+    const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
+    auto send_grad = [&](uint64_t round) {
+        protocol::Writer w;
+        w.bytes(protocol::encode(protocol::PseudoGradMeta{round, 32.0, 4.0f, 3, 1.0f}));
+        w.bytes(compression::make_codec("fp32")->encode(std::vector<float>(params, 0.0f)));
+        link.send_blob(hostkey, protocol::Type::pseudo_grad, round, w.take());
+    };
+    send_grad(rs.round + 5);  // a round it was not started on
+    REQUIRE(wait_host("but this island was started on round " + std::to_string(rs.round), 1));
+    send_grad(rs.round);  // the one it was asked for: applied
+    REQUIRE(wait_event(protocol::Type::update, 60));
+    send_grad(rs.round);  // the same again, as after a reconnect: refused (the host has moved it on)
+    REQUIRE(wait_host("rejected a pseudo_grad message from replayer", 2));
+    CHECK(count(host->log(), "rejected a pseudo_grad message from replayer") == 2);
+    CHECK(count(host->log(), "a pseudo-gradient for round " + std::to_string(rs.round + 5) + ", but") == 1);
+    CHECK(count(host->log(), "a pseudo-gradient for round " + std::to_string(rs.round) + ", but") == 1);
+    socket.reset();  // the replayer leaves: the run goes on with peer 1
+    if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
+    CHECK(p1->wait(30) == 0);
+    CHECK(p1->log().find("differs") == std::string::npos);
+}
+
+TEST_CASE("trimmed with a dropout below its minimum: the host says so, keeps serving, and finishes") {
+    Run run(3, 3);
+    {  // trimmed mean with trim 1 needs 3 pseudo-gradients
+        std::string toml = read_file_bytes(run.config);
+        toml.replace(toml.find("[wire]"), 6, "[outer]\naggregator = \"trimmed:trim=1\"\n[wire]");
+        write_file(run.config, toml);
+    }
+    for (int i = 1; i <= 3; ++i) run.make_peer(i);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    std::vector<std::string> env = kEnv;
+    env.push_back("ARCH_FAULT_KILL_AFTER_CHUNKS=1");  // dies in the middle of its first pseudo-gradient
+    auto p3 = run.peer(3, env);
+    if (p3->wait(180) != -SIGKILL) FAIL(host->log() + "\n--- peer 3\n" + p3->log());
+    if (!host->wait_for("needs at least 3", 120)) FAIL(host->log());
+    CHECK(host->log().find("starting it again") != std::string::npos);
+    auto p3_again = run.peer(3);  // back: the round can close with three
+    if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 3\n" + p3_again->log());
+    CHECK(host->log().find("run finished after 3 rounds") != std::string::npos);
+    CHECK(p1->wait(30) == 0);
+    CHECK(p2->wait(30) == 0);
+    CHECK(p3_again->wait(30) == 0);
+}
