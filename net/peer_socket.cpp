@@ -126,10 +126,13 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
         zmq::pollitem_t items[] = {{s.dealer.handle(), 0, ZMQ_POLLIN, 0},
                                    {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
         zmq::poll(items, 2, std::chrono::milliseconds(std::max<long>(0, left.count())));
+        // Every message already received goes before a disconnect event: the host's last words (a
+        // bye, the end of a transfer) arrive just before it closes the connection.
+        if (items[0].revents & ZMQ_POLLIN)
+            while (s.dealer.get(zmq::sockopt::events) & ZMQ_POLLIN) s.receive_one();
         if (items[1].revents & ZMQ_POLLIN)
             while (auto event = detail::read_monitor_event(s.monitor))
                 s.handle_monitor_event(*event);
-        if (items[0].revents & ZMQ_POLLIN) s.receive_one();
         if (s.pending.empty() && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     }
 }

@@ -385,7 +385,9 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
     contributions_.push_back(std::move(contribution));
     finish_round(link);
     round_open_ = true;
-    start_island(link, key);
+    // After the last update no island is started again: it would train a round nobody waits for, and
+    // miss the host's bye while sending it.
+    if (round_ < static_cast<uint64_t>(c.rounds)) start_island(link, key);
 }
 
 void Host::handle(Link& link, const LinkEvent& e) {
@@ -504,8 +506,11 @@ void Host::run(Link& link) {
             }
         }
     }
-    for (const auto& [key, p] : peers_)
-        if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
+    for (const auto& [key, p] : peers_) {
+        if (!p.welcomed) continue;
+        if (p.in_sync) link.forget(key);  // a state still queued for it is stale, and must not hold back the bye
+        link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
+    }
     for (int i = 0; i < 10; ++i) link.poll(20);  // hand the byes to the socket before it closes
     std::string traffic = "bytes on the wire by message type (sent/received):";
     for (Type t : {Type::hello, Type::welcome, Type::round_start, Type::pseudo_grad, Type::update, Type::hash_report,
