@@ -83,6 +83,82 @@ bool contains_bytes(const std::vector<uint8_t>& hay, const void* needle, std::si
     return std::search(hay.begin(), hay.end(), p, p + n) != hay.end();
 }
 
+// A peer this test drives by hand over the real net stack (CURVE, chunked transfers), to send what
+// an honest peer never would.
+struct HandPeer {
+    net::Invite invite;
+    std::unique_ptr<net::PeerSocket> socket;
+    std::unique_ptr<PeerLink> link;
+    std::string host_key;
+
+    HandPeer(const Run& run, int i) : invite(net::Invite::load(run.invite(i))), host_key(invite.host_public_key) {
+        net::PeerOptions so;
+        so.host_endpoint = invite.host_endpoint;
+        so.host_public_key = invite.host_public_key;
+        so.keys = net::load_keypair(run.key(i));
+        so.run_id = invite.run_id;
+        so.log = [](const std::string&) {};
+        socket = std::make_unique<net::PeerSocket>(so);
+        link = std::make_unique<PeerLink>(*socket, [](const std::string&) {});
+    }
+    std::optional<LinkEvent> wait_event(protocol::Type type, double timeout_s) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end)
+            if (auto e = link->poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
+        return std::nullopt;
+    }
+    // Keeps this side's transfers moving until the host's log holds `needle` `times` times.
+    bool wait_host(Process& host, const std::string& needle, int times, int timeout_s = 30) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            if (count(host.log(), needle) >= times) return true;
+            link->poll(50);
+        }
+        return false;
+    }
+    // Hello, welcome, the state, a hash report in sync: returns the model's parameter count.
+    std::size_t join(const std::string& name) {
+        protocol::Hello hello;
+        hello.name = name;
+        link->send(host_key, protocol::Type::hello, 0, protocol::encode(hello));
+        REQUIRE(wait_event(protocol::Type::welcome, 60));
+        const std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
+        REQUIRE(state);
+        protocol::Reader reader(state->payload, "state");
+        const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
+        const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, momentum
+        std::size_t params = 0;
+        std::memcpy(&params, global.data(), 8);
+        report(meta.round, meta.theta_hash);
+        return params;
+    }
+    void report(uint64_t round, const std::string& theta_hash) {
+        link->send(host_key, protocol::Type::hash_report, round, protocol::encode(protocol::HashReport{round, theta_hash}));
+    }
+    protocol::RoundStart wait_round_start() {
+        const std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 120);
+        REQUIRE(start);
+        return protocol::decode_round_start(start->payload);
+    }
+    void send_grad(uint64_t round, const std::vector<float>& delta, double tokens) {
+        protocol::Writer w;
+        w.bytes(protocol::encode(protocol::PseudoGradMeta{round, tokens, 4.0f, 3, 1.0f}));
+        w.bytes(compression::make_codec("fp32")->encode(delta));
+        link->send_blob(host_key, protocol::Type::pseudo_grad, round, w.take());
+    }
+    void leave() {
+        link.reset();
+        socket.reset();
+    }
+};
+
+// The last "val loss X" a peer's log reports (the host's val loss of the latest θ).
+double last_val_loss(const std::string& log) {
+    const std::size_t at = log.rfind("val loss ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(log.substr(at + 9));
+}
+
 }  // namespace
 
 TEST_CASE("islands end every round bit-identical to the host; the wire holds no plaintext") {
@@ -177,22 +253,10 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     run.make_peer(2);  // peer 2 is this test, speaking the protocol by hand
     auto host = run.host();
     auto p1 = run.peer(1);
-    const net::Invite invite = net::Invite::load(run.invite(2));
-    net::PeerOptions so;
-    so.host_endpoint = invite.host_endpoint;
-    so.host_public_key = invite.host_public_key;
-    so.keys = net::load_keypair(run.key(2));
-    so.run_id = invite.run_id;
-    so.log = [](const std::string&) {};
-    auto socket = std::make_unique<net::PeerSocket>(so);
-    PeerLink link(*socket, {});
-    const std::string hostkey = invite.host_public_key;
-    auto wait_event = [&](protocol::Type type, double timeout_s) -> std::optional<LinkEvent> {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-        while (std::chrono::steady_clock::now() < end)
-            if (auto e = link.poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
-        return std::nullopt;
-    };
+    HandPeer by_hand(run, 2);
+    PeerLink& link = *by_hand.link;
+    const std::string hostkey = by_hand.host_key;
+    auto wait_event = [&](protocol::Type type, double timeout_s) { return by_hand.wait_event(type, timeout_s); };
     auto bytes = [](const std::string& s) { return std::vector<std::byte>(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size()); };
 
     // A wrong protocol version, then garbage, then a real hello.
@@ -218,15 +282,7 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     REQUIRE(start);
     const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
 
-    // Waits for a host log line while keeping this side's transfers moving.
-    auto wait_host = [&](const std::string& needle, int times) {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (std::chrono::steady_clock::now() < end) {
-            if (count(host->log(), needle) >= times) return true;
-            link.poll(50);
-        }
-        return false;
-    };
+    auto wait_host = [&](const std::string& needle, int times) { return by_hand.wait_host(*host, needle, times); };
     const std::size_t n = 1;  // the host checks the size against the model and refuses
     auto send_grad = [&](uint64_t round, std::vector<float> delta, bool poke_nan) {
         std::vector<std::byte> payload = compression::make_codec("fp32")->encode(delta);
@@ -246,22 +302,11 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     send_grad(rs.round, std::vector<float>(100, 0.5f), true);  // decodes to NaN
     REQUIRE(wait_host("rejected a pseudo_grad message from by-hand", 3));
     CHECK(host->log().find("is not finite") != std::string::npos);
-    socket.reset();  // the hand-made peer leaves: the run goes on with peer 1 alone
+    by_hand.leave();  // the hand-made peer leaves: the run goes on with peer 1 alone
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
     CHECK(count(p1->log(), "matches the host") == 2);
 }
-
-namespace {
-
-// The last "val loss X" a peer's log reports (the host's val loss of the latest θ).
-double last_val_loss(const std::string& log) {
-    const std::size_t at = log.rfind("val loss ");
-    REQUIRE(at != std::string::npos);
-    return std::stod(log.substr(at + 9));
-}
-
-}  // namespace
 
 TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradient cannot poison the run") {
     // The reference: the same run with the three honest islands only.
@@ -282,41 +327,11 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
     auto host = run.host();
     std::vector<std::unique_ptr<Process>> peers;
     for (int i = 1; i <= 3; ++i) peers.push_back(run.peer(i));
-    const net::Invite invite = net::Invite::load(run.invite(4));
-    net::PeerOptions so;
-    so.host_endpoint = invite.host_endpoint;
-    so.host_public_key = invite.host_public_key;
-    so.keys = net::load_keypair(run.key(4));
-    so.run_id = invite.run_id;
-    so.log = [](const std::string&) {};
-    net::PeerSocket socket(so);
-    PeerLink link(socket, {});
-    const std::string hostkey = invite.host_public_key;
-    auto wait_event = [&](protocol::Type type, double timeout_s) -> std::optional<LinkEvent> {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-        while (std::chrono::steady_clock::now() < end)
-            if (auto e = link.poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
-        return std::nullopt;
-    };
-    protocol::Hello hello;
-    hello.name = "liar";
-    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
-    REQUIRE(wait_event(protocol::Type::welcome, 60));
-    std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
-    REQUIRE(state);
-    protocol::Reader reader(state->payload, "state");
-    const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
-    link.send(hostkey, protocol::Type::hash_report, meta.round, protocol::encode(protocol::HashReport{meta.round, meta.theta_hash}));
-    std::size_t params = 0;
+    HandPeer liar(run, 4);
+    const std::size_t params = liar.join("liar");
     for (int round = 0; round < 3; ++round) {
         INFO("round " << round << "\n" << host->log());
-        std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 120);
-        REQUIRE(start);
-        const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
-        if (params == 0) {  // the model's size, from the state's θ (8-byte count first)
-            const std::vector<std::byte> theta = reader.bytes(state->payload.size());
-            std::memcpy(&params, theta.data(), 8);
-        }
+        const protocol::RoundStart rs = liar.wait_round_start();
         std::vector<float> delta(params, 1.0f);  // far above an honest Δ (a few 1e-3 per value)
         double tokens = 3.0 * 2 * 16;             // what H x B x T allows
         if (round == 1) std::fill(delta.begin(), delta.end(), 1e30f);  // finite, and enormous
@@ -324,18 +339,14 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
             std::fill(delta.begin(), delta.end(), 1e-3f);
             tokens = 1e12;  // claims to outweigh everyone
         }
-        protocol::Writer w;
-        w.bytes(protocol::encode(protocol::PseudoGradMeta{rs.round, tokens, 4.0f, 3, 1.0f}));
-        w.bytes(compression::make_codec("fp32")->encode(delta));
-        link.send_blob(hostkey, protocol::Type::pseudo_grad, rs.round, w.take());
-        std::optional<LinkEvent> update = wait_event(protocol::Type::update, 120);
+        liar.send_grad(rs.round, delta, tokens);
+        const std::optional<LinkEvent> update = liar.wait_event(protocol::Type::update, 120);
         REQUIRE(update);
         protocol::Reader ur(update->payload, "update");
         const protocol::UpdateMeta um = protocol::decode_update(ur.bytes(4096));
         CHECK(um.islands == 4);  // the liar was counted, not dropped: its Δ was clipped and its weight capped
         CHECK(std::isfinite(um.val_loss));
-        link.send(hostkey, protocol::Type::hash_report, um.round + 1,
-                  protocol::encode(protocol::HashReport{um.round + 1, um.theta_hash}));
+        liar.report(um.round + 1, um.theta_hash);
     }
     if (host->wait(300) != 0) FAIL(host->log());
     const std::string hl = host->log();
@@ -366,61 +377,19 @@ TEST_CASE("async: pseudo-gradients for another round, or sent twice, are refused
     run.make_peer(2);  // peer 2 is this test
     auto host = run.host();
     auto p1 = run.peer(1);
-    const net::Invite invite = net::Invite::load(run.invite(2));
-    net::PeerOptions so;
-    so.host_endpoint = invite.host_endpoint;
-    so.host_public_key = invite.host_public_key;
-    so.keys = net::load_keypair(run.key(2));
-    so.run_id = invite.run_id;
-    so.log = [](const std::string&) {};
-    auto socket = std::make_unique<net::PeerSocket>(so);
-    PeerLink link(*socket, {});
-    const std::string hostkey = invite.host_public_key;
-    auto wait_event = [&](protocol::Type type, double timeout_s) -> std::optional<LinkEvent> {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-        while (std::chrono::steady_clock::now() < end)
-            if (auto e = link.poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
-        return std::nullopt;
-    };
-    auto wait_host = [&](const std::string& needle, int times) {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (std::chrono::steady_clock::now() < end) {
-            if (count(host->log(), needle) >= times) return true;
-            link.poll(50);
-        }
-        return false;
-    };
-    protocol::Hello hello;
-    hello.name = "replayer";
-    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
-    REQUIRE(wait_event(protocol::Type::welcome, 60));
-    std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
-    REQUIRE(state);
-    protocol::Reader reader(state->payload, "state");
-    const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
-    const std::vector<std::byte> theta = reader.bytes(state->payload.size());
-    std::size_t params = 0;
-    std::memcpy(&params, theta.data(), 8);
-    link.send(hostkey, protocol::Type::hash_report, meta.round, protocol::encode(protocol::HashReport{meta.round, meta.theta_hash}));
-    std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 60);
-    REQUIRE(start);
-    const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
-    auto send_grad = [&](uint64_t round) {
-        protocol::Writer w;
-        w.bytes(protocol::encode(protocol::PseudoGradMeta{round, 32.0, 4.0f, 3, 1.0f}));
-        w.bytes(compression::make_codec("fp32")->encode(std::vector<float>(params, 0.0f)));
-        link.send_blob(hostkey, protocol::Type::pseudo_grad, round, w.take());
-    };
-    send_grad(rs.round + 5);  // a round it was not started on
-    REQUIRE(wait_host("but this island was started on round " + std::to_string(rs.round), 1));
-    send_grad(rs.round);  // the one it was asked for: applied
-    REQUIRE(wait_event(protocol::Type::update, 60));
-    send_grad(rs.round);  // the same again, as after a reconnect: refused (the host has moved it on)
-    REQUIRE(wait_host("rejected a pseudo_grad message from replayer", 2));
+    HandPeer replayer(run, 2);
+    const std::vector<float> zero(replayer.join("replayer"), 0.0f);
+    const protocol::RoundStart rs = replayer.wait_round_start();
+    replayer.send_grad(rs.round + 5, zero, 32.0);  // a round it was not started on
+    REQUIRE(replayer.wait_host(*host, "but this island was started on round " + std::to_string(rs.round), 1, 60));
+    replayer.send_grad(rs.round, zero, 32.0);  // the one it was asked for: applied
+    REQUIRE(replayer.wait_event(protocol::Type::update, 60));
+    replayer.send_grad(rs.round, zero, 32.0);  // the same again, as after a reconnect: refused (the host has moved it on)
+    REQUIRE(replayer.wait_host(*host, "rejected a pseudo_grad message from replayer", 2, 60));
     CHECK(count(host->log(), "rejected a pseudo_grad message from replayer") == 2);
     CHECK(count(host->log(), "a pseudo-gradient for round " + std::to_string(rs.round + 5) + ", but") == 1);
     CHECK(count(host->log(), "a pseudo-gradient for round " + std::to_string(rs.round) + ", but") == 1);
-    socket.reset();  // the replayer leaves: the run goes on with peer 1
+    replayer.leave();  // the replayer leaves: the run goes on with peer 1
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     if (p1->wait(30) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->log().find("differs") == std::string::npos);
