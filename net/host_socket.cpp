@@ -1,9 +1,17 @@
-// net/host_socket.cpp: ROUTER + CURVE server + ZAP handler + monitor; routing by authenticated key.
+// net/host_socket.cpp: ROUTER + CURVE server + ZAP handler + monitor; routing by authenticated key;
+// the reader thread that keeps the socket drained, and the per-peer backlog it fills.
 #include "net/host_socket.h"
 
+#include <poll.h>
+
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <zmq.hpp>
 
 #include "core/error.h"
@@ -21,9 +29,13 @@ struct HostSocket::State {
     HostOptions options;
     zmq::context_t context;
     std::unique_ptr<detail::ZapHandler> zap;
+    std::string endpoint;
+
+    // Everything below `socket_mutex` is touched by the reader thread and by send(): the socket is
+    // used by one thread at a time, with the mutex as the fence libzmq asks for when a socket moves.
+    mutable std::mutex socket_mutex;
     zmq::socket_t router;
     zmq::socket_t monitor;
-    std::string endpoint;
     Traffic traffic;
     uint64_t sequence = 0;
     struct Connection {
@@ -32,9 +44,25 @@ struct HostSocket::State {
     };
     std::map<std::string, Connection> by_routing_id;  // routing id bytes -> connection
     std::map<std::string, std::string> routing_of;    // key -> newest routing id
+    std::set<std::string> send_refused;               // keys whose last send found the queue full
+
+    // What the reader has read and poll() has not taken yet.
+    std::mutex queue_mutex;
+    std::condition_variable queue_ready;
     std::deque<Incoming> pending;
+    struct Backlog {
+        std::size_t messages = 0, bytes = 0;
+        uint64_t dropped = 0;
+    };
+    std::map<std::string, Backlog> backlog;  // by key, messages only (events are never dropped)
+    std::deque<std::string> reader_log;      // lines for options.log, handed over on poll()'s thread
+
+    std::atomic<bool> quit{false};
+    std::thread reader;
 
     ~State() {  // also runs when the constructor throws (e.g. the endpoint is in use)
+        quit = true;
+        if (reader.joinable()) reader.join();
         router.close();
         monitor.close();
         context.shutdown();  // makes the ZAP thread's recv return ETERM
@@ -44,12 +72,46 @@ struct HostSocket::State {
     void log(const std::string& line) {
         if (options.log) options.log(line);
     }
-    void drain_zap_log() {
-        for (auto& line : zap->take_log()) log(line);
+    void log_from_reader(std::string line) {  // queue_mutex held
+        if (reader_log.size() < 256) reader_log.push_back(std::move(line));  // a flood must not grow memory
     }
+    void reader_says(std::string line) {
+        std::lock_guard lock(queue_mutex);
+        log_from_reader(std::move(line));
+    }
+    void drain_logs() {
+        for (auto& line : zap->take_log()) log(line);
+        std::deque<std::string> lines;
+        {
+            std::lock_guard lock(queue_mutex);
+            lines.swap(reader_log);
+        }
+        for (auto& line : lines) log(line);
+    }
+    void push(Incoming in);
     void handle_monitor_event(const detail::MonitorEvent& event);
     void receive_one();
+    void read_loop();
 };
+
+void HostSocket::State::push(Incoming in) {
+    std::lock_guard lock(queue_mutex);
+    if (in.kind == Incoming::Kind::message) {
+        Backlog& b = backlog[in.peer_key];
+        if (b.messages + 1 > options.backlog_messages || b.bytes + in.payload.size() > options.backlog_bytes) {
+            if (b.dropped++ % 1000 == 0)
+                log_from_reader("host: peer " + fingerprint(in.peer_key) + " sends faster than the host reads (" +
+                                std::to_string(b.messages) + " messages, " + std::to_string(b.bytes) +
+                                " bytes waiting); dropped " + std::to_string(b.dropped) + " so far");
+            traffic.dropped_messages += 1;  // the reader holds socket_mutex
+            return;
+        }
+        b.messages += 1;
+        b.bytes += in.payload.size();
+    }
+    pending.push_back(std::move(in));
+    queue_ready.notify_one();
+}
 
 HostSocket::HostSocket(HostOptions options) : state_(std::make_unique<State>()) {
     State& s = *state_;
@@ -76,6 +138,7 @@ HostSocket::HostSocket(HostOptions options) : state_(std::make_unique<State>()) 
         throw Error("cannot bind host socket to '" + s.options.bind_endpoint + "': " + e.what());
     }
     s.endpoint = s.router.get(zmq::sockopt::last_endpoint);
+    s.reader = std::thread([&s] { s.read_loop(); });
 }
 
 HostSocket::~HostSocket() = default;
@@ -86,7 +149,7 @@ std::string HostSocket::endpoint() const {
 
 void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) {
     if (event.event != ZMQ_EVENT_DISCONNECTED) {
-        log("host: " + detail::describe_handshake_failure(event));
+        reader_says("host: " + detail::describe_handshake_failure(event));
         return;
     }
     const int fd = static_cast<int>(event.value);
@@ -99,11 +162,11 @@ void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) 
         const auto current = routing_of.find(key);
         if (current != routing_of.end() && current->second == it->first) {
             routing_of.erase(current);
-            log("host: peer " + fingerprint(key) + " disconnected");
+            reader_says("host: peer " + fingerprint(key) + " disconnected");
             Incoming event_out;
             event_out.kind = Incoming::Kind::disconnected;
             event_out.peer_key = key;
-            pending.push_back(std::move(event_out));
+            push(std::move(event_out));
         }
         it = by_routing_id.erase(it);
     }
@@ -141,9 +204,9 @@ void HostSocket::State::receive_one() {
         traffic.rejected_bytes += frame.size();
     }
     if (!reason.empty()) {
-        log("host: dropped a message from " +
-            (key.empty() ? std::string("an unknown peer") : "peer " + fingerprint(key)) + ": " +
-            reason);
+        reader_says("host: dropped a message from " +
+                    (key.empty() ? std::string("an unknown peer") : "peer " + fingerprint(key)) + ": " +
+                    reason);
         return;
     }
     const std::string rid = routing.to_string();
@@ -153,39 +216,69 @@ void HostSocket::State::receive_one() {
         Incoming connected;
         connected.kind = Incoming::Kind::connected;
         connected.peer_key = key;
-        pending.push_back(std::move(connected));
+        push(std::move(connected));
     }
     routing_of[key] = rid;  // the newest connection of a key gets the replies
     Incoming message;
     message.peer_key = std::move(key);
     message.header = header;
     message.payload = std::move(payload);
-    pending.push_back(std::move(message));
+    push(std::move(message));
+}
+
+void HostSocket::State::read_loop() {
+    detail::block_signals_in_this_thread();
+    int fds[2] = {-1, -1};
+    {
+        std::lock_guard lock(socket_mutex);
+        fds[0] = router.get(zmq::sockopt::fd);
+        fds[1] = monitor.get(zmq::sockopt::fd);
+    }
+    while (!quit) {
+        {
+            std::lock_guard lock(socket_mutex);
+            try {
+                // Bounded per pass so that send() gets the socket between passes.
+                for (int i = 0; i < 1024 && (router.get(zmq::sockopt::events) & ZMQ_POLLIN); ++i) receive_one();
+                while (auto event = detail::read_monitor_event(monitor)) handle_monitor_event(*event);
+            } catch (const std::exception& e) {  // ETERM at shutdown, or no memory: say so, keep going
+                if (quit) return;
+                reader_says(std::string("host: reading the socket failed: ") + e.what());
+            }
+        }
+        // ZMQ_FD is level-agnostic (it signals that ZMQ_EVENTS should be read again); wake at least
+        // every 20 ms in case a send() on the other thread consumed that signal.
+        pollfd pfd[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+        (void)::poll(pfd, 2, 20);  // EINTR: just go round
+    }
 }
 
 std::optional<Incoming> HostSocket::poll(int timeout_ms) {
     State& s = *state_;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
-        s.drain_zap_log();
-        if (!s.pending.empty()) {
-            Incoming next = std::move(s.pending.front());
-            s.pending.pop_front();
-            return next;
+        s.drain_logs();
+        {
+            std::unique_lock lock(s.queue_mutex);
+            // Wake at least every 100 ms so ZAP refusals reach the log while nothing else happens.
+            const auto wake = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+            s.queue_ready.wait_until(lock, wake, [&] { return !s.pending.empty(); });
+            if (!s.pending.empty()) {
+                Incoming next = std::move(s.pending.front());
+                s.pending.pop_front();
+                if (next.kind == Incoming::Kind::message) {
+                    State::Backlog& b = s.backlog[next.peer_key];
+                    b.messages -= 1;
+                    b.bytes -= next.payload.size();
+                    if (b.messages == 0) s.backlog.erase(next.peer_key);
+                }
+                lock.unlock();
+                s.drain_logs();
+                return next;
+            }
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        // Wake at least every 100 ms so ZAP refusals reach the log while nothing else happens.
-        const long wait = std::max<long>(0, std::min<long>(left.count(), 100));
-        zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0},
-                                   {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 2, std::chrono::milliseconds(wait));
-        if (items[1].revents & ZMQ_POLLIN)
-            while (auto event = detail::read_monitor_event(s.monitor))
-                s.handle_monitor_event(*event);
-        if (items[0].revents & ZMQ_POLLIN) s.receive_one();
-        if (s.pending.empty() && std::chrono::steady_clock::now() >= deadline) {
-            s.drain_zap_log();
+        if (std::chrono::steady_clock::now() >= deadline) {
+            s.drain_logs();
             return std::nullopt;
         }
     }
@@ -194,27 +287,38 @@ std::optional<Incoming> HostSocket::poll(int timeout_ms) {
 bool HostSocket::send(const std::string& peer_key, const Header& header,
                       std::span<const uint8_t> payload) {
     State& s = *state_;
-    zmq::message_t frame =
-        detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
-    const std::size_t bytes = frame.size();
-    const auto route = s.routing_of.find(peer_key);
-    if (route == s.routing_of.end()) {
-        s.log("host: cannot send " + type_name(header.type) + " to peer " + fingerprint(peer_key) +
-              ": not connected");
-        return false;
-    }
-    try {
-        if (!s.router.send(zmq::buffer(route->second), zmq::send_flags::sndmore) ||
-            !s.router.send(frame, zmq::send_flags::none)) {
-            s.log("host: send to peer " + fingerprint(peer_key) + " timed out (queue full)");
-            return false;
+    std::string failure;
+    {
+        std::lock_guard lock(s.socket_mutex);
+        zmq::message_t frame =
+            detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
+        const std::size_t bytes = frame.size();
+        const auto route = s.routing_of.find(peer_key);
+        if (route == s.routing_of.end()) {
+            failure = "host: cannot send " + type_name(header.type) + " to peer " + fingerprint(peer_key) +
+                      ": not connected";
+        } else {
+            try {
+                // Never wait: a peer that does not read must not hold up the host's one event thread.
+                if (!s.router.send(zmq::buffer(route->second), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
+                    !s.router.send(frame, zmq::send_flags::dontwait)) {
+                    if (s.send_refused.insert(peer_key).second)  // once, until a send gets through again
+                        failure = "host: peer " + fingerprint(peer_key) +
+                                  " is not reading (its queue is full); holding what is queued for it";
+                    else
+                        return false;
+                } else {
+                    s.send_refused.erase(peer_key);
+                    detail::count(s.traffic.sent, header.type, bytes);
+                    return true;
+                }
+            } catch (const zmq::error_t& e) {  // EHOSTUNREACH: the connection went away
+                failure = "host: cannot send to peer " + fingerprint(peer_key) + ": " + e.what();
+            }
         }
-    } catch (const zmq::error_t& e) {  // EHOSTUNREACH: the connection went away
-        s.log("host: cannot send to peer " + fingerprint(peer_key) + ": " + e.what());
-        return false;
     }
-    detail::count(s.traffic.sent, header.type, bytes);
-    return true;
+    s.log(failure);
+    return false;
 }
 
 void HostSocket::set_allow_list(AllowList allow) {
@@ -222,10 +326,12 @@ void HostSocket::set_allow_list(AllowList allow) {
 }
 
 bool HostSocket::connected(const std::string& peer_key) const {
+    std::lock_guard lock(state_->socket_mutex);
     return state_->routing_of.count(peer_key) > 0;
 }
 
-const Traffic& HostSocket::traffic() const {
+Traffic HostSocket::traffic() const {
+    std::lock_guard lock(state_->socket_mutex);
     return state_->traffic;
 }
 

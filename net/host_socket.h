@@ -1,7 +1,10 @@
 // net/host_socket.h: the host's end of the run: a ROUTER socket, CURVE server, that only peers on
 // the allow-list can reach. Each message comes with the peer's key as authenticated by ZAP; replies
-// are routed by that key. Not thread-safe: one thread owns the socket (the ZAP thread is internal).
-// Owns its own ZeroMQ context, because a context holds exactly one ZAP handler.
+// are routed by that key. One thread calls poll() and send(); inside, a reader thread drains the
+// socket all the time, so libzmq's inbound pipe never fills whatever the caller is doing (a full pipe
+// plus a ZMTP heartbeat timeout aborts libzmq 4.3.4: zeromq/libzmq#4364), and what it read waits in a
+// queue bounded per peer. Sends never block. Owns its own ZeroMQ context, because a context holds
+// exactly one ZAP handler.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,10 @@ struct HostOptions {
     Limits limits;
     LogFn log = stderr_log();
     std::string zap_domain = "archipelago";
+    // Read but not yet taken by poll(), per peer: beyond either bound its newer messages are dropped
+    // (and counted in Traffic::dropped_messages). An honest peer has a few transfer chunks in flight.
+    std::size_t backlog_messages = 512;
+    std::size_t backlog_bytes = 16u << 20;
 };
 
 class HostSocket {
@@ -48,7 +55,7 @@ class HostSocket {
 
     // Sends one message to the peer's newest connection. run_id, sequence and payload_bytes of
     // `header` are filled in by the socket. Returns false (and logs) if the peer is not connected
-    // or its queue stayed full for send_timeout_ms. Throws arch::Error if the message exceeds
+    // or its queue is full (it does not read): the call never waits. Throws arch::Error if the message exceeds
     // max_message_bytes (use a transfer for large payloads).
     bool send(const std::string& peer_key, const Header& header, std::span<const uint8_t> payload);
 
@@ -57,7 +64,7 @@ class HostSocket {
     void set_allow_list(AllowList allow);
 
     bool connected(const std::string& peer_key) const;
-    const Traffic& traffic() const;
+    Traffic traffic() const;  // a copy: the reader thread counts too
 
   private:
     struct State;

@@ -1,6 +1,7 @@
 // net/peer_socket.cpp: DEALER + CURVE client + monitor.
 #include "net/peer_socket.h"
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <zmq.hpp>
@@ -125,7 +126,12 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
             deadline - std::chrono::steady_clock::now());
         zmq::pollitem_t items[] = {{s.dealer.handle(), 0, ZMQ_POLLIN, 0},
                                    {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 2, std::chrono::milliseconds(std::max<long>(0, left.count())));
+        try {
+            zmq::poll(items, 2, std::chrono::milliseconds(std::max<long>(0, left.count())));
+        } catch (const zmq::error_t& e) {
+            if (e.num() != EINTR) throw;
+            return std::nullopt;  // a signal (SIGTERM): let the caller look at its stop flag
+        }
         // Every message already received goes before a disconnect event: the host's last words (a
         // bye, the end of a transfer) arrive just before it closes the connection.
         if (items[0].revents & ZMQ_POLLIN)

@@ -25,7 +25,15 @@ TransferStep rejected(std::string reason) {
 
 TransferSender::TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob,
                                uint32_t chunk_bytes, uint32_t tag)
-    : blob_(std::move(blob)) {
+    : TransferSender(transfer_id, std::make_shared<const std::vector<uint8_t>>(std::move(blob)), chunk_bytes, tag) {}
+
+TransferSender::TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<uint8_t>> blob,
+                               uint32_t chunk_bytes, uint32_t tag)
+    : TransferSender(transfer_id, std::span<const uint8_t>(*blob), blob, chunk_bytes, tag) {}
+
+TransferSender::TransferSender(uint64_t transfer_id, std::span<const uint8_t> blob,
+                               std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag)
+    : owner_(std::move(owner)), blob_(blob) {
     if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
     const uint64_t count = (blob_.size() + chunk_bytes - 1) / chunk_bytes;
     if (count > 0xfffffff0ull)

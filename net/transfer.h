@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ class TransferSender {
     // headers.
     TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes,
                    uint32_t tag = 0);
+    // Sends `blob` without copying it; `owner` keeps it alive (one copy shared by many senders).
+    TransferSender(uint64_t transfer_id, std::span<const uint8_t> blob, std::shared_ptr<const void> owner,
+                   uint32_t chunk_bytes, uint32_t tag = 0);
 
     Outbound begin() const;  // send first, and again after every reconnect
     TransferStep on_message(uint16_t type,
@@ -53,10 +57,13 @@ class TransferSender {
     uint64_t credits_received() const { return credits_received_; }
 
   private:
+    TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<uint8_t>> blob, uint32_t chunk_bytes,
+                   uint32_t tag);
     std::vector<Outbound> pump();  // chunks while credit lasts
 
     BeginMsg begin_;
-    std::vector<uint8_t> blob_;
+    std::shared_ptr<const void> owner_;
+    std::span<const uint8_t> blob_;
     uint32_t session_ = 0;
     bool have_session_ = false;
     uint32_t credit_ = 0;

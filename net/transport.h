@@ -26,7 +26,7 @@ struct Limits {
     int reconnect_ivl_ms = 200;    // ZMQ_RECONNECT_IVL: first reconnect delay (peer side)
     int reconnect_ivl_max_ms = 10000;  // ZMQ_RECONNECT_IVL_MAX: delay doubles up to this
     int linger_ms = 500;               // ZMQ_LINGER: how long close() may flush queued messages
-    int send_timeout_ms = 5000;        // ZMQ_SNDTIMEO: send() gives up (returns false) after this
+    int send_timeout_ms = 5000;        // ZMQ_SNDTIMEO: send() gives up (returns false) after this (the host never waits)
     int queue_messages = 256;          // ZMQ_SNDHWM and ZMQ_RCVHWM
 };
 
@@ -51,6 +51,7 @@ struct Traffic {
     std::map<uint16_t, TypeTraffic> received;  // by header type, messages that passed validation
     uint64_t rejected_messages = 0;            // dropped by validation (bad header, wrong run, ...)
     uint64_t rejected_bytes = 0;
+    uint64_t dropped_messages = 0;             // valid, but over the sender's backlog bound (host)
     uint64_t bytes_sent() const;
     uint64_t bytes_received() const;
 };

@@ -44,6 +44,7 @@ void ZapHandler::log(std::string line) {
 }
 
 void ZapHandler::run() {
+    block_signals_in_this_thread();
     try {
         for (;;) {
             std::vector<zmq::message_t> request;

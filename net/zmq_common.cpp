@@ -1,7 +1,10 @@
 // net/zmq_common.cpp: socket options, monitor events and frame validation shared by both sockets.
 #include "net/zmq_common.h"
 
+#include <pthread.h>
+
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -29,6 +32,12 @@ LogFn stderr_log() {
 }  // namespace arch::net
 
 namespace arch::net::detail {
+
+void block_signals_in_this_thread() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+}
 
 void set_int(zmq::socket_t& socket, int option, int value, const char* name) {
     if (zmq_setsockopt(socket.handle(), option, &value, sizeof(value)) != 0)

@@ -11,6 +11,10 @@
 
 namespace arch::net::detail {
 
+// For net/'s own threads (ZAP, the host's reader): SIGINT/SIGTERM go to the application's threads,
+// never here, where an interrupted recv would end the thread.
+void block_signals_in_this_thread();
+
 void set_int(zmq::socket_t& socket, int option, int value, const char* name);
 void set_string(zmq::socket_t& socket, int option, const std::string& value, const char* name);
 void apply_limits(zmq::socket_t& socket, const Limits& limits);

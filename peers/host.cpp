@@ -160,8 +160,9 @@ float Host::evaluate() {
 uint32_t Host::steps_for(const std::string& key) const {
     const RunConfig& c = options_.config;
     if (c.mode != "async") return static_cast<uint32_t>(c.steps_per_round);
-    float fastest = 0;
-    for (const auto& [k, p] : peers_) fastest = std::max(fastest, p.steps_per_s);
+    float fastest = 0;  // among the islands here now, by the host's own clock
+    for (const auto& [k, p] : peers_)
+        if (p.connected) fastest = std::max(fastest, p.steps_per_s);
     const float mine = peers_.at(key).steps_per_s;
     if (fastest <= 0 || mine <= 0) return static_cast<uint32_t>(c.steps_per_round);
     // Dynamic Local Updates: slower islands take fewer steps so they finish together.
@@ -169,20 +170,66 @@ uint32_t Host::steps_for(const std::string& key) const {
 }
 
 void Host::send_state(Link& link, const std::string& key) {
-    protocol::Writer w;
-    w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
-    w.bytes(global_->save_state());
-    const std::vector<std::byte> blob = w.take();
-    down_bytes_round_ += blob.size();
-    link.send_blob(key, Type::state, round_, blob);
-    publish(key, 0, blob.size());
+    if (!state_blob_ || state_blob_of_ != global_->hash()) {
+        // One copy, made once per θ: the old one is taken off every queue and freed first, and the
+        // peers that were still waiting for it get the new one.
+        link.withdraw(state_blob_);
+        state_blob_.reset();
+        protocol::Writer w;
+        w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
+        global_->save_state(w.bytes_in_place(global_->state_bytes()));
+        state_blob_ = std::make_shared<const std::vector<std::byte>>(w.take());
+        state_blob_of_ = global_->hash();
+        awaiting_state_.erase(key);
+        const std::set<std::string> waiting = std::exchange(awaiting_state_, {});
+        for (const std::string& other : waiting) send_state(link, other);
+    }
+    if (!link.send_blob(key, Type::state, round_, state_blob_)) {
+        log(peers_[key].name + " is too far behind (its queue is full); dropping what waits for it");
+        link.forget(key);
+        if (!link.send_blob(key, Type::state, round_, state_blob_)) return;
+    }
+    if (!awaiting_state_.insert(key).second) return;  // already on its way
+    down_bytes_round_ += state_blob_->size();
+    publish(key, 0, state_blob_->size());
     log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
 }
 
+void Host::send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob) {
+    PeerState& p = peers_[key];
+    p.in_sync = false;  // until its hash report comes back
+    if (!p.connected) return;  // nothing piles up for a peer that is away: back, it says hello and gets the state
+    if (!link.send_blob(key, Type::update, round, blob)) {
+        send_state(link, key);  // too many blobs already wait for it: its queue goes, the state replaces it
+        return;
+    }
+    down_bytes_round_ += blob->size();
+    publish(key, 0, blob->size());
+}
+
+bool Host::within_budget(const LinkEvent& e) {
+    auto it = peers_.find(e.peer);
+    if (it == peers_.end()) {  // not admitted yet: only its hello is looked at, and that is rate-limited too
+        if (peers_.size() >= static_cast<std::size_t>(4 * options_.config.islands + 16)) return false;
+        it = peers_.emplace(e.peer, PeerState{}).first;
+    }
+    PeerState& p = it->second;
+    TokenBucket& bucket = e.type == Type::hello ? p.hellos : p.messages;
+    if (bucket.take()) return true;
+    if (p.over_budget++ % 1000 == 0)
+        log("dropped a " + std::string(protocol::type_name(e.type)) + " from " +
+            (p.name.empty() ? short_key(e.peer) : p.name) + ": over its message budget (" +
+            std::to_string(p.over_budget) + " dropped so far)");
+    return false;
+}
+
 void Host::start_island(Link& link, const std::string& key) {
-    peers_[key].busy = true;
-    peers_[key].started_round = round_;
-    const protocol::RoundStart m{round_, steps_for(key), global_->hash()};
+    PeerState& p = peers_[key];
+    p.busy = true;
+    p.started_round = round_;
+    p.started_at = Clock::now();
+    p.started_steps = steps_for(key);
+    const protocol::RoundStart m{round_, p.started_steps, global_->hash()};
     link.send(key, Type::round_start, round_, protocol::encode(m));
 }
 
@@ -197,7 +244,8 @@ void Host::start_round(Link& link) {
     for (auto& [key, p] : peers_) {
         if (!(p.connected && p.welcomed && p.in_sync)) continue;
         expected_[key] = false;
-        start_island(link, key);
+        // A round started again (its update was refused) does not restart an island still training it.
+        if (!(p.busy && p.started_round == round_)) start_island(link, key);
     }
     log("round " + std::to_string(round_) + " started with " + std::to_string(expected_.size()) + " islands");
     if (options_.status) {
@@ -257,14 +305,9 @@ void Host::finish_round(Link& link) {
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::UpdateMeta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val}));
     w.bytes(update);
-    const std::vector<std::byte> blob = w.take();
-    for (auto& [key, p] : peers_) {
-        if (!p.welcomed) continue;
-        p.in_sync = false;  // until its hash report comes back
-        down_bytes_round_ += blob.size();
-        link.send_blob(key, Type::update, ended, blob);
-        publish(key, 0, blob.size());
-    }
+    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
+    for (auto& [key, p] : peers_)
+        if (p.welcomed) send_update(link, key, ended, blob);
     RoundRow row;
     row.round = ended;
     row.islands = static_cast<int>(all.size());
@@ -319,7 +362,6 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.island = island_of_[key];
     p.connected = true;
     p.welcomed = true;
-    p.steps_per_s = h.steps_per_s;
     p.busy = false;  // a peer that says hello has no round in progress
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
@@ -339,6 +381,12 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
     const protocol::PseudoGradMeta meta = protocol::decode_pseudo_grad(r.bytes(4096));
     const std::vector<std::byte> payload = r.bytes(blob.size());
     r.finish();
+    if (!p.busy)
+        throw Error("a pseudo-gradient for round " + std::to_string(meta.round) +
+                    " that was not asked for (a duplicate, or sent again after a reconnect)");
+    if (meta.round != p.started_round)
+        throw Error("a pseudo-gradient for round " + std::to_string(meta.round) + ", but this island was started on round " +
+                    std::to_string(p.started_round));
     const bool current = round_open_ && meta.round == round_;
     const bool late = c.mode == "sync" && meta.round + 1 == round_ && c.straggler == "fold";
     if (c.mode == "sync" && !current && !late)
@@ -346,12 +394,6 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
                     (round_open_ ? " is open" : " has not started"));
     if (c.mode == "sync" && current && (!expected_.count(key) || expected_[key]))
         throw Error(expected_.count(key) ? "a second pseudo-gradient for this round" : "an island that is not in this round");
-    if (c.mode == "async" && !p.busy)
-        throw Error("a pseudo-gradient for round " + std::to_string(meta.round) +
-                    " that was not asked for (a duplicate, or sent again after a reconnect)");
-    if (c.mode == "async" && meta.round != p.started_round)
-        throw Error("a pseudo-gradient for round " + std::to_string(meta.round) + ", but this island was started on round " +
-                    std::to_string(p.started_round));
     // The weight in the mean is the tokens the island says it trained on: at most what H steps hold.
     const double max_tokens = static_cast<double>(c.steps_per_round) * c.batch * c.seq_len * c.grad_accum;
     if (!(meta.tokens > 0)) throw Error("a pseudo-gradient with a token weight of " + std::to_string(meta.tokens));
@@ -360,11 +402,14 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
         log("island " + std::to_string(p.island) + " (" + p.name + ") claimed " + std::to_string(meta.tokens) +
             " tokens for round " + std::to_string(meta.round) + "; counted " + std::to_string(max_tokens) +
             " (H x B x T x grad_accum)");
-    Contribution contribution{p.island, p.name, compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
-    if (contribution.delta.size() != global_->theta().size())
-        throw Error("pseudo-gradient of " + std::to_string(contribution.delta.size()) + " values, the model has " +
+    const uint64_t values = compression::inspect(payload).count;  // the size first: nothing is decoded in vain
+    if (values != global_->theta().size())
+        throw Error("pseudo-gradient of " + std::to_string(values) + " values, the model has " +
                     std::to_string(global_->theta().size()));
-    p.steps_per_s = meta.steps_per_s;
+    Contribution contribution{p.island, p.name, compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
+    // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used.
+    const double took = seconds_since(p.started_at);
+    if (took > 0) p.steps_per_s = static_cast<float>(p.started_steps / took);
     p.last_round = meta.round;
     p.busy = false;
     publish(key, blob.size(), 0);
@@ -407,6 +452,8 @@ void Host::handle(Link& link, const LinkEvent& e) {
         }
         return;
     }
+    if (!within_budget(e)) return;
+    it = peers_.find(e.peer);
     if (e.type == Type::hello) {
         on_hello(link, e.peer, protocol::decode_hello(e.payload));
         return;
@@ -424,6 +471,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+            if (p.in_sync) awaiting_state_.erase(e.peer);
             publish(e.peer);
             if (!p.in_sync) {
                 log("island " + std::to_string(p.island) + " reports θ " + h.theta_hash.substr(0, 12) + " at round " +
@@ -438,6 +486,8 @@ void Host::handle(Link& link, const LinkEvent& e) {
         case Type::bye:
             p.connected = false;
             expected_.erase(e.peer);
+            link.forget(e.peer);  // what waits for it, or from it, is freed
+            awaiting_state_.erase(e.peer);
             publish(e.peer);
             log(p.name + " left: " + protocol::decode_reason(e.payload));
             break;
@@ -448,6 +498,11 @@ void Host::handle(Link& link, const LinkEvent& e) {
 
 void Host::run(Link& link) {
     const RunConfig& c = options_.config;
+    // Peers send the host one kind of blob: a pseudo-gradient, at most twice its fp32 size (topk with a
+    // large frac stores an index beside each value; zstd's worst case and the headers fit in the
+    // margin). A transfer declaring more is refused unread.
+    const uint64_t fp32_bytes = 4 * static_cast<uint64_t>(global_->theta().size());
+    link.accept_blobs({{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}});
     const auto join_deadline = Clock::now() + std::chrono::duration<double>(c.join_timeout_s);
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
         std::to_string(c.rounds) + ")");
@@ -477,7 +532,9 @@ void Host::run(Link& link) {
             // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
             // so the wait for hash reports after an update has a deadline like every other wait.
             const bool barrier_passed = !first_wait && ready > 0 && Clock::now() > sync_deadline_;
-            if (all_here || barrier_passed || (ready > 0 && Clock::now() > join_deadline && ready == connected))
+            // After join_timeout_s the run starts with the islands that are ready; one that never
+            // gets in sync (a peer that says hello and nothing else) cannot hold it back.
+            if (all_here || barrier_passed || (ready > 0 && Clock::now() > join_deadline))
                 start_round(link);
         } else if (c.mode == "sync") {
             const bool late = any_arrival_ && seconds_since(first_arrival_) > c.round_timeout_s;

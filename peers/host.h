@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "outer_optimizer/screening.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
+#include "peers/rate_limit.h"
 #include "peers/run_config.h"
 
 namespace arch {
@@ -66,8 +68,13 @@ private:
         bool in_sync = false;      // last reported hash equals the host's
         bool busy = false;         // has a round_start it has not answered yet
         uint64_t started_round = 0;  // the round of its last round_start: the only one it may answer
-        float steps_per_s = 0;
+        std::chrono::steady_clock::time_point started_at{};  // when that round_start was sent
+        uint32_t started_steps = 0;                           // and the H it asked for
+        float steps_per_s = 0;     // measured by the host: H over the time from round_start to its Δ
         uint64_t last_round = 0;   // last round it contributed to
+        TokenBucket hellos{1.0, 3};     // hellos a second (each may queue a welcome and the state)
+        TokenBucket messages{10.0, 50};  // every other control message (an honest peer sends a few a round)
+        uint64_t over_budget = 0;  // messages dropped for going over a budget
     };
     struct Contribution {
         uint32_t island;
@@ -85,6 +92,8 @@ private:
     void finish_round(Link& link);
     void screen(std::vector<Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
     void send_state(Link& link, const std::string& key);
+    void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
+    bool within_budget(const LinkEvent& e);  // hello and message budgets; logs what goes over
     uint32_t steps_for(const std::string& key) const;
     bool round_complete() const;
     void save_checkpoint();
@@ -102,6 +111,9 @@ private:
     std::unique_ptr<GPT2> eval_model_;
     std::string val_pattern_;
     std::map<std::string, PeerState> peers_;      // by key
+    SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
+    std::string state_blob_of_;                   // the θ hash it was made from
+    std::set<std::string> awaiting_state_;        // peers it was sent to that have not reported in sync
     std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     bool round_open_ = false;

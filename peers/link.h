@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +25,9 @@ struct LinkEvent {
     std::vector<std::byte> payload;  // a whole message or a whole reassembled blob
 };
 
+// A large payload queued for one or more peers: one immutable copy, shared by every queue it is on.
+using SharedBlob = std::shared_ptr<const std::vector<std::byte>>;
+
 class Link {
 public:
     virtual ~Link() = default;
@@ -30,8 +35,15 @@ public:
     // Small control messages. Returns false if the other side is not reachable now.
     virtual bool send(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> payload) = 0;
     // Large payloads: delivered whole to the other side's poll() as one message event, or not at all.
-    virtual void send_blob(const std::string& peer, protocol::Type type, uint64_t round,
-                           std::span<const std::byte> blob) = 0;
+    // The same blob already queued for that peer is not queued twice, and a state replaces an older
+    // state queued for it (a transfer under way is aborted). Returns false, queuing nothing, when the peer already has as many blobs queued as
+    // a peer may (it is too far behind: the caller sends it the state instead).
+    virtual bool send_blob(const std::string& peer, protocol::Type type, uint64_t round, SharedBlob blob) = 0;
+    // Takes a blob off every peer's queue (a transfer under way is aborted), so that it can be freed.
+    virtual void withdraw(const SharedBlob& blob) {}
+    // Which blob types this side takes, and the most bytes each may declare; a transfer of another
+    // type, or larger, is refused before anything is allocated. Never called: everything is taken.
+    virtual void accept_blobs(const std::map<protocol::Type, uint64_t>& max_bytes) {}
     // Drops everything still queued for a peer (it restarted: what was queued is stale).
     virtual void forget(const std::string& peer) = 0;
     // Bytes sent and received so far, by protocol type (transfers counted under their blob's type).

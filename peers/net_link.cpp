@@ -4,12 +4,14 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "net/keys.h"
 
 namespace arch {
 
@@ -73,26 +75,110 @@ void NetLink::pump(const std::string& peer) {
 }
 
 bool NetLink::send(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> payload) {
-    Item item{type, round, {}, nullptr, false};
+    std::deque<Item>& q = out_[peer];
+    if (q.size() >= kMaxQueuedMessages) {
+        if (log_)
+            log_("dropped a " + std::string(protocol::type_name(type)) + " for " + net::fingerprint(peer) + ": " +
+                 std::to_string(q.size()) + " messages already wait for it (it does not read)");
+        return false;
+    }
+    Item item{type, round, {}, nullptr, nullptr, false};
     const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
     item.payload.assign(p, p + payload.size());
-    out_[peer].push_back(std::move(item));
+    q.push_back(std::move(item));
     pump(peer);
     return true;
 }
 
-void NetLink::send_blob(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> blob) {
-    const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
-    Item item{type, round, {}, nullptr, false};
-    item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), std::vector<uint8_t>(p, p + blob.size()),
-                                                      kChunkBytes, static_cast<uint32_t>(type));
-    out_[peer].push_back(std::move(item));
+bool NetLink::send_blob(const std::string& peer, protocol::Type type, uint64_t round, SharedBlob blob) {
+    std::deque<Item>& q = out_[peer];
+    for (const Item& item : q)
+        if (item.shared == blob) return true;  // already on its way
+    // A state replaces an older one queued for the peer, so that a peer never pins two. (Updates
+    // queued before it stay: a round_start queued after them expects the θ they lead to.)
+    if (type == protocol::Type::state)
+        drop_blobs(peer, q, [](const Item& item) { return item.type == protocol::Type::state; });
+    const std::size_t blobs = static_cast<std::size_t>(
+        std::count_if(q.begin(), q.end(), [](const Item& item) { return item.shared != nullptr; }));
+    if (blobs >= kMaxQueuedBlobs || q.size() >= kMaxQueuedMessages) return false;
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(blob->data()), blob->size());
+    Item item{type, round, {}, blob, nullptr, false};
+    item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), bytes, blob, kChunkBytes,
+                                                      static_cast<uint32_t>(type));
+    q.push_back(std::move(item));
     pump(peer);
+    return true;
+}
+
+void NetLink::drop_blobs(const std::string& peer, std::deque<Item>& q, const std::function<bool(const Item&)>& which) {
+    const bool head_dropped = !q.empty() && q.front().shared && which(q.front());
+    for (auto it = q.begin(); it != q.end();) {
+        if (!it->shared || !which(*it)) {
+            ++it;
+            continue;
+        }
+        if (it->begun) emit(peer, net::kTransferAbort, it->round, it->blob->abort("withdrawn by the sender").payload, it->type);
+        it = q.erase(it);
+    }
+    if (head_dropped) pump(peer);
+}
+
+void NetLink::withdraw(const SharedBlob& blob) {
+    for (auto& [peer, q] : out_) drop_blobs(peer, q, [&](const Item& item) { return item.shared == blob; });
 }
 
 void NetLink::forget(const std::string& peer) {
     out_.erase(peer);
     for (auto it = in_.begin(); it != in_.end();) it = it->first.first == peer ? in_.erase(it) : std::next(it);
+}
+
+bool NetLink::admit_begin(const net::Incoming& in, uint64_t id) {
+    std::string error;
+    const std::optional<net::BeginMsg> begin = net::decode_begin(in.payload, error);
+    if (!begin) return true;  // the receiver rejects it with the reason
+    auto refuse = [&](const std::string& reason) {
+        const std::vector<uint8_t> abort = net::encode(net::AbortMsg{id, reason});
+        emit(in.peer_key, net::kTransferAbort, in.header.round, abort, static_cast<protocol::Type>(0));
+        if (log_) log_("refused a transfer from " + net::fingerprint(in.peer_key) + ": " + reason);
+        return false;
+    };
+    const auto& done = completed_[in.peer_key];
+    if (std::find(done.begin(), done.end(), id) != done.end()) {  // sent again after a reconnect
+        emit(in.peer_key, net::kTransferDone, in.header.round, net::encode_done(id), static_cast<protocol::Type>(0));
+        return false;
+    }
+    const auto type = static_cast<protocol::Type>(begin->tag);
+    if (!accepted_.empty()) {
+        const auto limit = accepted_.find(type);
+        if (limit == accepted_.end())
+            return refuse("blobs of type " + std::to_string(begin->tag) + " are not taken here");
+        if (begin->total_bytes > limit->second)
+            return refuse(std::string(protocol::type_name(type)) + " of " + std::to_string(begin->total_bytes) +
+                          " bytes declared, at most " + std::to_string(limit->second) + " in this run");
+    }
+    // One transfer per type in flight per peer: a new one replaces the old (the peer gave up on it).
+    for (auto it = in_.begin(); it != in_.end();) {
+        const bool same = it->first.first == in.peer_key && it->first.second != id &&
+                          it->second.receiver.active() && it->second.receiver.tag() == begin->tag;
+        it = same ? in_.erase(it) : std::next(it);
+    }
+    return true;
+}
+
+void NetLink::expire_stalled() {
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = in_.begin(); it != in_.end();) {
+        if (now - it->second.last_progress > std::chrono::duration<double>(kStallSeconds)) {
+            if (log_)
+                log_("dropped a stalled transfer from " + net::fingerprint(it->first.first) + " (" +
+                     std::to_string(it->second.receiver.chunks_held()) + " of " +
+                     std::to_string(it->second.receiver.chunk_count()) + " chunks, nothing new for " +
+                     std::to_string(static_cast<int>(kStallSeconds)) + " s)");
+            it = in_.erase(it);
+        } else {
+            ++it;
+        }
+    }
 }
 
 std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
@@ -104,15 +190,19 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         auto found = in_.find(key);
         if (found == in_.end()) {
             if (type != net::kTransferBegin) return std::nullopt;  // a chunk of a forgotten transfer
-            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round}).first;
+            if (!admit_begin(in, id)) return std::nullopt;
+            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, {}}).first;
         }
         Inbound& inbound = found->second;
+        inbound.last_progress = std::chrono::steady_clock::now();
         const net::TransferStep step = inbound.receiver.on_message(type, in.payload);
         const auto counted = static_cast<protocol::Type>(inbound.receiver.active() ? inbound.receiver.tag() : 0);
         received_[static_cast<uint16_t>(counted)] += net::kHeaderBytes + in.payload.size();
         for (const net::Outbound& reply : step.replies) emit(in.peer_key, reply.type, inbound.round, reply.payload, counted);
+        const bool gone = !inbound.receiver.active();
+        if (gone) in_.erase(found);  // rejected or aborted: hold nothing for it
         if (!step.rejected.empty()) throw Error("transfer from the other side rejected: " + step.rejected);
-        if (inbound.receiver.complete()) {
+        if (!gone && inbound.receiver.complete()) {
             LinkEvent e;
             e.peer = in.peer_key;
             e.type = counted;
@@ -121,6 +211,9 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             e.payload.resize(data.size());
             std::memcpy(e.payload.data(), data.data(), data.size());
             in_.erase(found);
+            std::deque<uint64_t>& done = completed_[in.peer_key];
+            done.push_back(id);
+            if (done.size() > kRememberedTransfers) done.pop_front();
             return e;
         }
         return std::nullopt;
@@ -149,6 +242,7 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
         if (now - last_retry_ > std::chrono::milliseconds(500)) {
             last_retry_ = now;
             for (auto& [peer, q] : out_) pump(peer);
+            expire_stalled();
         }
         return std::nullopt;
     }

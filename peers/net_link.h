@@ -24,12 +24,20 @@ public:
 
     std::optional<LinkEvent> poll(int timeout_ms) override;
     bool send(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> payload) override;
-    void send_blob(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> blob) override;
+    bool send_blob(const std::string& peer, protocol::Type type, uint64_t round, SharedBlob blob) override;
+    void accept_blobs(const std::map<protocol::Type, uint64_t>& max_bytes) override { accepted_ = max_bytes; }
+    void withdraw(const SharedBlob& blob) override;
     void forget(const std::string& peer) override;
     uint64_t bytes_sent(protocol::Type type) const override;
     uint64_t bytes_received(protocol::Type type) const override;
 
     static constexpr uint32_t kChunkBytes = 1u << 20;
+    // Bounds per peer: what may wait in its outbound queue, and how long an inbound transfer may go
+    // without a chunk before it is dropped (a resume after that starts it again).
+    static constexpr std::size_t kMaxQueuedMessages = 256;
+    static constexpr std::size_t kMaxQueuedBlobs = 3;
+    static constexpr double kStallSeconds = 120;
+    static constexpr std::size_t kRememberedTransfers = 16;  // completed ids answered "done" again
 
 protected:
     virtual std::optional<net::Incoming> poll_socket(int timeout_ms) = 0;
@@ -40,20 +48,28 @@ private:
         protocol::Type type;
         uint64_t round;
         std::vector<uint8_t> payload;              // a small message
-        std::unique_ptr<net::TransferSender> blob;  // or a transfer
+        SharedBlob shared;                          // or a blob, shared with other peers' queues
+        std::unique_ptr<net::TransferSender> blob;  // and its transfer
         bool begun = false;
     };
     struct Inbound {
         net::TransferReceiver receiver;
         uint64_t round = 0;
+        std::chrono::steady_clock::time_point last_progress;
     };
     void pump(const std::string& peer);
+    // Takes the blobs `which` picks off one peer's queue, aborting a transfer under way.
+    void drop_blobs(const std::string& peer, std::deque<Item>& q, const std::function<bool(const Item&)>& which);
     bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const uint8_t> payload,
               protocol::Type counted_as);
     std::optional<LinkEvent> on_transfer(const net::Incoming& in);
+    bool admit_begin(const net::Incoming& in, uint64_t id);  // type, size, one per type, replays
+    void expire_stalled();
 
     std::map<std::string, std::deque<Item>> out_;
     std::map<std::pair<std::string, uint64_t>, Inbound> in_;
+    std::map<std::string, std::deque<uint64_t>> completed_;  // per peer, the last transfers delivered
+    std::map<protocol::Type, uint64_t> accepted_;
     std::map<uint16_t, uint64_t> sent_, received_;
     std::function<void(const std::string&)> log_;
     std::chrono::steady_clock::time_point last_retry_{};

@@ -163,7 +163,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, result.mean_loss, m.steps, steps_per_s_}));
     w.bytes(result.payload);
-    link.send_blob(host_, Type::pseudo_grad, m.round, w.take());
+    link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes");
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
     publish(link);

@@ -36,6 +36,12 @@ void Writer::bytes(std::span<const std::byte> b) {
     raw(b.data(), b.size());
 }
 
+std::span<std::byte> Writer::bytes_in_place(std::size_t n) {
+    u64(n);
+    out_.resize(out_.size() + n);
+    return std::span<std::byte>(out_).last(n);
+}
+
 void Reader::raw(void* p, std::size_t n) {
     if (n > in_.size() - pos_)
         throw Error(std::string(what_) + ": message truncated (needs " + std::to_string(pos_ + n) + " bytes, has " +

@@ -38,6 +38,9 @@ public:
     void f64(double v) { raw(&v, 8); }
     void str(const std::string& s);
     void bytes(std::span<const std::byte> b);
+    // The same layout as bytes(), for n bytes the caller writes into the returned span in place
+    // (a large blob is then built without a second copy). Valid until the next call.
+    std::span<std::byte> bytes_in_place(std::size_t n);
     std::vector<std::byte> take() { return std::move(out_); }
 
 private:

@@ -79,6 +79,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     deadlines.finish();
 
     if (c.mode == "async") {
+        // Async applies each pseudo-gradient as its own update: an aggregator that needs several
+        // (trimmed drops the largest and smallest) could never finish a round.
+        if (c.outer.aggregator.rfind("trimmed", 0) == 0)
+            throw Error(outer.where("aggregator") + ": outer.aggregator '" + c.outer.aggregator +
+                        "' needs several pseudo-gradients per update, and async mode has one; use mean, clip, "
+                        "median or centered_clip");
         c.outer.optimizer = "delayed-nesterov";
         c.outer.period = static_cast<uint32_t>(c.islands);
     }

@@ -31,7 +31,7 @@ void add_host(CLI::App& app, int& exit_code) {
         if (!f->bind.empty()) config.bind = f->bind;
         RunStatus status;
         ControlEndpoint endpoint(f->control, status, ControlActions{[] { return true; }, {}, {}});
-        exit_code = run_host_session(std::move(config), status, true) ? 0 : 1;
+        exit_code = run_host_session(std::move(config), status, true) || stopped_by_signal() ? 0 : 1;
     });
 }
 

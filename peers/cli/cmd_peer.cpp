@@ -35,7 +35,7 @@ void add_peer(CLI::App& app, int& exit_code) {
         f->session.key_path = f->key;
         RunStatus status;
         ControlEndpoint endpoint(f->control, status, ControlActions{[] { return true; }, {}, {}});
-        exit_code = run_peer_session(f->session, status, true) ? 0 : 1;
+        exit_code = run_peer_session(f->session, status, true) || stopped_by_signal() ? 0 : 1;
     });
 }
 

@@ -25,7 +25,9 @@ namespace arch::cli {
 namespace {
 Host* g_host = nullptr;
 Peer* g_peer = nullptr;
+volatile std::sig_atomic_t g_signalled = 0;
 void on_signal(int) {
+    g_signalled = 1;
     if (g_host) g_host->stop();
     if (g_peer) g_peer->stop();
 }
@@ -34,6 +36,10 @@ void catch_signals() {
     std::signal(SIGTERM, on_signal);
 }
 }  // namespace
+
+bool stopped_by_signal() {
+    return g_signalled != 0;
+}
 
 bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) {
     const HostFiles files = host_files(config);

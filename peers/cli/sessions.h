@@ -21,6 +21,9 @@ namespace arch::cli {
 // the daemon handles signals itself and stops a run with status.request_leave().
 bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal);
 
+// True once SIGINT or SIGTERM stopped a session: a stop the user asked for, so the command exits 0.
+bool stopped_by_signal();
+
 struct PeerSession {
     net::Invite invite;
     std::string key_path;

@@ -39,6 +39,7 @@ void GlobalModel::apply_update(std::span<const std::byte> update) {
     // A finite update can still overflow θ (Δ near FLT_MAX, momentum): keep what to go back to.
     const std::vector<float> theta_before = theta_;
     const std::vector<std::byte> optimizer_before = optimizer_->save_state();
+    hash_.clear();
     optimizer_->step(theta_, scratch_);
     for (float x : theta_) {
         if (std::isfinite(x)) continue;
@@ -62,16 +63,30 @@ std::string hash_bytes(std::span<const std::byte> bytes) {
     return out;
 }
 
-std::string GlobalModel::hash() const { return hash_floats(theta_); }
+std::string GlobalModel::hash() const {
+    if (hash_.empty()) hash_ = hash_floats(theta_);
+    return hash_;
+}
+
+std::size_t GlobalModel::state_bytes() const {
+    return 8 + theta_.size() * sizeof(float) + optimizer_->save_state().size();
+}
 
 std::vector<std::byte> GlobalModel::save_state() const {
+    std::vector<std::byte> out(state_bytes());
+    save_state(out);
+    return out;
+}
+
+void GlobalModel::save_state(std::span<std::byte> out) const {
     const std::vector<std::byte> opt = optimizer_->save_state();
-    std::vector<std::byte> out(8 + theta_.size() * sizeof(float) + opt.size());
     const uint64_t n = theta_.size();
+    if (out.size() != 8 + n * sizeof(float) + opt.size())
+        throw Error("global state needs " + std::to_string(8 + n * sizeof(float) + opt.size()) + " bytes, given " +
+                    std::to_string(out.size()));
     std::memcpy(out.data(), &n, 8);
     std::memcpy(out.data() + 8, theta_.data(), n * sizeof(float));
     std::memcpy(out.data() + 8 + n * sizeof(float), opt.data(), opt.size());
-    return out;
 }
 
 void GlobalModel::load_state(std::span<const std::byte> bytes) {
@@ -87,6 +102,7 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
         if (!std::isfinite(x)) throw Error("global state holds a non-finite parameter");
     optimizer_->load_state(bytes.subspan(8 + n * sizeof(float)));  // validates, throws unchanged
     theta_ = std::move(theta);
+    hash_.clear();
 }
 
 }  // namespace arch::diloco

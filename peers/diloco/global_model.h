@@ -41,10 +41,12 @@ public:
     // and θ after the step (finite): on error throws arch::Error and θ and the optimizer are unchanged.
     void apply_update(std::span<const std::byte> update);
 
-    std::string hash() const;  // BLAKE2b-256 of θ's bytes, hex
+    std::string hash() const;  // BLAKE2b-256 of θ's bytes, hex (computed once per θ)
 
     // θ and the outer optimizer's state, for checkpoints and late joiners.
     std::vector<std::byte> save_state() const;
+    std::size_t state_bytes() const;
+    void save_state(std::span<std::byte> out) const;  // exactly state_bytes(): into a blob, in place
     void load_state(std::span<const std::byte> bytes);
 
 private:
@@ -54,6 +56,7 @@ private:
     std::unique_ptr<outer::Aggregator> aggregator_;
     std::unique_ptr<compression::Codec> down_codec_;
     std::vector<float> scratch_;
+    mutable std::string hash_;  // of theta_; empty after θ changes
 };
 
 std::string hash_floats(std::span<const float> values);

@@ -10,6 +10,7 @@
 
 #include "compression/codec.h"
 #include "outer_optimizer/outer_optimizer.h"
+#include "tests/fuzz/host_steps.h"
 
 namespace {
 
@@ -17,6 +18,52 @@ void write(const std::string& dir, const std::string& name, const std::vector<st
     std::filesystem::create_directories(dir);
     std::ofstream(dir + "/" + name, std::ios::binary)
         .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// fuzz_host: two variant bytes, then steps (host_steps.h). Honest rounds among islands 0-2 finish
+// the run; the other seeds add a fourth peer that floods, lies or sends garbage.
+void write_host_seeds(const std::string& dir) {
+    using fuzz_host::Action;
+    using fuzz_host::op;
+    namespace v = fuzz_host::variant;
+    auto honest_rounds = [](std::vector<uint8_t>& b, int steps) {
+        for (int i = 0; i < steps; ++i) b.push_back(op(Action::honest, i % 3));
+    };
+    auto save = [&](const std::string& name, const std::vector<uint8_t>& b) {
+        std::vector<std::byte> out(b.size());
+        std::memcpy(out.data(), b.data(), b.size());
+        write(dir, name, out);
+    };
+    std::vector<uint8_t> sync = {0, 0};
+    honest_rounds(sync, 30);
+    save("sync", sync);
+    std::vector<uint8_t> async = {v::async, 0};
+    honest_rounds(async, 30);
+    save("async", async);
+    // Fold stragglers, round deadline past: peer 3 floods hellos and sends garbage, peer 0 a 1e30 pseudo-gradient.
+    std::vector<uint8_t> flood = {v::fold | v::round_past | v::with_status, 1};
+    honest_rounds(flood, 3);
+    for (uint8_t b : {op(Action::burst, 3), uint8_t{12}, op(Action::hello, 3), uint8_t{0}, uint8_t{1}, uint8_t{4}})
+        flood.push_back(b);
+    for (char ch : std::string("liar")) flood.push_back(static_cast<uint8_t>(ch));
+    flood.push_back(0);  // not mangled
+    for (uint8_t b : {op(Action::pseudo_grad, 0), uint8_t{3 << 2}, uint8_t{0}, uint8_t{0}, uint8_t{0}})
+        flood.push_back(b);
+    for (uint8_t b : {op(Action::raw, 3), uint8_t{4}, uint8_t{0}, uint8_t{3}, uint8_t{1}, uint8_t{2}, uint8_t{3}})
+        flood.push_back(b);
+    honest_rounds(flood, 27);
+    save("flood", flood);
+    // Join and heartbeat deadlines past: peer 3 asks to join a full run, peer 1 drops out and comes back.
+    std::vector<uint8_t> churn = {v::join_past | v::heartbeat_past | v::with_status, 6};
+    honest_rounds(churn, 4);
+    churn.push_back(op(Action::hello, 3));
+    for (uint8_t b : {uint8_t{1 << 2}, uint8_t{1}, uint8_t{0}, uint8_t{0}}) churn.push_back(b);  // no θ, no name
+    churn.push_back(op(Action::disconnected, 1));
+    honest_rounds(churn, 5);
+    churn.push_back(op(Action::connected, 1));
+    churn.push_back(op(Action::deliver, 2));
+    honest_rounds(churn, 20);
+    save("churn", churn);
 }
 
 }  // namespace
@@ -55,6 +102,7 @@ int main() {
     d.step(p, g);
     write(root + "fuzz_outer_state", "nesterov", n.save_state());
     write(root + "fuzz_outer_state", "delayed", d.save_state());
+    write_host_seeds(root + "fuzz_host");
     std::printf("make_fuzz_seeds: wrote %s\n", root.c_str());
     return 0;
 }

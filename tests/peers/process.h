@@ -94,6 +94,7 @@ public:
         return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_);
     }
     void kill(int sig) { ::kill(pid_, sig); }
+    pid_t pid() const { return pid_; }
     std::string log() const { return slurp(log_); }
     // Waits until the log contains needle; false on timeout or if the process died first.
     bool wait_for(const std::string& needle, double timeout_s) {

@@ -1,0 +1,158 @@
+// tests/peers/run_fixture.h: what the tests of whole runs share: a run folder with its run.toml,
+// keys and invites, the host and peer processes, and HandPeer, a peer the test drives by hand over
+// the real net stack to send what an honest peer never would.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compression/codec.h"
+#include "core/file_io.h"
+#include "net/invite.h"
+#include "net/keys.h"
+#include "net/peer_socket.h"
+#include "peers/net_link.h"
+#include "peers/protocol.h"
+#include "tests/core/temp_dir.h"
+#include "tests/peers/process.h"
+
+namespace arch::test {
+
+inline const std::vector<std::string> kEnv = {"OMP_NUM_THREADS=1"};
+
+struct Run {
+    TempDir dir;
+    int port = free_port();
+    std::string config = dir.file("run.toml");
+
+    explicit Run(int rounds, int islands, int channels = 128,
+                 const std::string& deadlines = "join_timeout_s = 60\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n") {
+        // A model big enough that its fp32 pseudo-gradient spans several 1 MiB transfer chunks.
+        write_file(config, "[run]\nname = \"test\"\nrounds = " + std::to_string(rounds) +
+                               "\nislands = " + std::to_string(islands) + "\nbind = \"tcp://127.0.0.1:" +
+                               std::to_string(port) + "\"\ncheckpoint_dir = \"" + dir.file("host") +
+                               "\"\n[model]\nconfig = \"tiny\"\nlayers = 1\nchannels = " + std::to_string(channels) +
+                               "\nheads = 2\nmax_seq_len = 32\n"
+                               "[inner]\nsteps_per_round = 3\nbatch = 2\nseq_len = 16\nlr = 1e-3\nwarmup = 1\n"
+                               "val_batches = 2\n[wire]\ncodec = \"fp32\"\ndown_codec = \"int8:block=256+zstd:1\"\n"
+                               "[deadlines]\n" + deadlines);
+    }
+    std::string key(int i) const { return dir.file("peer-" + std::to_string(i) + ".key"); }
+    std::string invite(int i) const { return dir.file("peer-" + std::to_string(i) + ".invite"); }
+    void make_peer(int i, const std::string& endpoint = "") {
+        Process kg({"keygen", "--out", key(i)}, dir.file("setup.log"));
+        REQUIRE(kg.wait(30) == 0);
+        std::vector<std::string> args = {"invite", "--config", config, "--peer-key", key(i) + ".pub", "--name",
+                                         "peer-" + std::to_string(i), "--out", invite(i)};
+        if (!endpoint.empty()) {
+            args.push_back("--endpoint");
+            args.push_back(endpoint);
+        }
+        Process inv(args, dir.file("setup.log"));
+        REQUIRE(inv.wait(30) == 0);
+    }
+    std::unique_ptr<Process> host() {
+        return std::make_unique<Process>(std::vector<std::string>{"host", "--config", config}, dir.file("host.log"), kEnv);
+    }
+    std::unique_ptr<Process> peer(int i, std::vector<std::string> env = kEnv, std::vector<std::string> extra = {}) {
+        std::vector<std::string> args = {"peer", "--invite", invite(i), "--key", key(i), "--name", "peer-" + std::to_string(i)};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return std::make_unique<Process>(args, dir.file("peer-" + std::to_string(i) + ".log"), env);
+    }
+};
+
+inline int count(const std::string& text, const std::string& needle) {
+    int n = 0;
+    for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+    return n;
+}
+
+inline bool contains_bytes(const std::vector<uint8_t>& hay, const void* needle, std::size_t n) {
+    const auto* p = static_cast<const uint8_t*>(needle);
+    return std::search(hay.begin(), hay.end(), p, p + n) != hay.end();
+}
+
+// A peer this test drives by hand over the real net stack (CURVE, chunked transfers), to send what
+// an honest peer never would.
+struct HandPeer {
+    net::Invite invite;
+    std::unique_ptr<net::PeerSocket> socket;
+    std::unique_ptr<PeerLink> link;
+    std::string host_key;
+
+    HandPeer(const Run& run, int i) : invite(net::Invite::load(run.invite(i))), host_key(invite.host_public_key) {
+        net::PeerOptions so;
+        so.host_endpoint = invite.host_endpoint;
+        so.host_public_key = invite.host_public_key;
+        so.keys = net::load_keypair(run.key(i));
+        so.run_id = invite.run_id;
+        so.log = [](const std::string&) {};
+        socket = std::make_unique<net::PeerSocket>(so);
+        link = std::make_unique<PeerLink>(*socket, [](const std::string&) {});
+    }
+    std::optional<LinkEvent> wait_event(protocol::Type type, double timeout_s) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end)
+            if (auto e = link->poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
+        return std::nullopt;
+    }
+    // Keeps this side's transfers moving until the host's log holds `needle` `times` times.
+    bool wait_host(Process& host, const std::string& needle, int times, int timeout_s = 30) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            if (count(host.log(), needle) >= times) return true;
+            link->poll(50);
+        }
+        return false;
+    }
+    // Hello, welcome, the state, a hash report in sync: returns the model's parameter count.
+    std::size_t join(const std::string& name) {
+        protocol::Hello hello;
+        hello.name = name;
+        link->send(host_key, protocol::Type::hello, 0, protocol::encode(hello));
+        REQUIRE(wait_event(protocol::Type::welcome, 60));
+        const std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
+        REQUIRE(state);
+        protocol::Reader reader(state->payload, "state");
+        const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
+        const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, momentum
+        std::size_t params = 0;
+        std::memcpy(&params, global.data(), 8);
+        report(meta.round, meta.theta_hash);
+        return params;
+    }
+    void report(uint64_t round, const std::string& theta_hash) {
+        link->send(host_key, protocol::Type::hash_report, round, protocol::encode(protocol::HashReport{round, theta_hash}));
+    }
+    protocol::RoundStart wait_round_start() {
+        const std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 120);
+        REQUIRE(start);
+        return protocol::decode_round_start(start->payload);
+    }
+    void send_grad(uint64_t round, const std::vector<float>& delta, double tokens) {
+        protocol::Writer w;
+        w.bytes(protocol::encode(protocol::PseudoGradMeta{round, tokens, 4.0f, 3, 1.0f}));
+        w.bytes(compression::make_codec("fp32")->encode(delta));
+        link->send_blob(host_key, protocol::Type::pseudo_grad, round, std::make_shared<const std::vector<std::byte>>(w.take()));
+    }
+    void leave() {
+        link.reset();
+        socket.reset();
+    }
+};
+
+// The last "val loss X" a peer's log reports (the host's val loss of the latest θ).
+inline double last_val_loss(const std::string& log) {
+    const std::size_t at = log.rfind("val loss ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(log.substr(at + 9));
+}
+
+}  // namespace arch::test
