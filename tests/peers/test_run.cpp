@@ -145,17 +145,7 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     while (count(host->log(), "rejected a hello message") < 2 && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     REQUIRE(count(host->log(), "rejected a hello message") == 2);
-    hello.protocol_version = protocol::kProtocolVersion;
-    link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
-    REQUIRE(wait_event(protocol::Type::welcome, 30));
-    std::optional<LinkEvent> state = wait_event(protocol::Type::state, 30);
-    REQUIRE(state);
-    protocol::Reader reader(state->payload, "state");
-    const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
-    const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, momentum
-    std::size_t params = 0;
-    std::memcpy(&params, global.data(), 8);
-    link.send(hostkey, protocol::Type::hash_report, meta.round, protocol::encode(protocol::HashReport{meta.round, meta.theta_hash}));
+    const std::size_t params = by_hand.join("by-hand");  // now a real hello: welcome, state, in sync
     std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 60);
     REQUIRE(start);
     const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
