@@ -208,8 +208,8 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             e.type = counted;
             e.round = inbound.round;
             const std::vector<uint8_t> data = inbound.receiver.take();
-            e.payload.resize(data.size());
-            std::memcpy(e.payload.data(), data.data(), data.size());
+            e.payload.assign(reinterpret_cast<const std::byte*>(data.data()),
+                             reinterpret_cast<const std::byte*>(data.data()) + data.size());
             in_.erase(found);
             std::deque<uint64_t>& done = completed_[in.peer_key];
             done.push_back(id);
@@ -270,8 +270,8 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     }
     e.type = static_cast<protocol::Type>(in->header.type);
     e.round = in->header.round;
-    e.payload.resize(in->payload.size());
-    std::memcpy(e.payload.data(), in->payload.data(), in->payload.size());
+    const auto* first = reinterpret_cast<const std::byte*>(in->payload.data());
+    e.payload.assign(first, first + in->payload.size());
     received_[in->header.type] += net::kHeaderBytes + in->payload.size();
     return e;
 }

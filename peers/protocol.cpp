@@ -46,6 +46,7 @@ void Reader::raw(void* p, std::size_t n) {
     if (n > in_.size() - pos_)
         throw Error(std::string(what_) + ": message truncated (needs " + std::to_string(pos_ + n) + " bytes, has " +
                     std::to_string(in_.size()) + ")");
+    if (n == 0) return;  // memcpy's pointers must not be null, even for no bytes
     std::memcpy(p, in_.data() + pos_, n);
     pos_ += n;
 }
