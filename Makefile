@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test test-asan fuzz deb clean
+.PHONY: deps build demo demo-wan test test-asan fuzz deb clean
 
 deps:
 	@bash scripts/install_deps.sh
@@ -14,6 +14,10 @@ build: deps
 
 demo: build
 	bash scripts/demo.sh
+
+# The same demo across 4 network namespaces, each peer's link at 20 Mbit/s (needs root; tests/wan/netns.sh).
+demo-wan: build
+	bash scripts/demo_wan.sh
 
 test: build
 	cd build && ctest --output-on-failure -j 1

@@ -54,39 +54,71 @@ uint64_t open_and_check(const std::string& path, std::ifstream& in) {
 
 }  // namespace
 
-void write_token_shard(const std::string& path, std::span<const uint16_t> tokens) {
-    if (tokens.size() > static_cast<size_t>(INT32_MAX))
-        throw Error("token shard '" + path + "': " + std::to_string(tokens.size()) +
+TokenShardWriter::TokenShardWriter(std::string path, uint64_t tokens)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), tokens_(tokens) {
+    if (tokens > static_cast<uint64_t>(INT32_MAX))
+        throw Error("token shard '" + path_ + "': " + std::to_string(tokens) +
                     " tokens do not fit the int32 count of the header; split into smaller shards");
     ShardHeader h{};
     h.words[0] = kTokenShardMagic;
     h.words[1] = kTokenShardVersion;
-    h.words[2] = static_cast<int32_t>(tokens.size());
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw Error("token shard '" + tmp + "' cannot be created: " + std::strerror(errno));
-        out.write(reinterpret_cast<const char*>(h.words), sizeof(h.words));
-        out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size_bytes()));
-        out.flush();
-        if (!out) {
-            out.close();
-            std::remove(tmp.c_str());
-            throw Error("token shard '" + tmp + "': writing " + std::to_string(tokens.size()) +
-                        " tokens failed (disk full?)");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    h.words[2] = static_cast<int32_t>(tokens);
+    out_.open(tmp_, std::ios::binary | std::ios::trunc);
+    if (!out_) throw Error("token shard '" + tmp_ + "' cannot be created: " + std::strerror(errno));
+    out_.write(reinterpret_cast<const char*>(h.words), sizeof(h.words));
+}
+
+TokenShardWriter::~TokenShardWriter() {
+    if (finished_) return;
+    out_.close();
+    std::remove(tmp_.c_str());
+}
+
+void TokenShardWriter::append(std::span<const uint16_t> tokens) {
+    if (written_ + tokens.size() > tokens_)
+        throw Error("token shard '" + path_ + "': more tokens appended than the " + std::to_string(tokens_) + " declared");
+    out_.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size_bytes()));
+    written_ += tokens.size();
+}
+
+void TokenShardWriter::finish() {
+    if (written_ != tokens_)
+        throw Error("token shard '" + path_ + "': " + std::to_string(written_) + " tokens written, " +
+                    std::to_string(tokens_) + " declared");
+    out_.flush();
+    if (!out_) throw Error("token shard '" + tmp_ + "': writing " + std::to_string(tokens_) + " tokens failed (disk full?)");
+    out_.close();
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
         const std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw Error("token shard: cannot rename '" + tmp + "' to '" + path + "': " + why);
+        std::remove(tmp_.c_str());
+        throw Error("token shard: cannot rename '" + tmp_ + "' to '" + path_ + "': " + why);
     }
+    finished_ = true;
+}
+
+void write_token_shard(const std::string& path, std::span<const uint16_t> tokens) {
+    TokenShardWriter out(path, tokens.size());
+    out.append(tokens);
+    out.finish();
 }
 
 std::vector<uint16_t> read_token_shard(const std::string& path) {
     std::ifstream in;
     const uint64_t count = open_and_check(path, in);
     std::vector<uint16_t> tokens(count);
+    in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(2 * count));
+    if (!in) throw Error("token shard '" + path + "': reading " + std::to_string(count) + " tokens failed");
+    return tokens;
+}
+
+std::vector<uint16_t> read_token_range(const std::string& path, uint64_t offset, uint64_t count) {
+    std::ifstream in;
+    const uint64_t total = open_and_check(path, in);
+    if (offset > total || count > total - offset)
+        throw Error("token shard '" + path + "' has " + std::to_string(total) + " tokens; tokens " + std::to_string(offset) +
+                    ".." + std::to_string(offset + count) + " are past its end");
+    std::vector<uint16_t> tokens(count);
+    in.seekg(static_cast<std::streamoff>(kTokenShardHeaderBytes + 2 * offset));
     in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(2 * count));
     if (!in) throw Error("token shard '" + path + "': reading " + std::to_string(count) + " tokens failed");
     return tokens;

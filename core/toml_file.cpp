@@ -72,6 +72,13 @@ void Fields::text(const std::string& key, std::string& out) {
     out = n->as_string()->get();
 }
 
+void Fields::boolean(const std::string& key, bool& out) {
+    const toml::node* n = find(key);
+    if (!n) return;
+    if (!n->is_boolean()) fail(key, std::string("must be true or false, found ") + type_name(*n));
+    out = n->as_boolean()->get();
+}
+
 void Fields::text_choice(const std::string& key, std::string& out, const std::vector<std::string>& choices) {
     std::string v = out;
     text(key, v);

@@ -27,6 +27,7 @@ public:
     // Each leaves `out` unchanged when the key is absent; throws arch::Error on a wrong type or range.
     void text(const std::string& key, std::string& out);
     void text_choice(const std::string& key, std::string& out, const std::vector<std::string>& choices);
+    void boolean(const std::string& key, bool& out);
     void integer(const std::string& key, int64_t& out, int64_t lo, int64_t hi);
     void integer(const std::string& key, int& out, int lo, int hi);
     void number(const std::string& key, double& out, double lo, double hi, bool lo_open = false);

@@ -118,6 +118,10 @@ void DaemonClient::post(const QString& path, const QJsonObject& body) {
             emit command_finished(
                 path, false, msg.isEmpty() ? QString("HTTP %1 from %2").arg(http).arg(path) : msg);
         } else {
+            if (path == "/api/invite") {
+                const QJsonObject answer = QJsonDocument::fromJson(text).object();
+                emit invite_received(answer.value("name").toString(), answer.value("invite").toString());
+            }
             emit command_finished(path, true, QString());
         }
         poll_now();
@@ -137,6 +141,12 @@ void DaemonClient::leave() {
 }
 void DaemonClient::pause() {
     post("/api/pause", QJsonObject{});
+}
+void DaemonClient::invite(const QString& name, const QString& public_key) {
+    post("/api/invite", QJsonObject{{"name", name}, {"public_key", public_key}});
+}
+void DaemonClient::revoke(const QString& name) {
+    post("/api/revoke", QJsonObject{{"name", name}});
 }
 void DaemonClient::resume() {
     post("/api/resume", QJsonObject{});

@@ -32,6 +32,10 @@ class DaemonClient : public QObject {
     void leave();
     void pause();
     void resume();
+    // While the daemon hosts a run: allow a peer (the answer's invite text comes as invite_received)
+    // and take one off the allow-list.
+    void invite(const QString& name, const QString& public_key);
+    void revoke(const QString& name);
 
     Link link() const { return link_; }
     QString link_reason() const { return link_reason_; }
@@ -47,6 +51,7 @@ class DaemonClient : public QObject {
     void rounds_received(const QList<arch::gui::RoundInfo>& rounds);
     void log_received(const QStringList& lines);
     void command_finished(const QString& path, bool ok, const QString& error);
+    void invite_received(const QString& name, const QString& invite_text);  // after a good /api/invite
 
   private:
     QNetworkRequest request(const QString& path_and_query);

@@ -69,4 +69,14 @@ void InviteMaker::make(const QString& run_toml, const QString& name,
     make_invite();
 }
 
+void InviteMaker::make_key(const QString& run_toml, const QString& name) {
+    busy_ = true;
+    QDir().mkpath(peers_dir(run_toml));
+    const QString key = peers_dir(run_toml) + "/" + name + ".key";
+    run_step(name, {"keygen", "--out", key}, [this, name, key] {
+        busy_ = false;
+        emit key_made(name, key);
+    });
+}
+
 }  // namespace arch::gui

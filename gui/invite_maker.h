@@ -18,6 +18,8 @@ class InviteMaker : public QObject {
     // make a key pair in <run>/peers (the peer then needs the secret key file too).
     void make(const QString& run_toml, const QString& name, const QString& public_key_text = {});
     bool busy() const { return busy_; }
+    // Only the key pair <run>/peers/NAME.key(.pub), for an invite made through the control API.
+    void make_key(const QString& run_toml, const QString& name);
 
     static QString peers_dir(const QString& run_toml);
     static QString invite_path(const QString& run_toml, const QString& name);
@@ -26,6 +28,7 @@ class InviteMaker : public QObject {
     // key_path: the secret key made here, or empty when the peer's public key was given.
     void made(const QString& name, const QString& invite_path, const QString& key_path);
     void failed(const QString& name, const QString& error);
+    void key_made(const QString& name, const QString& key_path);
 
   private:
     void run_step(const QString& name, const QStringList& args, std::function<void()> next);

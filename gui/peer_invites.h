@@ -1,11 +1,14 @@
 // gui/peer_invites.h: the host's "Invite peers" panel: lists the peers invited from this run
 // folder (clicking one shows its invite text, with a Copy button) and whether the daemon reports
 // them admitted; "Add peer" makes another invite through InviteMaker (keygen + invite, async).
+// While the daemon hosts the run (set_hosting), inviting goes through POST /api/invite and each
+// listed peer has a Revoke button (POST /api/revoke); the running host applies both at once.
 #pragma once
 
 #include <QList>
 #include <QWidget>
 
+#include "gui/daemon_client.h"
 #include "gui/daemon_types.h"
 #include "gui/invite_maker.h"
 
@@ -27,6 +30,8 @@ class PeerInvites : public QWidget {
     void add_peer(const QString& name, const QString& public_key_text);  // async; emits invite_made
     void update_peers(const QList<PeerInfo>& peers);  // marks invited peers connected
     QString invite_text() const;                      // of the last invite made
+    void set_daemon(DaemonClient* client);            // the daemon that hosts the run, for invite/revoke
+    void set_hosting(bool hosting);                   // the daemon hosts this run now
 
   signals:
     void invite_made(const QString& name, const QString& invite_path);
@@ -36,6 +41,10 @@ class PeerInvites : public QWidget {
     void finish_invite(const QString& name, const QString& invite_path, const QString& key_path);
     void show_invite(const QString& name);
     void reload_invited();
+    void invite_through_daemon(const QString& name, const QString& public_key_text);
+    void finish_daemon_invite(const QString& name, const QString& invite_text);
+    void revoke(const QString& name);
+    void mark_revoked(const QString& name);
 
     InviteMaker* maker_;
     QString run_toml_;
@@ -47,6 +56,10 @@ class PeerInvites : public QWidget {
     QPushButton* copy_;
     QLabel* note_;
     QTableWidget* invited_;
+    DaemonClient* client_ = nullptr;
+    bool hosting_ = false;
+    QString revoking_;        // the name of the revoke in flight
+    QStringList revoked_;     // names revoked from this panel during this run
 };
 
 }  // namespace arch::gui

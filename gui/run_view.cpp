@@ -56,6 +56,7 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     peers_->verticalHeader()->hide();
     peers_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     invites_ = new PeerInvites(std::move(archipelago));
+    invites_->set_daemon(client_);  // while it hosts: invite and revoke through its control API
     tabs_ = new QTabWidget;
     tabs_->addTab(peers_, "Peers");
     tabs_->addTab(invites_, "Invite peers");
@@ -106,6 +107,7 @@ void RunView::show_status(const DaemonStatus& s) {
     state_->setText(QString("state: %1%2")
                         .arg(s.state.isEmpty() ? "-" : s.state,
                              s.theta_hash.isEmpty() ? QString() : "   θ " + s.theta_hash.left(12)));
+    invites_->set_hosting(s.role == "host" && (s.state == "waiting" || s.state == "training" || s.state == "paused"));
     progress_->setRange(0, std::max(1, s.rounds));
     progress_->setValue(std::clamp(s.round, 0, std::max(1, s.rounds)));
     speed_->setText(QString("%1 tokens/s").arg(s.tokens_per_s, 0, 'f', 0));

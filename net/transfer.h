@@ -95,6 +95,7 @@ class TransferReceiver {
     uint64_t transfer_id() const { return begin_.id; }
     uint32_t tag() const { return begin_.tag; }
     uint32_t chunk_count() const { return begin_.chunk_count; }
+    uint64_t total_bytes() const { return begin_.total_bytes; }  // as its begin declared
     uint32_t chunks_held() const { return chunks_held_; }
     const std::vector<bool>& held() const { return held_; }
     uint32_t bad_chunks() const { return bad_chunks_; }

@@ -12,6 +12,7 @@
 #include "core/data_loader.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/token_shard.h"
 #include "core/tokenizer.h"
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -34,14 +35,23 @@ std::string short_key(const std::string& key) { return key.substr(0, 8); }
 Host::Host(HostOptions options) : options_(std::move(options)) {
     const RunConfig& c = options_.config;
     int vocab = 0;
+    std::string train = c.train_data;
     if (c.train_data.empty()) {
         const PreparedCorpus corpus = ensure_bundled_corpus();
         vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
+        train = corpus.train_pattern;
         val_pattern_ = corpus.val_pattern;
     } else {
         val_pattern_ = c.val_data;
     }
     model_config_ = run_model_config(c, vocab);
+    // The data set, named by content for the peers (none of them opens these paths), and each
+    // island's share of it, fixed for the run.
+    shard_paths_ = shard_paths(train);
+    manifest_ = build_manifest(train, choose_chunk_tokens(count_tokens(shard_paths_), c.islands));
+    for (int i = 0; i < c.islands; ++i)
+        assignment_.push_back(assign_chunks(manifest_, c.islands, i, parse_data_assign(c.assign),
+                                            static_cast<uint64_t>(c.batch) * c.seq_len + 1));
     backend_ = make_cpu_backend();
     eval_model_ = std::make_unique<GPT2>(model_config_, *backend_);
     eval_model_->init_weights(c.seed);
@@ -74,6 +84,14 @@ void Host::publish(const std::string& key, uint64_t up, uint64_t down) {
         row.bytes_down += down;
         row.connected = p.connected;
         row.in_sync = p.in_sync;
+        row.seconds_per_step = p.steps_per_s > 0 ? 1.0 / p.steps_per_s : 0;
+        if (link_) {
+            const LinkStats st = link_->stats(key);
+            row.up_bytes_per_s = st.receive_bytes_per_s;
+            row.down_bytes_per_s = st.send_bytes_per_s;
+            row.wire_bytes_sent = st.bytes_sent;
+            row.wire_bytes_received = st.bytes_received;
+        }
     });
 }
 
@@ -195,6 +213,35 @@ void Host::send_state(Link& link, const std::string& key) {
     log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
 }
 
+void Host::serve_data(Link& link, const std::string& key, const protocol::DataRequest& request) {
+    const PeerState& p = peers_[key];
+    const std::vector<DataChunk>& mine = assignment_.at(p.island);
+    uint64_t tokens = 0;
+    for (uint32_t i : request.chunks) {
+        if (i >= mine.size())
+            throw Error("a data_request for chunk " + std::to_string(i) + " of an assignment of " + std::to_string(mine.size()));
+        tokens += mine[i].tokens;
+    }
+    if (request.chunks.size() > 1 && tokens > protocol::kMaxReplyTokens)
+        throw Error("a data_request for " + std::to_string(tokens) + " tokens (at most " + std::to_string(protocol::kMaxReplyTokens) + ")");
+    protocol::DataReply reply;
+    if (!options_.config.serve) {
+        reply.error = "this host does not serve data (data.serve = false)";
+    } else {
+        try {
+            for (uint32_t i : request.chunks)
+                reply.chunks.emplace_back(i, read_token_range(shard_paths_[mine[i].shard], mine[i].offset, mine[i].tokens));
+        } catch (const Error& e) {
+            reply.chunks.clear();
+            reply.error = std::string("the host cannot read its training data: ") + e.what();
+            log(reply.error);
+        }
+    }
+    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode(reply));
+    if (!link.send_blob(key, Type::data, round_, blob))
+        log(p.name + " asked for data with 3 replies still queued for it; the request is dropped");
+}
+
 void Host::send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob) {
     PeerState& p = peers_[key];
     p.in_sync = false;  // until its hash report comes back
@@ -235,11 +282,11 @@ void Host::start_island(Link& link, const std::string& key) {
 
 void Host::start_round(Link& link) {
     round_open_ = true;
-    any_arrival_ = false;
     contributions_.clear();
     expected_.clear();
     raw_bytes_round_ = 0;
     round_started_ = Clock::now();
+    deadline_logged_ = false;
     bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);
     for (auto& [key, p] : peers_) {
         if (!(p.connected && p.welcomed && p.in_sync)) continue;
@@ -300,12 +347,14 @@ void Host::finish_round(Link& link) {
     round_open_ = false;
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
+    update_sent_ = Clock::now();
     try_save_checkpoint();
     const float val = evaluate();
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::UpdateMeta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val}));
     w.bytes(update);
     const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
+    update_bytes_ = blob->size();
     for (auto& [key, p] : peers_)
         if (p.welcomed) send_update(link, key, ended, blob);
     RoundRow row;
@@ -353,7 +402,8 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
             log("refused " + h.name + " (" + short_key(key) + "): the run is full");
             return;
         }
-        const uint32_t next = static_cast<uint32_t>(island_of_.size());
+        uint32_t next = 0;  // the lowest free index: a revoked island's goes to the next newcomer
+        while (std::any_of(island_of_.begin(), island_of_.end(), [&](const auto& kv) { return kv.second == next; })) ++next;
         island_of_[key] = next;
         try_save_checkpoint();
     }
@@ -365,7 +415,11 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.busy = false;  // a peer that says hello has no round in progress
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
-    const protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash()};
+    protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash(), {}};
+    w.data.vocab = static_cast<uint32_t>(model_config_.vocab_size);
+    w.data.served = c.serve;
+    w.data.shards = manifest_.shards;
+    w.data.chunks = assignment_[p.island];
     link.send(key, Type::welcome, round_, protocol::encode(w));
     log("admitted " + h.name + " (" + short_key(key) + ") as island " + std::to_string(p.island) +
         (p.in_sync ? ", in sync" : ", needs the state"));
@@ -374,7 +428,34 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     else if (round_open_ && (c.mode == "async" || (expected_.count(key) && !expected_[key]))) start_island(link, key);
 }
 
-void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, std::span<const std::byte> blob) {
+void Host::revoke(Link& link, const std::string& key) {
+    const auto it = peers_.find(key);
+    const auto index = island_of_.find(key);
+    if (it == peers_.end() && index == island_of_.end()) return;  // never admitted: the allow-list was all it had
+    const std::string who = (it != peers_.end() ? it->second.name : std::string("a peer")) + " (" + short_key(key) + ")";
+    if (it != peers_.end()) {
+        PeerState& p = it->second;
+        link.forget(key);  // what waits for it is freed, and cannot hold back the bye
+        if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode_reason("revoked"));
+        p.connected = p.welcomed = p.busy = p.in_sync = false;
+        publish(key);
+    }
+    awaiting_state_.erase(key);
+    const bool in_round = expected_.erase(key) > 0;
+    std::string freed;
+    if (index != island_of_.end()) {
+        // What it sent that is not applied yet goes with it.
+        const uint32_t island = index->second;
+        std::erase_if(contributions_, [&](const Contribution& c) { return c.island == island; });
+        std::erase_if(folded_, [&](const Contribution& c) { return c.island == island; });
+        island_of_.erase(index);
+        try_save_checkpoint();
+        freed = "; island " + std::to_string(island) + " is free for a later invitee";
+    }
+    log("revoked " + who + freed + (in_round ? "; round " + std::to_string(round_) + " goes on without it" : ""));
+}
+
+void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds) {
     const RunConfig& c = options_.config;
     PeerState& p = peers_[key];
     protocol::Reader r(blob, "pseudo_grad");
@@ -407,8 +488,9 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
         throw Error("pseudo-gradient of " + std::to_string(values) + " values, the model has " +
                     std::to_string(global_->theta().size()));
     Contribution contribution{p.island, p.name, compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
-    // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used.
-    const double took = seconds_since(p.started_at);
+    // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
+    // time its Δ spent on the wire is the link's, not the island's.
+    const double took = seconds_since(p.started_at) - transfer_seconds;
     if (took > 0) p.steps_per_s = static_cast<float>(p.started_steps / took);
     p.last_round = meta.round;
     p.busy = false;
@@ -419,8 +501,6 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, uint64_t round, st
         log("folded a late pseudo-gradient of island " + std::to_string(p.island) + " into round " + std::to_string(round_));
         return;
     }
-    if (!any_arrival_) first_arrival_ = Clock::now();
-    any_arrival_ = true;
     if (c.mode == "sync") {
         expected_[key] = true;
         contributions_.push_back(std::move(contribution));
@@ -466,7 +546,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
     p.connected = true;
     switch (e.type) {
         case Type::pseudo_grad:
-            on_pseudo_grad(link, e.peer, e.round, e.payload);
+            on_pseudo_grad(link, e.peer, e.payload, e.transfer_seconds);
             break;
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
@@ -483,6 +563,9 @@ void Host::handle(Link& link, const LinkEvent& e) {
             }
             break;
         }
+        case Type::data_request:
+            serve_data(link, e.peer, protocol::decode_data_request(e.payload));
+            break;
         case Type::bye:
             p.connected = false;
             expected_.erase(e.peer);
@@ -496,8 +579,50 @@ void Host::handle(Link& link, const LinkEvent& e) {
     }
 }
 
+bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
+    const double margin = 2 * options_.config.heartbeat_timeout_s;
+    if (seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
+    if (rate <= 0) return true;                                  // not measured yet: progress is all we know
+    return seconds_since(since) < 2.0 * static_cast<double>(bytes) / rate + margin;
+}
+
+bool Host::round_deadline_passed(Link& link) {
+    const RunConfig& c = options_.config;
+    if (seconds_since(round_started_) <= c.round_timeout_s) return false;
+    // A pseudo-gradient still on its way keeps the round open: the link is slow, not the island.
+    for (const auto& [key, delivered] : expected_) {
+        if (delivered) continue;
+        const LinkStats s = link.stats(key);
+        if (s.receiving == 0 || !transfer_alive(s, s.receiving, s.receive_bytes_per_s, round_started_ +
+                                                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.round_timeout_s))))
+            continue;
+        if (!deadline_logged_) {
+            char rate[48] = "not measured yet";
+            if (s.receive_bytes_per_s > 0) std::snprintf(rate, sizeof(rate), "%.2f MB/s", s.receive_bytes_per_s / 1e6);
+            log("round " + std::to_string(round_) + ": past its deadline, but the pseudo-gradient of " + peers_[key].name +
+                " (" + std::to_string(s.receiving) + " bytes) is still moving (link " + rate + "); waiting for it");
+            deadline_logged_ = true;
+        }
+        return false;
+    }
+    return true;
+}
+
+bool Host::barrier_passed(Link& link) const {
+    if (Clock::now() <= sync_deadline_) return false;
+    // An island still receiving the update (or that just has: its hash report is on the way) is waited
+    // for, as long as the transfer moves and is within its bytes at the link's measured rate.
+    for (const auto& [key, p] : peers_) {
+        if (!p.connected || !p.welcomed || p.in_sync) continue;
+        const LinkStats s = link.stats(key);
+        if (transfer_alive(s, std::max(update_bytes_, s.sending), s.send_bytes_per_s, update_sent_)) return false;
+    }
+    return true;
+}
+
 void Host::run(Link& link) {
     const RunConfig& c = options_.config;
+    link_ = &link;
     // Peers send the host one kind of blob: a pseudo-gradient, at most twice its fp32 size (topk with a
     // large frac stores an index beside each value; zstd's worst case and the headers fit in the
     // margin). A transfer declaring more is refused unread.
@@ -510,6 +635,10 @@ void Host::run(Link& link) {
     while (!stop_ && round_ < static_cast<uint64_t>(c.rounds)) {
         if (options_.status && options_.status->leave_requested()) stop_ = true;
         if (options_.status && Clock::now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
+        if (options_.revoked && Clock::now() - revoked_checked_ > std::chrono::seconds(1)) {
+            revoked_checked_ = Clock::now();
+            for (const std::string& key : options_.revoked()) revoke(link, key);
+        }
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 handle(link, *e);
@@ -527,20 +656,24 @@ void Host::run(Link& link) {
                 connected += p.connected && p.welcomed;
                 ready += p.connected && p.welcomed && p.in_sync;
             }
-            const bool first_wait = round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands);
+            // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
+            // or an island revoked) every round waits as after any update, for the connected ones.
+            const bool first_wait = (round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands)) &&
+                                    Clock::now() <= join_deadline;
             const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
             // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
             // so the wait for hash reports after an update has a deadline like every other wait.
-            const bool barrier_passed = !first_wait && ready > 0 && Clock::now() > sync_deadline_;
+            const bool barrier = !first_wait && ready > 0 && barrier_passed(link);
             // After join_timeout_s the run starts with the islands that are ready; one that never
-            // gets in sync (a peer that says hello and nothing else) cannot hold it back.
-            if (all_here || barrier_passed || (ready > 0 && Clock::now() > join_deadline))
-                start_round(link);
+            // gets in sync (a peer that says hello and nothing else) cannot hold it back: the barrier
+            // has a deadline.
+            if (all_here || barrier) start_round(link);
         } else if (c.mode == "sync") {
-            const bool late = any_arrival_ && seconds_since(first_arrival_) > c.round_timeout_s;
+            const bool late = !round_complete() && round_deadline_passed(link);
             if (round_complete() || late || (expected_.empty() && !contributions_.empty())) {
-                if (late && !round_complete()) log("round " + std::to_string(round_) + " deadline passed; closing it with " +
-                                                   std::to_string(contributions_.size()) + " islands");
+                if (late) log("round " + std::to_string(round_) + " deadline passed (" +
+                              std::to_string(static_cast<int>(seconds_since(round_started_))) + " s after its start); closing it with " +
+                              std::to_string(contributions_.size()) + " islands");
                 finish_round(link);
             } else if (expected_.empty() && contributions_.empty()) {
                 round_open_ = false;  // everyone left: wait for islands again
@@ -554,7 +687,8 @@ void Host::run(Link& link) {
             if (p.connected && p.welcomed && !p.in_sync) return false;
         return true;
     };
-    while (!stop_ && !all_synced() && Clock::now() < drain_until) {
+    // An island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
+    while (!stop_ && !all_synced() && (Clock::now() < drain_until || !barrier_passed(link))) {
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 if (e->type != Type::pseudo_grad) handle(link, *e);
@@ -565,18 +699,19 @@ void Host::run(Link& link) {
     }
     for (const auto& [key, p] : peers_) {
         if (!p.welcomed) continue;
-        if (p.in_sync) link.forget(key);  // a state still queued for it is stale, and must not hold back the bye
+        link.forget(key);  // what is still queued for it (a stale state, an update it gave up on) must not hold back the bye
         link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
     }
     for (int i = 0; i < 10; ++i) link.poll(20);  // hand the byes to the socket before it closes
     std::string traffic = "bytes on the wire by message type (sent/received):";
     for (Type t : {Type::hello, Type::welcome, Type::round_start, Type::pseudo_grad, Type::update, Type::hash_report,
-                   Type::state, Type::bye})
+                   Type::state, Type::data_request, Type::data, Type::bye})
         if (link.bytes_sent(t) + link.bytes_received(t) > 0)
             traffic += std::string(" ") + protocol::type_name(t) + " " + std::to_string(link.bytes_sent(t)) + "/" +
                        std::to_string(link.bytes_received(t));
     log(traffic);
     publish_run(link);
+    link_ = nullptr;
     if (options_.status) options_.status->set_state(round_ >= static_cast<uint64_t>(c.rounds) ? "finished" : "stopped");
     log(round_ >= static_cast<uint64_t>(c.rounds) ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
 }

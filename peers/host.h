@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/data_manifest.h"
 #include "core/gpt2.h"
 #include "outer_optimizer/screening.h"
 #include "peers/diloco/global_model.h"
@@ -44,9 +45,14 @@ struct HostOptions {
     std::function<void(const std::string&)> log;     // one line per event
     std::function<void(const RoundRow&)> on_round;   // one call per finished round
     RunStatus* status = nullptr;  // optional: the control API's view of the run, and its pause/leave commands
+    // Membership while the run goes on: called from the event loop about once a second, returns the
+    // keys taken off the allow-list since the last call; each is cut off (Host::revoke).
+    std::function<std::vector<std::string>()> revoked;
 };
 
 class Host {
+    using Clock = std::chrono::steady_clock;
+
 public:
     explicit Host(HostOptions options);
     ~Host();
@@ -86,12 +92,20 @@ private:
 
     void handle(Link& link, const LinkEvent& e);
     void on_hello(Link& link, const std::string& key, const protocol::Hello& h);
-    void on_pseudo_grad(Link& link, const std::string& key, uint64_t round, std::span<const std::byte> blob);
+    // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
+    void revoke(Link& link, const std::string& key);
+    void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
+    // Deadlines that scale with the link: a transfer with this peer is moving (its last progress is
+    // within the margin) and not older than its bytes at the link's measured rate, twice, plus the margin.
+    bool transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const;
+    bool round_deadline_passed(Link& link);  // sync: round_timeout_s after round_start, and no Δ still moving
+    bool barrier_passed(Link& link) const;   // after an update: no island still receiving it or about to report
     void start_round(Link& link);
     void start_island(Link& link, const std::string& key);
     void finish_round(Link& link);
     void screen(std::vector<Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
     void send_state(Link& link, const std::string& key);
+    void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
     bool within_budget(const LinkEvent& e);  // hello and message budgets; logs what goes over
     uint32_t steps_for(const std::string& key) const;
@@ -110,6 +124,9 @@ private:
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<GPT2> eval_model_;
     std::string val_pattern_;
+    std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
+    DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
+    std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
     std::map<std::string, PeerState> peers_;      // by key
     SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
     std::string state_blob_of_;                   // the θ hash it was made from
@@ -121,14 +138,18 @@ private:
     std::vector<Contribution> contributions_;
     std::vector<Contribution> folded_;            // straggler = fold: late pseudo-gradients for the next round
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
-    std::chrono::steady_clock::time_point round_started_, first_arrival_;
+    std::chrono::steady_clock::time_point round_started_;
     std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then
-    bool any_arrival_ = false;
+    std::chrono::steady_clock::time_point update_sent_;    // when the last update was queued
+    uint64_t update_bytes_ = 0;                             // and its size
+    bool deadline_logged_ = false;                          // "waiting for a Δ still moving" said once a round
+    Link* link_ = nullptr;                                  // during run(): what publish() reads the link figures from
     uint64_t bytes_up_mark_ = 0;
     uint64_t down_bytes_round_ = 0;
     double raw_bytes_round_ = 0;
     std::atomic<bool> stop_{false};
     std::chrono::steady_clock::time_point published_{};
+    std::chrono::steady_clock::time_point revoked_checked_{};  // last call of options_.revoked
 };
 
 }  // namespace arch

@@ -4,6 +4,7 @@
 // Host or Peer through it directly.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,6 +24,16 @@ struct LinkEvent {
     protocol::Type type = protocol::Type::hello;
     uint64_t round = 0;
     std::vector<std::byte> payload;  // a whole message or a whole reassembled blob
+    double transfer_seconds = 0;     // a blob: from its first begin to its last chunk, by this side's clock
+};
+
+// What this side has measured of its link to one peer, by its own clock.
+struct LinkStats {
+    uint64_t bytes_sent = 0, bytes_received = 0;  // every frame to / from it: header and payload
+    double send_bytes_per_s = 0;     // blobs it received from us, recent ones weighted most (0: none yet)
+    double receive_bytes_per_s = 0;  // blobs we received from it
+    uint64_t sending = 0, receiving = 0;  // bytes of the transfer to / from it under way (0: none)
+    std::chrono::steady_clock::time_point last_progress{};  // the last chunk, credit or done of a transfer with it
 };
 
 // A large payload queued for one or more peers: one immutable copy, shared by every queue it is on.
@@ -49,6 +60,7 @@ public:
     // Bytes sent and received so far, by protocol type (transfers counted under their blob's type).
     virtual uint64_t bytes_sent(protocol::Type type) const = 0;
     virtual uint64_t bytes_received(protocol::Type type) const = 0;
+    virtual LinkStats stats(const std::string& peer) const { return {}; }
 };
 
 }  // namespace arch

@@ -45,7 +45,10 @@ bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::
     h.type = type;
     h.round = static_cast<uint32_t>(round);
     const bool ok = send_socket(peer, h, payload);
-    if (ok) sent_[static_cast<uint16_t>(counted_as)] += net::kHeaderBytes + payload.size();
+    if (ok) {
+        sent_[static_cast<uint16_t>(counted_as)] += net::kHeaderBytes + payload.size();
+        stats_[peer].bytes_sent += net::kHeaderBytes + payload.size();
+    }
     if (ok && type == net::kTransferChunk) maybe_die_mid_transfer();
     return ok;
 }
@@ -68,6 +71,7 @@ void NetLink::pump(const std::string& peer) {
         if (!item.begun) {
             const net::Outbound b = item.blob->begin();
             if (!emit(peer, b.type, item.round, b.payload, item.type)) return;
+            if (item.begun_at == std::chrono::steady_clock::time_point{}) item.begun_at = std::chrono::steady_clock::now();
             item.begun = true;
         }
         return;  // the transfer moves on as its status/credit messages arrive
@@ -191,13 +195,15 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         if (found == in_.end()) {
             if (type != net::kTransferBegin) return std::nullopt;  // a chunk of a forgotten transfer
             if (!admit_begin(in, id)) return std::nullopt;
-            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, {}}).first;
+            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, {}, std::chrono::steady_clock::now()}).first;
         }
         Inbound& inbound = found->second;
         inbound.last_progress = std::chrono::steady_clock::now();
+        stats_[in.peer_key].last_progress = inbound.last_progress;
         const net::TransferStep step = inbound.receiver.on_message(type, in.payload);
         const auto counted = static_cast<protocol::Type>(inbound.receiver.active() ? inbound.receiver.tag() : 0);
         received_[static_cast<uint16_t>(counted)] += net::kHeaderBytes + in.payload.size();
+        stats_[in.peer_key].bytes_received += net::kHeaderBytes + in.payload.size();
         for (const net::Outbound& reply : step.replies) emit(in.peer_key, reply.type, inbound.round, reply.payload, counted);
         const bool gone = !inbound.receiver.active();
         if (gone) in_.erase(found);  // rejected or aborted: hold nothing for it
@@ -210,6 +216,8 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             const std::vector<uint8_t> data = inbound.receiver.take();
             e.payload.assign(reinterpret_cast<const std::byte*>(data.data()),
                              reinterpret_cast<const std::byte*>(data.data()) + data.size());
+            e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - inbound.began).count();
+            measure(stats_[in.peer_key].receive_bytes_per_s, data.size(), e.transfer_seconds);
             in_.erase(found);
             std::deque<uint64_t>& done = completed_[in.peer_key];
             done.push_back(id);
@@ -224,8 +232,13 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         q->second.front().blob->transfer_id() != id)
         return std::nullopt;  // stale (an old session or a forgotten transfer)
     Item& item = q->second.front();
+    LinkStats& st = stats_[in.peer_key];
+    st.bytes_received += net::kHeaderBytes + in.payload.size();
+    st.last_progress = std::chrono::steady_clock::now();
     const net::TransferStep step = item.blob->on_message(type, in.payload);
     for (const net::Outbound& o : step.replies) emit(in.peer_key, o.type, item.round, o.payload, item.type);
+    if (item.blob->done())
+        measure(st.send_bytes_per_s, item.shared->size(), std::chrono::duration<double>(st.last_progress - item.begun_at).count());
     if (item.blob->done() || item.blob->failed()) {
         q->second.pop_front();
         pump(in.peer_key);
@@ -273,7 +286,26 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     const auto* first = reinterpret_cast<const std::byte*>(in->payload.data());
     e.payload.assign(first, first + in->payload.size());
     received_[in->header.type] += net::kHeaderBytes + in->payload.size();
+    stats_[in->peer_key].bytes_received += net::kHeaderBytes + in->payload.size();
     return e;
+}
+
+void NetLink::measure(double& rate, uint64_t bytes, double seconds) {
+    // Only blobs of a few chunks say much about the link (a small one is mostly latency).
+    if (bytes < 4 * static_cast<uint64_t>(kChunkBytes) || seconds <= 0) return;
+    const double r = static_cast<double>(bytes) / seconds;
+    rate = rate > 0 ? 0.5 * rate + 0.5 * r : r;
+}
+
+LinkStats NetLink::stats(const std::string& peer) const {
+    auto it = stats_.find(peer);
+    LinkStats s = it == stats_.end() ? LinkStats{} : it->second;
+    auto q = out_.find(peer);
+    if (q != out_.end() && !q->second.empty() && q->second.front().blob && q->second.front().begun)
+        s.sending = q->second.front().shared->size();
+    for (const auto& [key, inbound] : in_)
+        if (key.first == peer && inbound.receiver.active()) s.receiving = std::max<uint64_t>(s.receiving, inbound.receiver.total_bytes());
+    return s;
 }
 
 uint64_t NetLink::bytes_sent(protocol::Type type) const {

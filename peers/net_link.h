@@ -30,6 +30,7 @@ public:
     void forget(const std::string& peer) override;
     uint64_t bytes_sent(protocol::Type type) const override;
     uint64_t bytes_received(protocol::Type type) const override;
+    LinkStats stats(const std::string& peer) const override;
 
     static constexpr uint32_t kChunkBytes = 1u << 20;
     // Bounds per peer: what may wait in its outbound queue, and how long an inbound transfer may go
@@ -51,11 +52,13 @@ private:
         SharedBlob shared;                          // or a blob, shared with other peers' queues
         std::unique_ptr<net::TransferSender> blob;  // and its transfer
         bool begun = false;
+        std::chrono::steady_clock::time_point begun_at{};
     };
     struct Inbound {
         net::TransferReceiver receiver;
         uint64_t round = 0;
         std::chrono::steady_clock::time_point last_progress;
+        std::chrono::steady_clock::time_point began;
     };
     void pump(const std::string& peer);
     // Takes the blobs `which` picks off one peer's queue, aborting a transfer under way.
@@ -65,12 +68,15 @@ private:
     std::optional<LinkEvent> on_transfer(const net::Incoming& in);
     bool admit_begin(const net::Incoming& in, uint64_t id);  // type, size, one per type, replays
     void expire_stalled();
+    // A transfer of `bytes` finished in `seconds`: folds its rate into the peer's figure.
+    static void measure(double& rate, uint64_t bytes, double seconds);
 
     std::map<std::string, std::deque<Item>> out_;
     std::map<std::pair<std::string, uint64_t>, Inbound> in_;
     std::map<std::string, std::deque<uint64_t>> completed_;  // per peer, the last transfers delivered
     std::map<protocol::Type, uint64_t> accepted_;
     std::map<uint16_t, uint64_t> sent_, received_;
+    std::map<std::string, LinkStats> stats_;  // per peer, what this side measured
     std::function<void(const std::string&)> log_;
     std::chrono::steady_clock::time_point last_retry_{};
 };

@@ -2,19 +2,31 @@
 #include "peers/peer.h"
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
-#include "core/corpus.h"
-#include "core/data_split.h"
 #include "core/error.h"
-#include "core/install_paths.h"
-#include "core/tokenizer.h"
+#include "core/param_layout.h"
 #include "peers/control/run_status.h"
 
 namespace arch {
 
 using protocol::Type;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+// An error that ends the peer's run (a refusal, data it cannot get): not one bad message to skip.
+class Fatal : public Error {
+public:
+    using Error::Error;
+};
+
+std::string mib(uint64_t tokens) {
+    char s[32];
+    std::snprintf(s, sizeof(s), "%.2f MiB", 2.0 * static_cast<double>(tokens) / (1 << 20));
+    return s;
+}
+}  // namespace
 
 Peer::Peer(PeerOptions options) : options_(std::move(options)) {}
 Peer::~Peer() = default;
@@ -51,7 +63,7 @@ void Peer::hello(Link& link) {
     h.steps_per_s = steps_per_s_;
     h.devices = static_cast<uint32_t>(options_.devices);
     h.round = round_;
-    h.theta_hash = replica_valid_ ? replica_->hash() : "";
+    h.theta_hash = replica_valid_ && worker_ ? replica_->hash() : "";  // in sync only with an island to train
     link.send(host_, Type::hello, round_, protocol::encode(h));
 }
 
@@ -60,33 +72,79 @@ void Peer::report_hash(Link& link) {
     link.send(host_, Type::hash_report, round_, protocol::encode(r));
 }
 
-void Peer::on_welcome(const protocol::Welcome& w) {
+void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     RunConfig c = parse_run_config(w.config_toml, "the host's run config");
     const bool same = config_ && config_->toml == c.toml && island_ == w.island_index;
     island_ = w.island_index;
     if (same && worker_) return;  // a rejoin: keep the island (and its inner AdamW state)
-    std::string train = c.train_data, val = c.val_data;
-    int vocab = 0;
-    if (train.empty()) {
-        const PreparedCorpus corpus = ensure_bundled_corpus();
-        train = corpus.train_pattern;
-        vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
+    if (same && data_) {          // a rejoin while fetching: what was asked before may be lost
+        request_data(link);
+        return;
     }
-    const std::vector<std::string> slices = split_for_islands(
-        train, c.islands, user_data_dir() + "/islands",
-        static_cast<std::size_t>(c.batch) * c.seq_len + 1);
-    const ModelConfig model = run_model_config(c, vocab);
-    worker_ = std::make_unique<diloco::IslandWorker>(model, run_train_config(c, slices[island_], "", c.seed + 1 + island_),
-                                                     c.codec, options_.devices, options_.parallel, options_.device);
-    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(worker_->num_params()), c.outer);
+    // The data paths in the host's config are the host's: never opened here. The assignment names
+    // this island's chunks by hash.
+    model_ = run_model_config(c, static_cast<int>(w.data.vocab));
+    worker_.reset();
+    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(ParamLayout(model_).num_params()), c.outer);
     replica_valid_ = false;
     config_ = std::move(c);
     if (options_.status) options_.status->set_run(config_->name, config_->rounds, config_->mode, config_->islands);
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
-        describe(model) + ", " + std::to_string(options_.devices) + " device(s)" +
+        describe(model_) + ", " + std::to_string(options_.devices) + " device(s)" +
         (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
-        " on " + options_.device +
-        ", data " + slices[island_]);
+        " on " + options_.device + "; working directory " + options_.workdir);
+    data_ = std::make_unique<IslandData>(w.data, options_.workdir, options_.data_dirs, [this](const std::string& l) { log(l); });
+    if (data_->complete()) return data_ready(link);
+    if (!w.data.served)
+        throw Fatal("this island needs data that is not in its --data folders, and the host does not serve data "
+                    "(data.serve = false). Put these shards (matched by hash, any name) in a --data folder:" +
+                    data_->describe_missing());
+    log("data: fetching " + std::to_string(data_->missing_chunks()) + " chunks (" + mib(data_->missing_tokens()) +
+        ") of this island's " + mib(data_->tokens()) + " from the host");
+    data_started_ = Clock::now();
+    data_fetched_ = 0;
+    request_data(link);
+}
+
+void Peer::request_data(Link& link) {
+    link.send(host_, Type::data_request, round_, protocol::encode(data_->next_request()));
+}
+
+void Peer::on_data(Link& link, std::span<const std::byte> blob) {
+    if (!data_ || worker_) throw Error("data that was not asked for");
+    const protocol::DataReply reply = protocol::decode_data_reply(blob);
+    if (!reply.error.empty())
+        throw Fatal("the host could not send this island's data: " + reply.error + "; the island needs:" +
+                    data_->describe_missing());
+    for (const auto& [index, tokens] : reply.chunks) {
+        try {
+            data_->store(index, tokens);
+        } catch (const Error& e) {
+            throw Fatal(e.what());
+        }
+        data_fetched_ += tokens.size();
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - data_started_).count();
+    const double rate = s > 0 ? 2.0 * static_cast<double>(data_fetched_) / s : 0;  // bytes/s
+    char eta[48] = "";
+    if (rate > 0 && !data_->complete())
+        std::snprintf(eta, sizeof(eta), ", ETA %.0f s", 2.0 * static_cast<double>(data_->missing_tokens()) / rate);
+    char line[160];
+    std::snprintf(line, sizeof(line), "data: fetched %s, %s to go, %.2f MiB/s%s", mib(data_fetched_).c_str(),
+                  mib(data_->missing_tokens()).c_str(), rate / (1 << 20), eta);
+    log(line);
+    if (data_->complete()) data_ready(link);
+    else request_data(link);
+}
+
+void Peer::data_ready(Link& link) {
+    const std::string shard = data_->assemble();
+    const RunConfig& c = *config_;
+    log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->tokens()) + ")");
+    data_.reset();
+    worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_), c.codec,
+                                                     options_.devices, options_.parallel, options_.device);
+    report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 
 void Peer::on_state(Link& link, std::span<const std::byte> blob) {
@@ -103,7 +161,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
         throw Error("the state's θ hash does not match the host's");
     }
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12));
-    report_hash(link);
+    if (worker_) report_hash(link);  // else once the island's data is ready
     publish(link);
 }
 
@@ -125,6 +183,15 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
              (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + "), θ " +
              replica_->hash().substr(0, 12) + " matches the host");
     report_hash(link);
+    if (timed_round_ == meta.round) {
+        // Communication: from handing over the Δ to holding the update (the Δ's transfer, waiting for
+        // the other islands, the host's step, the update's transfer).
+        char line[128];
+        std::snprintf(line, sizeof(line), "round %llu times: compute %.2f s, communication %.2f s",
+                      static_cast<unsigned long long>(meta.round), compute_s_,
+                      std::chrono::duration<double>(Clock::now() - sent_at_).count());
+        log(line);
+    }
     if (options_.status) {
         RoundRow row;  // what a peer knows of the round it applied
         row.round = meta.round;
@@ -137,6 +204,10 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
 }
 
 void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
+    if (!worker_) {
+        log("round " + std::to_string(m.round) + " started before this island's data is ready; it joins a later one");
+        return;
+    }
     if (!replica_valid_ || m.round != round_ || m.theta_hash != replica_->hash()) {
         report_hash(link);  // the host answers with the state
         return;
@@ -159,12 +230,15 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
             log("round " + std::to_string(m.round) + " step " + std::to_string(done) + "/" + std::to_string(m.steps) +
                 " loss " + std::to_string(s.loss) + " (" + std::to_string(static_cast<int>(s.tokens_per_s)) + " tok/s)");
     });
-    steps_per_s_ = static_cast<float>(m.steps / std::chrono::duration<double>(Clock::now() - t0).count());
+    compute_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
+    steps_per_s_ = static_cast<float>(m.steps / compute_s_);
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, result.mean_loss, m.steps, steps_per_s_}));
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes");
+    sent_at_ = Clock::now();
+    timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
     publish(link);
 }
@@ -220,7 +294,8 @@ bool Peer::run(Link& link, const std::string& host_key) {
                     break;
             }
             switch (e->type) {
-                case Type::welcome: on_welcome(protocol::decode_welcome(e->payload)); break;
+                case Type::welcome: on_welcome(link, protocol::decode_welcome(e->payload)); break;
+                case Type::data: on_data(link, e->payload); break;
                 case Type::state: on_state(link, e->payload); break;
                 case Type::update: on_update(link, e->payload); break;
                 case Type::round_start:
@@ -235,18 +310,22 @@ bool Peer::run(Link& link, const std::string& host_key) {
                     const std::string reason = protocol::decode_reason(e->payload);
                     log("host says: " + reason);
                     if (reason == "say hello first") hello(link);
-                    else throw Error("the host refused this peer: " + reason);
+                    else throw Fatal("the host refused this peer: " + reason);
                     break;
                 }
-                case Type::bye:
-                    log("host says goodbye: " + protocol::decode_reason(e->payload));
+                case Type::bye: {
+                    const std::string reason = protocol::decode_reason(e->payload);
+                    if (reason == "revoked") throw Fatal("the host revoked this peer's key: it is no longer in the run");
+                    log("host says goodbye: " + reason);
                     finished_ = true;
                     break;
+                }
                 default: log(std::string("ignored an unexpected ") + protocol::type_name(e->type) + " message");
             }
+        } catch (const Fatal&) {
+            throw;
         } catch (const Error& err) {
             const std::string what = err.what();
-            if (what.rfind("the host refused", 0) == 0) throw;
             log(std::string("rejected a ") + protocol::type_name(e->type) + " message: " + what);
         }
     }

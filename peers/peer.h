@@ -1,11 +1,13 @@
 // peers/peer.h: the peer daemon's island: says hello to the host, receives the run config and its
-// island index (its data slice), keeps a replica of the global state, runs each round's inner steps
+// island's data assignment (found in the user's --data folders by hash, or fetched from the host
+// into the working directory: peers/island_data.h), keeps a replica of the global state, runs each round's inner steps
 // on its own data, sends the encoded pseudo-gradient, applies every update in order and reports
 // its θ hash. It survives host trouble: after a reconnect or a "say hello first" it says hello
 // again with its round and hash, and the host resends the state if they differ.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +15,7 @@
 
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/island_worker.h"
+#include "peers/island_data.h"
 #include "peers/link.h"
 #include "peers/run_config.h"
 
@@ -28,6 +31,8 @@ struct PeerOptions {
     std::string device = "cpu";  // "cpu" or "cuda[:N]" (a one-GPU island)
     std::function<void(const std::string&)> log;
     RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
+    std::string workdir;          // everything this peer writes: fetched data, the island's shard
+    std::vector<std::string> data_dirs;  // the user's own copies of data sets, matched by hash (--data)
 };
 
 class Peer {
@@ -44,7 +49,10 @@ public:
 
 private:
     void hello(Link& link);
-    void on_welcome(const protocol::Welcome& w);
+    void on_welcome(Link& link, const protocol::Welcome& w);
+    void on_data(Link& link, std::span<const std::byte> blob);
+    void request_data(Link& link);
+    void data_ready(Link& link);  // the island's shard is complete: start the island, report θ
     void on_state(Link& link, std::span<const std::byte> blob);
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
@@ -56,11 +64,18 @@ private:
     std::string host_;
     std::optional<RunConfig> config_;
     uint32_t island_ = 0;
+    std::unique_ptr<IslandData> data_;  // this island's data until its shard is complete
+    ModelConfig model_{};
+    std::chrono::steady_clock::time_point data_started_{};
+    uint64_t data_fetched_ = 0;  // tokens fetched from the host in this session
     std::unique_ptr<diloco::IslandWorker> worker_;
     std::unique_ptr<diloco::GlobalModel> replica_;
     bool replica_valid_ = false;
     uint64_t round_ = 0;  // the round replica_'s θ belongs to
     float steps_per_s_ = 0;
+    double compute_s_ = 0;                    // the inner steps of the last round this island trained
+    std::chrono::steady_clock::time_point sent_at_{};  // when its Δ was handed to the link
+    std::optional<uint64_t> timed_round_;     // that round
     std::atomic<bool> stop_{false};
     bool finished_ = false;
     std::optional<protocol::RoundStart> deferred_;  // a round_start that came while paused

@@ -19,6 +19,8 @@ const char* type_name(Type t) {
         case Type::hash_report: return "hash_report";
         case Type::state: return "state";
         case Type::bye: return "bye";
+        case Type::data_request: return "data_request";
+        case Type::data: return "data";
     }
     return "unknown";
 }
@@ -127,6 +129,21 @@ std::vector<std::byte> encode(const Welcome& m) {
     w.str(m.config_toml);
     w.u64(m.round);
     w.str(m.theta_hash);
+    w.u32(m.data.vocab);
+    w.u8(m.data.served ? 1 : 0);
+    w.u32(static_cast<uint32_t>(m.data.shards.size()));
+    for (const ManifestShard& s : m.data.shards) {
+        w.str(s.name);
+        w.u64(s.tokens);
+        w.str(s.hash);
+    }
+    w.u32(static_cast<uint32_t>(m.data.chunks.size()));
+    for (const DataChunk& c : m.data.chunks) {
+        w.u32(c.shard);
+        w.u64(c.offset);
+        w.u64(c.tokens);
+        w.str(c.hash);
+    }
     return w.take();
 }
 Welcome decode_welcome(std::span<const std::byte> b) {
@@ -137,6 +154,35 @@ Welcome decode_welcome(std::span<const std::byte> b) {
     m.config_toml = r.str(1 << 16);
     m.round = r.u64();
     m.theta_hash = hash_field(r);
+    m.data.vocab = r.u32();
+    m.data.served = r.u8() != 0;
+    const uint32_t shards = r.u32();
+    if (shards == 0 || shards > (1u << 16)) throw Error("welcome: " + std::to_string(shards) + " data shards");
+    for (uint32_t i = 0; i < shards; ++i) {
+        ManifestShard s;
+        s.name = r.str(255);
+        if (s.name.empty() || s.name.find('/') != std::string::npos || s.name == "." || s.name == "..")
+            throw Error("welcome: data shard name '" + s.name + "' is not a plain file name");
+        s.tokens = r.u64();
+        s.hash = hash_field(r);
+        if (s.hash.size() != kHashLen) throw Error("welcome: data shard '" + s.name + "' has no hash");
+        m.data.shards.push_back(std::move(s));
+    }
+    const uint32_t chunks = r.u32();
+    if (chunks == 0 || chunks > (1u << 20)) throw Error("welcome: " + std::to_string(chunks) + " data chunks");
+    for (uint32_t i = 0; i < chunks; ++i) {
+        DataChunk c;
+        c.shard = r.u32();
+        c.offset = r.u64();
+        c.tokens = r.u64();
+        c.hash = hash_field(r);
+        if (c.shard >= shards) throw Error("welcome: data chunk of shard " + std::to_string(c.shard) + " out of range");
+        const uint64_t in_shard = m.data.shards[c.shard].tokens;
+        if (c.tokens == 0 || c.tokens > kMaxChunkTokens || c.offset > in_shard || c.tokens > in_shard - c.offset ||
+            c.hash.size() != kHashLen)
+            throw Error("welcome: data chunk " + std::to_string(i) + " does not fit its shard");
+        m.data.chunks.push_back(std::move(c));
+    }
     r.finish();
     if (m.island_index >= m.num_islands) throw Error("welcome: island index out of range");
     return m;
@@ -227,6 +273,51 @@ HashReport decode_hash_report(std::span<const std::byte> b) {
     HashReport m;
     m.round = r.u64();
     m.theta_hash = hash_field(r);
+    r.finish();
+    return m;
+}
+
+std::vector<std::byte> encode(const DataRequest& m) {
+    Writer w;
+    w.u32(static_cast<uint32_t>(m.chunks.size()));
+    for (uint32_t c : m.chunks) w.u32(c);
+    return w.take();
+}
+DataRequest decode_data_request(std::span<const std::byte> b) {
+    Reader r(b, "data_request");
+    DataRequest m;
+    const uint32_t n = r.u32();
+    if (n == 0 || n > kMaxRequestChunks) throw Error("data_request: " + std::to_string(n) + " chunks (1.." +
+                                                     std::to_string(kMaxRequestChunks) + ")");
+    for (uint32_t i = 0; i < n; ++i) m.chunks.push_back(r.u32());
+    r.finish();
+    return m;
+}
+
+std::vector<std::byte> encode(const DataReply& m) {
+    Writer w;
+    w.str(m.error);
+    w.u32(static_cast<uint32_t>(m.chunks.size()));
+    for (const auto& [index, tokens] : m.chunks) {
+        w.u32(index);
+        w.bytes(std::as_bytes(std::span(tokens)));
+    }
+    return w.take();
+}
+DataReply decode_data_reply(std::span<const std::byte> b) {
+    Reader r(b, "data");
+    DataReply m;
+    m.error = r.str(4096);
+    const uint32_t n = r.u32();
+    if (n > kMaxRequestChunks) throw Error("data: " + std::to_string(n) + " chunks");
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t index = r.u32();
+        const std::vector<std::byte> bytes = r.bytes(2 * kMaxChunkTokens);
+        if (bytes.size() % 2 != 0) throw Error("data: an odd number of bytes for uint16 tokens");
+        std::vector<uint16_t> tokens(bytes.size() / 2);
+        if (!bytes.empty()) std::memcpy(tokens.data(), bytes.data(), bytes.size());
+        m.chunks.emplace_back(index, std::move(tokens));
+    }
     r.finish();
     return m;
 }

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "core/data_manifest.h"
+
 namespace arch::protocol {
 
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;  // 2: the welcome carries the data assignment
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.
@@ -26,6 +28,8 @@ enum class Type : uint16_t {
     hash_report = 0x0106,  // peer -> host: θ hash after applying an update or a state
     state = 0x0107,        // host -> peer: (transfer) the full global state (late joiner / resync)
     bye = 0x0108,          // both ways: leaving
+    data_request = 0x0109, // peer -> host: send me these chunks of my data assignment
+    data = 0x010A,         // host -> peer: (transfer) the tokens of requested chunks, or why not
 };
 const char* type_name(Type t);
 
@@ -75,12 +79,30 @@ struct Hello {
     uint64_t round = 0;      // the round the peer's θ belongs to (after its last update)
     std::string theta_hash;  // empty: the peer has no θ yet
 };
+// What an island trains on, named by content (core/data_manifest.h): the peer finds the chunks in
+// its own data folders by hash, or fetches them from the host. Never a path.
+struct DataAssignment {
+    uint32_t vocab = 0;                 // the host's tokenizer's vocabulary (the model's, when run.toml leaves it 0)
+    bool served = true;                 // the host sends these chunks on request (data.serve)
+    std::vector<ManifestShard> shards;  // every shard of the data set
+    std::vector<DataChunk> chunks;      // this island's chunks, in training order
+};
 struct Welcome {
     uint32_t island_index = 0;
     uint32_t num_islands = 0;
     std::string config_toml;
     uint64_t round = 0;  // the round the host is in
     std::string theta_hash;
+    DataAssignment data;
+};
+constexpr uint32_t kMaxRequestChunks = 256;    // per data_request; the host answers with one data blob
+constexpr uint64_t kMaxReplyTokens = 2u << 20;  // 4 MiB of tokens in one reply (a single chunk may be up to kMaxChunkTokens)
+struct DataRequest {
+    std::vector<uint32_t> chunks;  // indices into the island's DataAssignment::chunks
+};
+struct DataReply {
+    std::string error;  // non-empty: the host could not serve them (data.serve off, a shard it cannot read)
+    std::vector<std::pair<uint32_t, std::vector<uint16_t>>> chunks;  // index, tokens
 };
 struct RoundStart {
     uint64_t round = 0;
@@ -116,6 +138,8 @@ std::vector<std::byte> encode(const PseudoGradMeta& m);
 std::vector<std::byte> encode(const UpdateMeta& m);
 std::vector<std::byte> encode(const StateMeta& m);
 std::vector<std::byte> encode(const HashReport& m);
+std::vector<std::byte> encode(const DataRequest& m);
+std::vector<std::byte> encode(const DataReply& m);
 std::vector<std::byte> encode_reason(const std::string& reason);  // reject, bye
 
 Hello decode_hello(std::span<const std::byte> b);
@@ -125,6 +149,8 @@ PseudoGradMeta decode_pseudo_grad(std::span<const std::byte> b);
 UpdateMeta decode_update(std::span<const std::byte> b);
 StateMeta decode_state(std::span<const std::byte> b);
 HashReport decode_hash_report(std::span<const std::byte> b);
+DataRequest decode_data_request(std::span<const std::byte> b);
+DataReply decode_data_reply(std::span<const std::byte> b);
 std::string decode_reason(std::span<const std::byte> b);
 
 }  // namespace arch::protocol

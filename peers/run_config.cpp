@@ -43,6 +43,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     toml_file::Fields data = section("data");
     data.text("train", c.train_data);
     data.text("val", c.val_data);
+    data.text_choice("assign", c.assign, {"interleaved", "contiguous"});
+    data.boolean("serve", c.serve);
     data.finish();
 
     toml_file::Fields inner = section("inner");

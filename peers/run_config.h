@@ -24,8 +24,10 @@ struct RunConfig {
     std::string preset = "tiny";
     int layers = 0, channels = 0, heads = 0, max_seq_len = 0, vocab = 0;  // 0: the preset's / the tokenizer's
     // [data]
-    std::string train_data;  // empty: the bundled corpus (each island prepares it locally)
-    std::string val_data;
+    std::string train_data;  // the host's shards (a glob); empty: the bundled corpus. Peers never open it.
+    std::string val_data;    // the host's; only the host evaluates
+    std::string assign = "interleaved";  // interleaved | contiguous (core/data_manifest.h)
+    bool serve = true;       // the host sends peers the chunks they cannot find in their own --data
     // [inner]
     int steps_per_round = 50;  // H
     int batch = 8, seq_len = 64, grad_accum = 1;
@@ -37,7 +39,7 @@ struct RunConfig {
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]
     double join_timeout_s = 120;
-    double round_timeout_s = 300;   // after the first pseudo-gradient of a round arrives
+    double round_timeout_s = 300;   // after the round's round_start; a pseudo-gradient still moving extends it
     double heartbeat_timeout_s = 6;
     std::string straggler = "drop";  // drop | fold (a late pseudo-gradient joins the next round)
     int val_batches = 8;

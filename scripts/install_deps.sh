@@ -17,6 +17,7 @@ PACKAGES=(
   libcli11-dev           # command lines of archipelago and every bench
   libspdlog-dev libfmt-dev # logging
   debootstrap            # tests/install: the .deb in a clean Debian 12 chroot
+  iproute2 curl          # tests/wan, bench/wan, make demo-wan: network namespaces, tc, the control API
   libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
   prometheus             # promtool, checks the control API's /metrics in tests
   bible-kjv              # source of the bundled corpus (data/README.md)

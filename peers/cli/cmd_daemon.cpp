@@ -1,12 +1,14 @@
 // peers/cli/cmd_daemon.cpp: `archipelago daemon`: an idle node that serves the control API and, when
 // told (POST /api/host or /api/join), runs one host or one peer on a worker thread through the same
-// sessions as `archipelago host` and `archipelago peer`. After that run ends (finished, left, or
+// sessions as `archipelago host` and `archipelago peer`. While it hosts, POST /api/invite and
+// /api/revoke change that run's allow-list (peers/cli/membership.h). After that run ends (finished, left, or
 // failed) it keeps serving and may be told to host or join again. SIGINT/SIGTERM: leave, then exit.
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -14,6 +16,7 @@
 #include "net/keys.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
+#include "peers/cli/membership.h"
 #include "peers/cli/sessions.h"
 
 namespace arch::cli {
@@ -37,7 +40,18 @@ public:
         if (!file_exists(files.allow_list))
             throw Error("no allow-list at '" + files.allow_list + "': invite peers first (archipelago invite)");
         status_.begin("host", config.name, config.rounds, config.mode, config.islands);
+        {
+            std::lock_guard lock(hosted_mutex_);
+            hosted_ = config;
+        }
         start([this, config] { return run_host_session(config, status_, false); });
+    }
+
+    // The run this daemon hosts now, for invite and revoke; nullopt while it hosts none.
+    std::optional<RunConfig> hosted() const {
+        std::lock_guard lock(hosted_mutex_);
+        if (!running_) return std::nullopt;
+        return hosted_;
     }
 
     void join(const std::string& invite_text, const std::string& key_path) {
@@ -46,6 +60,10 @@ public:
         session.key_path = key_path;
         net::load_keypair(key_path);  // a missing or bad key is the caller's error (400), found now
         status_.begin("peer", "", 0, "", 0);
+        {
+            std::lock_guard lock(hosted_mutex_);
+            hosted_.reset();
+        }
         start([this, session] { return run_peer_session(session, status_, false); });
     }
 
@@ -77,6 +95,8 @@ private:
     PeerSession peer_defaults_;
     std::thread worker_;
     std::atomic<bool> running_{false};
+    mutable std::mutex hosted_mutex_;
+    std::optional<RunConfig> hosted_;  // the config of the last run hosted, if the last run was hosted
 };
 
 
@@ -99,6 +119,7 @@ void run_daemon(DaemonFlags& f) {
     actions.busy = [&] { return daemon.busy(); };
     actions.host = [&](const std::string& toml) { daemon.host(toml); };
     actions.join = [&](const std::string& invite, const std::string& key) { daemon.join(invite, key); };
+    add_membership_actions(actions, [&] { return daemon.hosted(); });  // invite, revoke: while it hosts
     ControlEndpoint endpoint(control, status, std::move(actions));
     std::signal(SIGINT, on_quit);
     std::signal(SIGTERM, on_quit);

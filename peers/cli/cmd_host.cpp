@@ -1,8 +1,10 @@
 // peers/cli/cmd_host.cpp: `archipelago host --config run.toml`: binds the encrypted host socket
 // (allow-list from the run folder), runs the rounds, and prints one table row per round. With
-// --control-port it also serves the control API (status, pause/resume/leave; docs/control-api.md).
+// --control-port it also serves the control API (status, pause/resume/leave, invite/revoke;
+// docs/control-api.md).
 #include "core/error.h"
 #include "peers/cli/commands.h"
+#include "peers/cli/membership.h"
 #include "peers/cli/sessions.h"
 
 namespace arch::cli {
@@ -30,7 +32,9 @@ void add_host(CLI::App& app, int& exit_code) {
         RunConfig config = load_run_config(f->config);
         if (!f->bind.empty()) config.bind = f->bind;
         RunStatus status;
-        ControlEndpoint endpoint(f->control, status, ControlActions{[] { return true; }, {}, {}});
+        ControlActions actions{[] { return true; }, {}, {}};
+        add_membership_actions(actions, [config] { return std::optional<RunConfig>(config); });  // invite, revoke
+        ControlEndpoint endpoint(f->control, status, std::move(actions));
         exit_code = run_host_session(std::move(config), status, true) || stopped_by_signal() ? 0 : 1;
     });
 }

@@ -1,5 +1,6 @@
-// peers/cli/cmd_keys.cpp: `archipelago keygen` (a node's CURVE key pair) and `archipelago invite`
-// (adds a peer's public key to the host's allow-list and writes the invite it joins with).
+// peers/cli/cmd_keys.cpp: `archipelago keygen` (a node's CURVE key pair), `archipelago invite`
+// (adds a peer's public key to the host's allow-list and writes the invite it joins with) and
+// `archipelago revoke` (takes one off; a running host notices both, peers/cli/membership.h).
 // The host's files live in its run folder (run.checkpoint_dir): host.key, run_id, allow_list.txt.
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "net/keys.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
+#include "peers/cli/membership.h"
 #include "peers/run_config.h"
 
 namespace arch::cli {
@@ -68,21 +70,29 @@ struct InviteFlags {
 
 void run_invite(InviteFlags f) {
     const RunConfig c = load_run_config(f.config);
-    std::filesystem::create_directories(c.checkpoint_dir);
-    const HostFiles files = host_files(c);
-    const net::KeyPair host = ensure_host_key(files);
     const std::string peer_key = net::load_public_key(f.peer_key);
     if (f.name.empty()) f.name = std::filesystem::path(f.peer_key).stem().string();
-    net::AllowList allow = file_exists(files.allow_list) ? net::AllowList::load(files.allow_list) : net::AllowList();
-    allow.add(peer_key, f.name);
-    net::Invite invite;
-    invite.host_endpoint = f.endpoint.empty() ? c.bind : f.endpoint;
-    invite.host_public_key = host.public_key;
-    invite.run_id = ensure_run_id(files);
-    invite.save(f.out);  // validates before anything is written
-    allow.save(files.allow_list);
+    const Invitation made = invite_peer(c, peer_key, f.name, f.endpoint);
+    write_text_file_atomic(f.out, made.invite_text, 0644);
+    const std::string allow_list = host_files(c).allow_list;
     std::printf("invited %s (%s): wrote %s; allow-list %s holds %zu peers\n", f.name.c_str(),
-                net::fingerprint(peer_key).c_str(), f.out.c_str(), files.allow_list.c_str(), allow.size());
+                net::fingerprint(peer_key).c_str(), f.out.c_str(), allow_list.c_str(), made.listed);
+    if (made.listed > static_cast<std::size_t>(c.islands))
+        std::printf("note: %zu keys for %d islands: the host admits a new island only while one is free "
+                    "(revoke one with archipelago revoke)\n", made.listed, c.islands);
+}
+
+struct RevokeFlags {
+    std::string config, name, key;
+};
+
+void run_revoke(const RevokeFlags& f) {
+    const RunConfig c = load_run_config(f.config);
+    const std::string key = f.key.empty() ? "" : public_key_argument(f.key);
+    const Revocation gone = revoke_peer(c, f.name, key);
+    std::printf("revoked %s (%s): a running host cuts it off within a second or so; allow-list %s holds %zu peers\n",
+                gone.name.empty() ? "an unnamed peer" : gone.name.c_str(), net::fingerprint(gone.public_key).c_str(),
+                host_files(c).allow_list.c_str(), gone.listed);
 }
 
 }  // namespace
@@ -97,6 +107,20 @@ void add_invite(CLI::App& app, int& exit_code) {
     cmd->add_option("--endpoint", f->endpoint, "the host address peers connect to (default: run.bind)");
     cmd->callback([f, &exit_code] {
         run_invite(*f);
+        exit_code = 0;
+    });
+}
+
+void add_revoke(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<RevokeFlags>();
+    CLI::App* cmd = app.add_subcommand("revoke", "take a peer off the allow-list; a running host cuts it off");
+    cmd->add_option("--config", f->config, "the run's run.toml")->required();
+    CLI::Option* name = cmd->add_option("--name", f->name, "the peer's name on the allow-list");
+    CLI::Option* key = cmd->add_option("--key", f->key, "the peer's public key: a .pub file or the Z85 text");
+    name->excludes(key);
+    cmd->callback([f, &exit_code] {
+        if (f->name.empty() && f->key.empty()) throw Error("revoke: give --name or --key");
+        run_revoke(*f);
         exit_code = 0;
     });
 }

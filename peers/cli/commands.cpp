@@ -10,6 +10,7 @@ void add_commands(CLI::App& app, int& exit_code) {
     add_export(app, exit_code);
     add_keygen(app, exit_code);
     add_invite(app, exit_code);
+    add_revoke(app, exit_code);
     add_host(app, exit_code);
     add_peer(app, exit_code);
     add_daemon(app, exit_code);

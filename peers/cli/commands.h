@@ -17,6 +17,7 @@ void add_sample(CLI::App& app, int& exit_code);
 void add_export(CLI::App& app, int& exit_code);
 void add_keygen(CLI::App& app, int& exit_code);
 void add_invite(CLI::App& app, int& exit_code);
+void add_revoke(CLI::App& app, int& exit_code);  // takes a key off the allow-list
 void add_host(CLI::App& app, int& exit_code);
 void add_peer(CLI::App& app, int& exit_code);
 void add_daemon(CLI::App& app, int& exit_code);  // control API; host or join when told

@@ -4,14 +4,17 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/install_paths.h"
 #include "net/host_socket.h"
 #include "net/keys.h"
 #include "net/peer_socket.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
+#include "peers/cli/membership.h"
 #include "core/log.h"
 #include "peers/cli/round_table.h"
 #include "peers/diloco/model_factory.h"
@@ -59,7 +62,8 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     net::HostOptions so;
     so.bind_endpoint = config.bind;
     so.keys = ensure_host_key(files);
-    so.allow = net::AllowList::load(files.allow_list);
+    AllowListWatch watch(files.allow_list, line);  // `archipelago invite` / `revoke` edit it while we run
+    so.allow = watch.list();
     so.run_id = ensure_run_id(files);
     so.limits.heartbeat_timeout_ms = static_cast<int>(config.heartbeat_timeout_s * 1000);
     so.limits.heartbeat_ttl_ms = so.limits.heartbeat_timeout_ms * 2;
@@ -71,8 +75,21 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     ho.status = &status;
     RoundTable table;
     ho.on_round = [&](const RoundRow& row) { table.print(row); };
+    net::HostSocket* live = nullptr;
+    ho.revoked = [&]() -> std::vector<std::string> {
+        const net::AllowList before = watch.list();
+        std::optional<AllowListWatch::Change> change = watch.check();
+        if (!change || !live) return {};
+        live->set_allow_list(change->list);  // new handshakes at once; removed keys' messages dropped
+        for (const std::string& key : change->added)
+            line("allow-list: " + change->list.name_of(key) + " (" + net::fingerprint(key) + ") may join now");
+        for (const std::string& key : change->removed)
+            line("allow-list: " + before.name_of(key) + " (" + net::fingerprint(key) + ") was taken off");
+        return change->removed;
+    };
     Host host(std::move(ho));
     net::HostSocket socket(std::move(so));
+    live = &socket;
     line("listening on " + socket.endpoint() + " for run " + config.name + " (" + std::to_string(config.islands) +
          " islands, " + std::to_string(config.rounds) + " rounds, " + config.mode + ")");
     HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
@@ -95,6 +112,20 @@ void add_peer_flags(CLI::App& command, PeerSession& s) {
     command.add_option("--devices", s.devices, "this island's devices (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Island");
     command.add_option("--parallel", s.parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Island");
     command.add_option("--device", s.device, "cpu, cuda or cuda:N")->group("Island");
+    command.add_option("--workdir", s.workdir,
+                       "where this peer keeps what it writes: fetched data, the island's shard, its log "
+                       "(default: a folder per run under the user's data directory)")
+        ->group("Data");
+    command.add_option("--data", s.data_dirs,
+                       "a folder holding your own copy of the run's data set (llm.c shards, matched by hash, not by "
+                       "name); repeatable. What is not found there is fetched from the host")
+        ->check(CLI::ExistingDirectory)
+        ->group("Data");
+}
+
+std::string peer_workdir(const PeerSession& s) {
+    if (!s.workdir.empty()) return s.workdir;
+    return user_data_dir() + "/peers/" + std::to_string(s.invite.run_id) + "-" + s.name;
 }
 
 void check_peer_flags(const PeerSession& s) {
@@ -132,6 +163,9 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     po.device = session.device;
     po.log = line;
     po.status = &status;
+    po.workdir = peer_workdir(session);
+    po.data_dirs = session.data_dirs;
+    std::filesystem::create_directories(po.workdir);
     Peer peer(std::move(po));
     if (stop_on_signal) {
         g_peer = &peer;

@@ -32,8 +32,12 @@ struct PeerSession {
     int devices = 1;
     std::string device = "cpu";
     std::string parallel = "ddp";  // ddp | zero3
+    std::string workdir;           // --workdir; "": peer_workdir()
+    std::vector<std::string> data_dirs;  // --data
 };
-// --name --throttle --devices --parallel --device, bound to `session`; check_peer_flags() after parsing.
+// Where a peer keeps everything it writes: --workdir, else USER_DATA_DIR/peers/RUN_ID-NAME (never the repo).
+std::string peer_workdir(const PeerSession& session);
+// --name --throttle --devices --parallel --device --workdir --data, bound to `session`; check_peer_flags() after parsing.
 void add_peer_flags(CLI::App& command, PeerSession& session);
 void check_peer_flags(const PeerSession& session);
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "net/keys.h"
 #include "peers/control/token.h"
 
 namespace arch {
@@ -58,7 +59,7 @@ bool is_get_route(const std::string& path) {
 
 bool is_post_route(const std::string& path) {
     return path == "/api/host" || path == "/api/join" || path == "/api/leave" || path == "/api/pause" ||
-           path == "/api/resume";
+           path == "/api/resume" || path == "/api/invite" || path == "/api/revoke";
 }
 
 // A POST body as a JSON object; throws arch::Error saying what is wrong with it (the caller's 400).
@@ -86,6 +87,11 @@ const std::string& required_string(const nlohmann::json& body, const std::string
     return it->get_ref<const std::string&>();
 }
 
+// An optional string field: "" when absent.
+std::string optional_string(const nlohmann::json& body, const std::string& key) {
+    return body.contains(key) ? required_string(body, key) : std::string();
+}
+
 // A Prometheus sample value: the shortest decimal that reads back as v, or NaN, +Inf, -Inf.
 std::string sample_value(double v) {
     if (std::isnan(v)) return "NaN";
@@ -99,6 +105,17 @@ std::string metric(const std::string& name, const std::string& type, const std::
                    const std::vector<std::pair<std::string, double>>& samples) {
     std::string out = "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
     for (const auto& [labels, v] : samples) out += name + labels + " " + sample_value(v) + "\n";
+    return out;
+}
+
+// A Prometheus label value: backslash, double quote and newline escaped (a peer names itself).
+std::string label_value(const std::string& v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') out += "\\n";
+        else out += c;
+    }
     return out;
 }
 
@@ -138,7 +155,12 @@ std::string peers_json(const StatusSnapshot& s) {
                                     {"bytes_up", p.bytes_up},
                                     {"bytes_down", p.bytes_down},
                                     {"connected", p.connected},
-                                    {"in_sync", p.in_sync}});
+                                    {"in_sync", p.in_sync},
+                                    {"seconds_per_step", p.seconds_per_step},
+                                    {"up_bytes_per_s", p.up_bytes_per_s},
+                                    {"down_bytes_per_s", p.down_bytes_per_s},
+                                    {"wire_bytes_sent", p.wire_bytes_sent},
+                                    {"wire_bytes_received", p.wire_bytes_received}});
     return json_text({{"peers", list}});
 }
 
@@ -193,6 +215,24 @@ std::string metrics_text(const StatusSnapshot& s) {
     out += metric("archipelago_peers_connected", "gauge", "Peers connected now (a peer counts itself).",
                   {{"", connected}});
     out += metric("archipelago_paused", "gauge", "1 while paused by the control API.", {{"", s.paused ? 1.0 : 0.0}});
+    std::vector<std::pair<std::string, double>> step, up, down, wire_sent, wire_received;
+    for (const PeerRow& p : s.peers) {
+        const std::string label = "{peer=\"" + label_value(p.name) + "\",island=\"" + std::to_string(p.island) + "\"}";
+        step.emplace_back(label, p.seconds_per_step);
+        up.emplace_back(label, p.up_bytes_per_s);
+        down.emplace_back(label, p.down_bytes_per_s);
+        wire_sent.emplace_back(label, static_cast<double>(p.wire_bytes_sent));
+        wire_received.emplace_back(label, static_cast<double>(p.wire_bytes_received));
+    }
+    out += metric("archipelago_peer_seconds_per_step", "gauge",
+                  "A peer's inner step time, measured by the host (round_start to its pseudo-gradient, less the transfer).", step);
+    out += metric("archipelago_peer_up_bytes_per_second", "gauge",
+                  "Throughput of the blobs a peer sent the host, measured by the host.", up);
+    out += metric("archipelago_peer_down_bytes_per_second", "gauge",
+                  "Throughput of the blobs the host sent a peer, measured by the host.", down);
+    out += metric("archipelago_peer_wire_sent_bytes_total", "counter", "Bytes of frames sent to a peer.", wire_sent);
+    out += metric("archipelago_peer_wire_received_bytes_total", "counter", "Bytes of frames received from a peer.",
+                  wire_received);
     return out;
 }
 
@@ -242,6 +282,29 @@ ApiResponse ControlApi::route(const ApiRequest& request) const {
     return r;
 }
 
+namespace {
+
+// invite: {"name", "public_key", "endpoint"?} -> the invite text; revoke: {"name"} or {"public_key"}.
+// The body is checked first (400), then whether a run is hosted here (409), then the action's own
+// checks (400: a malformed key, an unknown name), which change nothing when they fail.
+ApiResponse membership(const ControlActions& actions, RunStatus& status, const std::string& name,
+                       const nlohmann::json& body) {
+    const bool invite = name == "invite";
+    const std::string peer = invite ? required_string(body, "name") : optional_string(body, "name");
+    const std::string key = invite ? required_string(body, "public_key") : optional_string(body, "public_key");
+    const std::string endpoint = invite ? optional_string(body, "endpoint") : "";
+    if (!invite && peer.empty() == key.empty()) throw Error("give either \"name\" or \"public_key\"");
+    const bool hosting = actions.hosting && actions.hosting() && (invite ? bool(actions.invite) : bool(actions.revoke));
+    if (!hosting) return api_error(409, "no run is hosted here (/api/" + name + " is served by the process that hosts the run)");
+    const MemberChange change = invite ? actions.invite(peer, key, endpoint) : actions.revoke(peer, key);
+    ordered_json j{{"ok", true}, {"name", change.name}, {"fingerprint", net::fingerprint(change.public_key)}};
+    if (invite) j["invite"] = change.invite_text;
+    status.log("control: " + name + "d " + change.name);
+    return ok_json(json_text(j));
+}
+
+}  // namespace
+
 ApiResponse ControlApi::command(const std::string& name, const std::string& body) const {
     const bool busy = actions_.busy && actions_.busy();
     try {
@@ -260,6 +323,7 @@ ApiResponse ControlApi::command(const std::string& name, const std::string& body
             actions_.join(invite, key);
             return ok();
         }
+        if (name == "invite" || name == "revoke") return membership(actions_, status_, name, parse_body(body));
     } catch (const Error& e) {
         return api_error(400, e.what());
     }

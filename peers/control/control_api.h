@@ -29,12 +29,24 @@ struct ApiResponse {
     std::vector<std::pair<std::string, std::string>> headers;  // extra headers (WWW-Authenticate)
 };
 
+// One peer put on or taken off the allow-list of the run this process hosts.
+struct MemberChange {
+    std::string name;
+    std::string public_key;   // Z85
+    std::string invite_text;  // invite only: what the peer joins with
+};
+
 // What the API can ask of the process that serves it. A plain `host` or `peer` process leaves host
-// and join empty (it already runs one; they answer 409). Both throw arch::Error on bad input (400).
+// and join empty (it already runs one; they answer 409). invite and revoke exist only while
+// hosting() says a run is hosted here (else 409). All throw arch::Error on bad input (400).
 struct ControlActions {
     std::function<bool()> busy;  // a run is in progress (host/join refused, leave/pause/resume allowed)
     std::function<void(const std::string& config_toml)> host;
     std::function<void(const std::string& invite_text, const std::string& key_path)> join;
+    std::function<bool()> hosting = {};  // (default initializers: callers may list only the first three)
+    // endpoint: the address the invite tells the peer to dial ("": the run's bind address).
+    std::function<MemberChange(const std::string& name, const std::string& public_key, const std::string& endpoint)> invite = {};
+    std::function<MemberChange(const std::string& name, const std::string& public_key)> revoke = {};  // one of the two
 };
 
 class ControlApi {

@@ -28,6 +28,10 @@ struct PeerRow {
     uint64_t bytes_up = 0, bytes_down = 0;
     bool connected = false;
     bool in_sync = false;
+    // Measured by the host, by its own clock (docs/net.md, "Time that scales with the link").
+    double seconds_per_step = 0;                     // its inner step: round_start to Δ, less the Δ's transfer
+    double up_bytes_per_s = 0, down_bytes_per_s = 0;  // its link: blobs from it, blobs to it
+    uint64_t wire_bytes_sent = 0, wire_bytes_received = 0;  // every frame to / from it
 };
 
 struct StatusSnapshot {

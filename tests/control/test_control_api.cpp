@@ -2,7 +2,8 @@
 // on an ephemeral port, a RunStatus filled as a host fills it): the JSON shapes of every GET route,
 // refusal without the token and with a wrong one, 400/404/405/409/413 and malformed HTTP (the
 // server keeps serving), /metrics parsed here and checked by `promtool check metrics` where it is
-// installed; the token file's creation and permission checks; strict parsing of request bodies.
+// installed; the token file's creation and permission checks; strict parsing of request bodies;
+// invite and revoke on a real run folder (409 where no run is hosted, 400 that changes nothing).
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -17,6 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
+#include "net/allow_list.h"
+#include "net/invite.h"
+#include "net/keys.h"
+#include "peers/cli/host_files.h"
+#include "peers/cli/membership.h"
 #include "peers/control/control_server.h"
 #include "peers/control/token.h"
 #include "tests/control/http_test_util.h"
@@ -405,4 +412,67 @@ TEST_CASE("request bodies are parsed strictly, nested at most 64 levels deep") {
     CHECK(error(deep) == "malformed JSON: nested more than 64 levels deep");
     CHECK(error(post(std::string(100000, '['))) == "malformed JSON: nested more than 64 levels deep");
     CHECK(error(post("[1]")) == "the body must be a JSON object");
+}
+
+TEST_CASE("invite and revoke: served while a run is hosted, 409 elsewhere, 400 on bad input that changes nothing") {
+    TempDir dir;
+    write_file(dir.file("run.toml"), "[run]\nname = \"t\"\nislands = 2\nbind = \"tcp://127.0.0.1:7001\"\ncheckpoint_dir = \"" +
+                                         dir.file("host") + "\"\n");
+    const RunConfig config = load_run_config(dir.file("run.toml"));
+    const std::string allow_path = cli::host_files(config).allow_list;
+    RunStatus status;
+    bool hosting = true;
+    ControlActions actions{[] { return true; }, {}, {}};
+    cli::add_membership_actions(actions, [&]() -> std::optional<RunConfig> {
+        return hosting ? std::optional<RunConfig>(config) : std::nullopt;
+    });
+    const ControlApi api(status, kToken, actions);
+    auto post = [&](const std::string& path, const json& body) {
+        return api.handle({"POST", path, "Bearer " + kToken, body.dump()});
+    };
+    auto error = [](const ApiResponse& r) { return json::parse(r.body).at("error").get<std::string>(); };
+    const std::string alice = net::generate_keypair().public_key, bob = net::generate_keypair().public_key;
+
+    const ApiResponse made = post("/api/invite", {{"name", "alice"}, {"public_key", alice}});
+    INFO(made.body);
+    REQUIRE(made.status == 200);
+    const json j = json::parse(made.body);
+    CHECK(j.at("name") == "alice");
+    CHECK(j.at("fingerprint") == net::fingerprint(alice));
+    const net::Invite invite = net::Invite::parse(j.at("invite").get<std::string>(), "the answer's invite");
+    CHECK(invite.host_endpoint == "tcp://127.0.0.1:7001");
+    CHECK(invite.host_public_key == net::load_public_key(cli::host_files(config).key + ".pub"));
+    CHECK(net::AllowList::load(allow_path).name_of(alice) == "alice");
+    const ApiResponse elsewhere =
+        post("/api/invite", {{"name", "bob"}, {"public_key", bob}, {"endpoint", "tcp://example.org:7001"}});
+    REQUIRE(elsewhere.status == 200);
+    CHECK(net::Invite::parse(json::parse(elsewhere.body).at("invite").get<std::string>(), "invite").host_endpoint ==
+          "tcp://example.org:7001");
+    CHECK(api.handle({"GET", "/api/invite", "Bearer " + kToken, ""}).status == 405);
+
+    const std::string before = read_text_file(allow_path);
+    const ApiResponse bad_key = post("/api/invite", {{"name", "carol"}, {"public_key", "not-a-key"}});
+    CHECK(bad_key.status == 400);
+    CHECK_THAT(error(bad_key), Catch::Contains("public key"));
+    CHECK(post("/api/invite", {{"name", "carol"}}).status == 400);
+    const ApiResponse unknown = post("/api/revoke", {{"name", "nobody"}});
+    CHECK(unknown.status == 400);
+    CHECK_THAT(error(unknown), Catch::Contains("no peer named 'nobody'"));
+    CHECK(post("/api/revoke", json::object()).status == 400);
+    CHECK(post("/api/revoke", {{"name", "alice"}, {"public_key", alice}}).status == 400);
+    CHECK(post("/api/revoke", {{"public_key", net::generate_keypair().public_key}}).status == 400);
+    CHECK(read_text_file(allow_path) == before);
+
+    const ApiResponse gone = post("/api/revoke", {{"name", "alice"}});
+    REQUIRE(gone.status == 200);
+    CHECK(json::parse(gone.body).at("fingerprint") == net::fingerprint(alice));
+    CHECK(post("/api/revoke", {{"public_key", bob}}).status == 200);
+    CHECK(net::AllowList::load(allow_path).size() == 0);
+
+    hosting = false;  // the run ended, or this process joins one
+    CHECK(post("/api/invite", {{"name", "alice"}, {"public_key", alice}}).status == 409);
+    CHECK(post("/api/revoke", {{"name", "alice"}}).status == 409);
+    const ControlApi peer_api(status, kToken, ControlActions{[] { return true; }, {}, {}});
+    CHECK(peer_api.handle({"POST", "/api/revoke", "Bearer " + kToken, "{\"name\":\"alice\"}"}).status == 409);
+    CHECK(net::AllowList::load(allow_path).size() == 0);
 }

@@ -86,7 +86,8 @@ S, I, F, B, N = str, int, float, bool, type(None)
 def obj(*fields): return {"object": list(fields)}
 def lst(item): return {"list": item}
 PEER = obj(("name", S), ("fingerprint", S), ("island", I), ("devices", I), ("steps_per_s", F), ("last_round", I),
-           ("bytes_up", I), ("bytes_down", I), ("connected", B), ("in_sync", B))
+           ("bytes_up", I), ("bytes_down", I), ("connected", B), ("in_sync", B), ("seconds_per_step", F),
+           ("up_bytes_per_s", F), ("down_bytes_per_s", F), ("wire_bytes_sent", I), ("wire_bytes_received", I))
 ROUND = obj(("round", I), ("islands", I), ("inner_loss", F), ("val_loss", (F, N)), ("bytes_up", I), ("bytes_down", I),
             ("compression_ratio", F), ("seconds", F))
 SHAPES = {

@@ -70,7 +70,7 @@ void FakeDaemon::serve(QTcpSocket* s) {
         code = 401, body = R"({"error":"missing or wrong bearer token"})";
     } else if (r.method == "POST") {
         if (post_error.isEmpty())
-            body = R"({"ok":true})";
+            body = replies.value(r.path, R"({"ok":true})");
         else
             code = 400, body = QJsonDocument(QJsonObject{{"error", QString::fromUtf8(post_error)}}).toJson(QJsonDocument::Compact);
     } else if (replies.contains(r.path)) {

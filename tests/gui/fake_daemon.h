@@ -1,6 +1,7 @@
 // tests/gui/fake_daemon.h: a stand-in for the daemon's control API in GUI tests: a QTcpServer on
 // 127.0.0.1 that answers GET /api/status|peers|rounds|log with canned JSON and POST commands with
-// {"ok":true}, checks the bearer token (401 otherwise) and records every request it got.
+// {"ok":true} (or replies[path] when set), checks the bearer token (401 otherwise) and records
+// every request it got.
 #pragma once
 
 #include <QByteArray>
@@ -22,7 +23,7 @@ class FakeDaemon : public QObject {
     quint16 port() const { return server_.serverPort(); }
     void stop();  // closes the listening socket and every open connection
 
-    QHash<QByteArray, QByteArray> replies;  // path (no query) -> JSON body
+    QHash<QByteArray, QByteArray> replies;  // path (no query) -> JSON body, GET or POST
     QByteArray post_error;                  // non-empty: POSTs answer 400 {"error": post_error}
     QList<FakeRequest> requests;
     QList<FakeRequest> posts() const;

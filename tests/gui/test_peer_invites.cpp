@@ -1,6 +1,7 @@
 // tests/gui/test_peer_invites.cpp: the host's "Invite peers" panel with the real `archipelago`
 // (from ARCH_BIN_DIR, skipped with a reason when it is not built): "Add peer" makes a key pair and
-// an invite through QProcess, shows the invite text, and the allow-list in the run folder grows.
+// an invite through QProcess, shows the invite text, and the allow-list in the run folder grows;
+// while the daemon hosts the run (a FakeDaemon here), invite and Revoke go through its control API.
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -8,8 +9,13 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include "gui/daemon_client.h"
 #include "gui/peer_invites.h"
 #include "gui/run_toml.h"
+#include "tests/gui/fake_daemon.h"
 
 using namespace arch::gui;
 
@@ -82,6 +88,51 @@ class TestPeerInvites : public QObject {
         panel.add_peer("carol", "not-a-key");
         QTRY_COMPARE_WITH_TIMEOUT(failed.size(), 1, 10000);
         QVERIFY(!failed[0][1].toString().isEmpty());
+    }
+
+    void while_hosting_invite_and_revoke_go_through_the_daemon() {
+        test::FakeDaemon fake("s3cret");
+        QVERIFY(fake.listen());
+        const QString token = dir_.filePath("token");
+        QFile t(token);
+        QVERIFY(t.open(QIODevice::WriteOnly));
+        t.write("s3cret\n");
+        t.close();
+        const QByteArray invite = "host-endpoint = 'tcp://127.0.0.1:5555'\n";
+        fake.replies["/api/invite"] =
+            QJsonDocument(QJsonObject{{"ok", true}, {"name", "dave"}, {"fingerprint", "ab"}, {"invite", QString(invite)}})
+                .toJson(QJsonDocument::Compact);
+        DaemonClient client(fake.port(), token);
+        PeerInvites panel(bin_);
+        panel.set_run_toml(toml_);
+        panel.set_daemon(&client);
+        panel.set_hosting(true);
+        QSignalSpy made(&panel, &PeerInvites::invite_made);
+        const QString key = "rq:rr6BStLDzo1ai5IW0y[ZvJ#{l!%.wGf<bQDhx";  // 40 Z85 characters
+        panel.add_peer("dave", "public-key = '" + key + "'");
+        QTRY_COMPARE_WITH_TIMEOUT(made.size(), 1, 10000);
+        const QJsonObject posted = QJsonDocument::fromJson(fake.posts().value(0).body).object();
+        QCOMPARE(fake.posts().value(0).path, QByteArray("/api/invite"));
+        QCOMPARE(posted.value("name").toString(), QString("dave"));
+        QCOMPARE(posted.value("public_key").toString(), key);
+        QFile written(dir_.filePath("run/peers/dave.invite"));
+        QVERIFY(written.open(QIODevice::ReadOnly));
+        QCOMPARE(written.readAll(), invite);
+
+        auto* revoke = panel.findChild<QPushButton*>("revoke_dave");
+        QVERIFY(revoke && revoke->isEnabled());
+        revoke->click();
+        auto* invited = panel.findChild<QTableWidget*>("invited_peers");
+        int row = 0;
+        while (row < invited->rowCount() && invited->item(row, 0)->text() != "dave") ++row;
+        QVERIFY(row < invited->rowCount());
+        QTRY_COMPARE_WITH_TIMEOUT(invited->item(row, 1)->text(), QString("revoked"), 10000);
+        QCOMPARE(fake.posts().last().path, QByteArray("/api/revoke"));
+        QCOMPARE(QJsonDocument::fromJson(fake.posts().last().body).object().value("name").toString(), QString("dave"));
+        QVERIFY(!revoke->isEnabled());
+
+        panel.set_hosting(false);  // not hosting: no Revoke, and invites go through the CLI again
+        QVERIFY(!panel.findChild<QPushButton*>("revoke_dave")->isEnabled());
     }
 };
 

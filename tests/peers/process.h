@@ -47,17 +47,19 @@ inline std::string slurp(const std::string& path) {
 
 class Process {
 public:
+    // cwd: the folder it runs in ("": this process's), as a node with its own file system would.
     Process(const std::vector<std::string>& args, const std::string& log_path,
-            const std::vector<std::string>& env = {})
+            const std::vector<std::string>& env = {}, const std::string& cwd = "")
         : log_(log_path) {
+        const std::string bin = archipelago_binary();
         pid_ = ::fork();
         if (pid_ == 0) {
+            if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
             const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
             ::dup2(fd, 1);
             ::dup2(fd, 2);
             for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
             std::vector<char*> argv;
-            const std::string bin = archipelago_binary();
             argv.push_back(const_cast<char*>(bin.c_str()));
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
             argv.push_back(nullptr);

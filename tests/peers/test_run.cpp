@@ -177,10 +177,11 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
 }
 
 TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradient cannot poison the run") {
-    // The reference: the same run with the three honest islands only.
+    // The reference: the same run with the three honest islands only, on the same data (a run of 4
+    // islands, so each honest island gets the chunks it gets below; round 0 starts at join_timeout_s).
     double honest_val = 0;
     {
-        Run ref(3, 3);
+        Run ref(3, 4, 128, "join_timeout_s = 4\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
         for (int i = 1; i <= 3; ++i) ref.make_peer(i);
         auto host = ref.host();
         std::vector<std::unique_ptr<Process>> peers;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench/wan/run.sh: what the link costs an island, measured over the test network of tests/wan/netns.sh
+# (a host and 3 peers, each in its own namespace and folder). For each pseudo-gradient codec and each
+# peer link rate (tc tbf, both directions; a latency proxy adds WAN_LATENCY_MS one way) it runs the
+# demo's DiLoCo run for a few rounds and prints one row: seconds of compute and of communication per
+# round (the peers' "round R times: ..." lines, else their log timestamps), island utilisation
+# (compute / wall time), and the bytes one peer's link carried per round (kernel counters of its veth,
+# from its first sync to the end). Needs root. Not a ctest test; all islands share this machine's cores.
+#
+#   sudo bash bench/wan/run.sh                       # fp32, int8, fp4+ef at 20 and 100 Mbit/s
+#   WAN_CODECS="int8:block=256+zstd:1" WAN_MBITS="20" WAN_BENCH_ROUNDS=5 bash bench/wan/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+CODECS=${WAN_CODECS:-"fp32 int8:block=256+zstd:1 fp4+ef+zstd"}
+MBITS=${WAN_MBITS:-"20 100"}
+ROUNDS=${WAN_BENCH_ROUNDS:-3}
+LATENCY_MS=${WAN_LATENCY_MS:-25}
+
+# One run: prints "ROW codec mbit compute_s comm_s utilisation bytes_per_round up_per_round down_per_round
+# source" (source: "peer" when the peers logged their own round times, else "log": from timestamps).
+one_run() {
+  local codec=$1 mbit=$2 i
+  source tests/wan/netns.sh
+  wan_setup 3 > /dev/null
+  local cfg; cfg=$(wan_run_toml)
+  wan_toml_set "$cfg" run rounds "$ROUNDS"
+  wan_toml_set "$cfg" wire codec "\"$codec\""
+  for i in 1 2 3; do wan_shape "$i" "$mbit"; done
+  if [ "$LATENCY_MS" != 0 ]; then wan_start_proxy "$LATENCY_MS"; fi
+  wan_invite_peers 2> /dev/null
+  wan_start_host
+  for i in 1 2 3; do wan_start_peer "$i"; done
+  wan_wait_for "$(wan_peer_log 1)" "synced to round 0" 300 "${WAN_PEER_PID[1]}" || wan_die "peer 1 never synced"
+  local rx0 tx0 rx1 tx1
+  read -r rx0 tx0 < <(wan_veth_bytes 1)
+  wan_wait_pid "$WAN_HOST_PID" 900 || wan_die "the host did not finish ($codec at $mbit Mbit/s)"
+  wan_wait_peers 30 >&2 || true
+  read -r rx1 tx1 < <(wan_veth_bytes 1)
+  grep -q "run finished after $ROUNDS rounds" "$(wan_host_log)" || wan_die "the run did not finish ($codec at $mbit Mbit/s)"
+  for i in 1 2 3; do wan_round_times "$(wan_peer_log "$i")"; done | awk -v codec="$codec" -v mbit="$mbit" \
+    -v rounds="$ROUNDS" -v up=$((rx1 - rx0)) -v down=$((tx1 - tx0)) '
+      { c += $2; m += $3; n++; src[$4]++ }
+      END {
+        s = src["log"] ? (src["peer"] ? "mixed" : "log") : "peer"
+        if (n == 0) { printf "ROW %s %s - - - %d %d %d -\n", codec, mbit, (up + down) / rounds, up / rounds, down / rounds; exit }
+        printf "ROW %s %s %.2f %.2f %.2f %d %d %d %s\n", codec, mbit, c / n, m / n, c / (c + m), (up + down) / rounds, up / rounds, down / rounds, s
+      }'
+}
+
+if [ "${1:-}" = --one ]; then
+  one_run "$2" "$3"
+  exit 0
+fi
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/wan: needs root (ip netns, tc)"; exit 77; }
+rows=()
+for codec in $CODECS; do
+  for mbit in $MBITS; do
+    echo "bench/wan: $codec at $mbit Mbit/s ($ROUNDS rounds, ${LATENCY_MS} ms one way)..." >&2
+    set +e
+    out=$(bash "$0" --one "$codec" "$mbit")
+    rc=$?
+    set -e
+    if [ "$rc" = 77 ]; then echo "$out"; exit 77; fi
+    row=$(echo "$out" | grep '^ROW ' || true)
+    [ "$rc" = 0 ] && [ -n "$row" ] || row="ROW $codec $mbit failed(exit-$rc) - - - - - -"
+    rows+=("$row")
+  done
+done
+echo
+printf '%-22s %6s %10s %10s %7s %16s %14s %14s %6s\n' codec Mbit/s compute_s comm_s util bytes/round/link up/round down/round times
+for r in "${rows[@]}"; do
+  set -- $r
+  printf '%-22s %6s %10s %10s %7s %16s %14s %14s %6s\n' "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}"
+done
+echo "(per round, means over the 3 peers; bytes: peer-1's veth, from its first sync to the end; ${LATENCY_MS} ms one way;"
+echo " times: 'peer' from the peers' 'round R times' lines, 'log' from their log timestamps)"

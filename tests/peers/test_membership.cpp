@@ -1,0 +1,202 @@
+// tests/peers/test_membership.cpp: invite and revoke while a run goes on. A host started with 2 of
+// its 3 islands admits a third invited with `archipelago invite` mid-run, which then ends rounds in
+// step with the others; `archipelago revoke --name` cuts a peer off within about a heartbeat, later
+// rounds go on without it and its reconnect is refused at the handshake. Also the allow-list watch
+// on its own (a change, a half-written file, a rename) and the shared invite/revoke logic.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "core/error.h"
+#include "net/allow_list.h"
+#include "net/keys.h"
+#include "peers/cli/host_files.h"
+#include "peers/cli/membership.h"
+#include "peers/run_config.h"
+#include "tests/core/temp_dir.h"
+#include "tests/peers/process.h"
+#include "tests/peers/run_fixture.h"
+
+using namespace arch;
+using namespace arch::test;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Waits until `needle` turns up in the log after byte `from`; returns its offset, or npos by the deadline.
+std::size_t wait_after(Process& p, const std::string& needle, std::size_t from, double timeout_s) {
+    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+    while (Clock::now() < end) {
+        const std::string log = p.log();
+        if (const std::size_t at = log.find(needle, from); at != std::string::npos) return at;
+        if (!p.running()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string log = p.log();
+    return log.find(needle, std::min(from, log.size()));
+}
+
+std::string all_logs(Run& run, Process& host) {
+    std::string out = "--- host\n" + host.log();
+    for (int i = 1; i <= 3; ++i) out += "\n--- peer " + std::to_string(i) + "\n" + slurp(run.dir.file("peer-" + std::to_string(i) + ".log"));
+    return out;
+}
+
+void stop_host(Process& host) {
+    host.kill(SIGTERM);
+    CHECK(host.wait(60) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a peer invited with `archipelago invite` while the run goes on joins it without a restart") {
+    Run run(200, 3, 128, "join_timeout_s = 2\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
+    run.make_peer(1);
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    // It starts with the two it has (join_timeout_s), rounds go by.
+    const std::size_t going = wait_after(*host, "round 2 started", 0, 180);
+    if (going == std::string::npos) FAIL(all_logs(run, *host));
+
+    run.make_peer(3);  // keygen + `archipelago invite` against the same run.toml
+    const std::size_t listed = wait_after(*host, "allow-list: peer-3", going, 10);
+    if (listed == std::string::npos) FAIL(all_logs(run, *host));
+    CHECK(host->log().find("may join now", listed) != std::string::npos);
+    auto p3 = run.peer(3);
+    const std::size_t admitted = wait_after(*host, "admitted peer-3", listed, 60);
+    if (admitted == std::string::npos) FAIL(all_logs(run, *host));
+    CHECK(host->log().find("as island 2", admitted) != std::string::npos);
+
+    // A round later it is one of three, and its θ matches the host's.
+    if (wait_after(*host, "started with 3 islands", admitted, 60) == std::string::npos) FAIL(all_logs(run, *host));
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    bool three = false;
+    while (!three && Clock::now() < deadline) {
+        const std::string log = p3->log();
+        for (std::size_t at = log.find(" applied (3 islands"); at != std::string::npos && !three;
+             at = log.find(" applied (3 islands", at + 1))
+            three = log.find("matches the host", at) < log.find('\n', at);
+        if (!three) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!three) FAIL(all_logs(run, *host));
+    CHECK(p3->log().find("θ hash differs") == std::string::npos);
+    CHECK(p1->wait_for(" applied (3 islands", 30));
+    stop_host(*host);
+}
+
+TEST_CASE("`archipelago revoke` cuts a peer off within a heartbeat; its reconnect is refused at the handshake") {
+    // join_timeout_s short: with an island free again the host waits for a newcomer only until then.
+    Run run(200, 2, 128, "join_timeout_s = 3\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
+    run.make_peer(1);
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    const std::size_t going = wait_after(*host, "round 2 started with 2 islands", 0, 180);
+    if (going == std::string::npos) FAIL(all_logs(run, *host));
+
+    // A name that is not listed: a clear error, and nothing changes.
+    const std::string allow_path = run.dir.file("host/allow_list.txt");
+    const std::string before = slurp(allow_path);
+    Process wrong({"revoke", "--config", run.config, "--name", "nobody"}, run.dir.file("revoke.log"));
+    CHECK(wrong.wait(30) != 0);
+    CHECK(wrong.log().find("no peer named 'nobody'") != std::string::npos);
+    CHECK(slurp(allow_path) == before);
+
+    const std::size_t mark = host->log().size();
+    Process revoke({"revoke", "--config", run.config, "--name", "peer-2"}, run.dir.file("revoke.log"));
+    REQUIRE(revoke.wait(30) == 0);
+    const auto revoked_at = Clock::now();
+    const std::size_t cut = wait_after(*host, "revoked peer-2", mark, 10);
+    if (cut == std::string::npos) FAIL(all_logs(run, *host));
+    CHECK(std::chrono::duration<double>(Clock::now() - revoked_at).count() < 2.0 + 1.5);  // a heartbeat, and the poll
+    CHECK(host->log().find("is free for a later invitee", cut) != std::string::npos);
+    // It was told why, and stops with an error.
+    CHECK(p2->wait_for("the host revoked this peer's key", 20));
+    CHECK(p2->wait(30) > 0);
+
+    // Later rounds go on without it.
+    const std::size_t later = wait_after(*host, "started with 1 islands", cut, 60);
+    if (later == std::string::npos) FAIL(all_logs(run, *host));
+    CHECK(host->log().find("started with 2 islands", cut) == std::string::npos);
+
+    // Started again with the same key and invite, it does not get through the handshake.
+    const std::string key2 = net::load_public_key(run.key(2) + ".pub");
+    auto again = run.peer(2);
+    if (wait_after(*host, "refused a connection", cut, 30) == std::string::npos) FAIL(all_logs(run, *host));
+    CHECK(host->log().find(key2 + ") is not on the allow-list", cut) != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // rounds keep going; it is never admitted
+    const std::string hl = host->log();
+    CHECK(hl.find("admitted peer-2", cut) == std::string::npos);
+    CHECK(hl.find("started with 2 islands", cut) == std::string::npos);
+    CHECK(again->wait_for("host refused our key", 20));  // it is told so at the handshake
+    stop_host(*host);
+    CHECK(p1->log().find("θ hash differs") == std::string::npos);
+}
+
+TEST_CASE("the allow-list watch reports changes, keeps the old list through a bad file, and logs it once") {
+    TempDir dir;
+    const std::string path = dir.file("allow_list.txt");
+    const net::KeyPair a = net::generate_keypair(), b = net::generate_keypair();
+    net::AllowList list;
+    list.add(a.public_key, "alice");
+    list.save(path);
+    std::vector<std::string> logged;
+    cli::AllowListWatch watch(path, [&](const std::string& line) { logged.push_back(line); });
+    CHECK(watch.list().contains(a.public_key));
+    CHECK_FALSE(watch.check());  // nothing moved
+
+    list.add(b.public_key, "bob");
+    list.save(path);
+    std::optional<cli::AllowListWatch::Change> change = watch.check();
+    REQUIRE(change);
+    CHECK(change->added == std::vector<std::string>{b.public_key});
+    CHECK(change->removed.empty());
+
+    write_file(path, a.public_key + " alice\n" + b.public_key.substr(0, 20));  // half written
+    CHECK_FALSE(watch.check());
+    CHECK_FALSE(watch.check());
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("cannot be read") != std::string::npos);
+    CHECK(watch.list().contains(b.public_key));  // the old list stays
+
+    list.remove(a.public_key);
+    list.save(path);
+    change = watch.check();
+    REQUIRE(change);
+    CHECK(change->removed == std::vector<std::string>{a.public_key});
+    CHECK_FALSE(change->list.contains(a.public_key));
+}
+
+TEST_CASE("invite_peer and revoke_peer: bad input is refused with a clear message and changes nothing") {
+    TempDir dir;
+    write_file(dir.file("run.toml"), "[run]\nname = \"t\"\nislands = 2\nbind = \"tcp://127.0.0.1:7000\"\ncheckpoint_dir = \"" +
+                                         dir.file("host") + "\"\n");
+    const RunConfig c = load_run_config(dir.file("run.toml"));
+    const net::KeyPair a = net::generate_keypair();
+    const cli::Invitation made = cli::invite_peer(c, a.public_key, "alice");
+    CHECK(made.listed == 1);
+    const net::Invite invite = net::Invite::parse(made.invite_text, "invite");
+    CHECK(invite.host_endpoint == "tcp://127.0.0.1:7000");
+    const std::string allow_path = cli::host_files(c).allow_list;
+    const std::string before = slurp(allow_path);
+
+    CHECK_THROWS_WITH(cli::invite_peer(c, "not-a-key", "bob"), Catch::Contains("public key"));
+    CHECK_THROWS_WITH(cli::invite_peer(c, net::generate_keypair().public_key, "two\nlines"), Catch::Contains("one line"));
+    CHECK_THROWS_WITH(cli::revoke_peer(c, "bob", ""), Catch::Contains("no peer named 'bob'") && Catch::Contains("alice"));
+    CHECK_THROWS_WITH(cli::revoke_peer(c, "", net::generate_keypair().public_key), Catch::Contains("is not on the allow-list"));
+    CHECK_THROWS_WITH(cli::revoke_peer(c, "alice", a.public_key), Catch::Contains("either"));
+    CHECK(slurp(allow_path) == before);
+
+    const cli::Revocation gone = cli::revoke_peer(c, "alice", "");
+    CHECK(gone.public_key == a.public_key);
+    CHECK(gone.listed == 0);
+    CHECK_FALSE(net::AllowList::load(allow_path).contains(a.public_key));
+}

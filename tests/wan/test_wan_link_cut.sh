@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# tests/wan/test_wan_link_cut.sh: a host and 3 peers in their own namespaces; in the middle of round 1
+# peer 3's link goes down for 90 s (both veth ends), then comes back. The host must close that round
+# with the 2 others within its deadline (heartbeat timeout 3 s, round timeout 60 s); peer 3 must
+# reconnect, resync to the host's state, train two later rounds with the others again, and its θ must
+# match the host's after each. The run is stopped (POST /api/leave) once that is seen.
+# Exit 77: not root, or no network namespaces.
+set -euo pipefail
+source "$(dirname "$0")/netns.sh"
+
+CUT_S=${WAN_CUT_S:-90}
+ROUND_TIMEOUT_S=60
+CTL=7601
+CUT=3
+wan_setup 3
+cfg=$(wan_run_toml)
+wan_toml_set "$cfg" run rounds 40   # an upper bound: the test stops the run when it has seen enough
+wan_toml_set "$cfg" deadlines heartbeat_timeout_s 3
+wan_toml_set "$cfg" deadlines round_timeout_s "$ROUND_TIMEOUT_S"
+wan_invite_peers
+hd=$(wan_node_dir host)
+tok=$hd/token
+wan_start_host --control-port "$CTL" --token-file "$tok"
+for i in 1 2 3; do wan_start_peer "$i"; done
+hlog=$(wan_host_log)
+plog=$(wan_peer_log "$CUT")
+
+wan_wait_for "$plog" "round 1 step 10/" 240 "${WAN_PEER_PID[$CUT]}" || wan_die "peer $CUT never reached round 1 step 10"
+wan_link_down "$CUT"
+t_cut=$(date +%s.%N)
+wan_log "peer $CUT's link is down for $CUT_S s (in round 1)"
+wan_wait_for "$hlog" "\(peer-$CUT\) disconnected; round 1 goes on without it" 30 "$WAN_HOST_PID" ||
+  wan_die "the host did not drop peer $CUT from round 1"
+wan_wait_for "$hlog" "round 2 started" "$ROUND_TIMEOUT_S" "$WAN_HOST_PID" || wan_die "round 1 did not close within $ROUND_TIMEOUT_S s"
+t_closed=$(wan_log_time "$hlog" "round 2 started")
+closed_after=$(/usr/bin/python3 -c "print('%.1f' % ($t_closed - $t_cut))")
+row1=$(wan_table_rows | awk '$1 == 1')
+[ "$(echo "$row1" | awk '{print $2}')" = 2 ] || wan_die "round 1 closed with '$row1' (round islands seconds), expected 2 islands"
+wan_log "round 1 closed with 2 islands $closed_after s after the cut"
+
+# The rest of the cut: the 2 others go on.
+sleep_left=$(/usr/bin/python3 -c "print(max(0.0, $t_cut + $CUT_S - $(date +%s.%N)))")
+sleep "$sleep_left"
+wan_link_up "$CUT"
+t_up=$(date +%s.%N)
+lines_before=$(wc -l < "$plog")
+rows_before=$(wan_table_rows | wc -l)
+wan_log "peer $CUT's link is up again after the host closed $rows_before rounds"
+
+# Back: reconnect (or a fresh connection), the state, then a round it trained and whose update matches.
+sync_re="synced to round ([0-9]+)"
+for ((k = 0; k < 600; k++)); do
+  tail -n +"$((lines_before + 1))" "$plog" | grep -qE "$sync_re" && break
+  kill -0 "${WAN_PEER_PID[$CUT]}" 2> /dev/null || wan_die "peer $CUT exited after the cut"
+  sleep 0.2
+done
+after=$(tail -n +"$((lines_before + 1))" "$plog")
+sync_round=$(echo "$after" | grep -oE "$sync_re" | head -n 1 | grep -oE '[0-9]+$') || wan_die "peer $CUT did not resync within 120 s of the link coming back"
+t_sync=$(wan_log_time <(echo "$after") "$sync_re")
+wan_log "peer $CUT resynced to round $sync_round, $(/usr/bin/python3 -c "print('%.1f' % ($t_sync - $t_up))") s after link up"
+# It must stay: two rounds trained with all 3 islands after it came back, each ending with θ matching.
+contributed=""
+for ((k = 0; k < 900; k++)); do
+  after=$(tail -n +"$((lines_before + 1))" "$plog")
+  contributed=""
+  for r in $(echo "$after" | grep -oE "round [0-9]+ sent pseudo-gradient" | grep -oE '[0-9]+' || true); do
+    if echo "$after" | grep -qE "round $r applied \(3 islands.* matches the host"; then contributed+="${contributed:+,}$r"; fi
+  done
+  [[ "$contributed" == *,* ]] && break
+  kill -0 "$WAN_HOST_PID" 2> /dev/null || break
+  sleep 0.2
+done
+[[ "$contributed" == *,* ]] || wan_die "peer $CUT did not train 2 rounds with the others after rejoining (rounds: '$contributed'); rounds after the cut (round islands seconds): $(wan_table_rows | awk -v n="$rows_before" 'NR > n' | paste -sd,)"
+! echo "$after" | grep -q "θ hash differs" || wan_die "peer $CUT's θ differed from the host's after rejoining"
+wan_log "peer $CUT trained rounds $contributed with the others again; its θ after each matches the host's"
+
+[ "$(wan_api host "$CTL" "$tok" POST /api/leave | wan_json 'j.get("ok")')" = True ] || wan_die "POST /api/leave failed"
+rc=0; wan_wait_pid "$WAN_HOST_PID" 60 || rc=$?
+# A host told to leave exits 1 ("stopped": the run did not finish), 124 here if it did not stop at all.
+[ "$rc" != 124 ] && grep -q "\] stopped$" "$hlog" || wan_die "the host did not stop after POST /api/leave (exit $rc)"
+wan_wait_peers 30 || true
+
+for i in 1 2; do
+  ! grep -q "θ hash differs" "$(wan_peer_log "$i")" || wan_die "peer $i: θ differed from the host's"
+done
+echo "round table (round islands seconds):"
+wan_table_rows
+n2=$(wan_table_rows | awk '$2 == 2' | wc -l)
+echo "cut at round 1 for $CUT_S s: round 1 closed with 2 islands $closed_after s after the cut; $n2 rounds with 2 islands;"
+echo "peer $CUT resynced to round $sync_round and trained rounds $contributed with the others, θ matching the host's"
+echo "PASS"
