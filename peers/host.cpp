@@ -347,14 +347,12 @@ void Host::finish_round(Link& link) {
     round_open_ = false;
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
-    update_sent_ = Clock::now();
     try_save_checkpoint();
     const float val = evaluate();
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::UpdateMeta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val}));
     w.bytes(update);
     const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
-    update_bytes_ = blob->size();
     for (auto& [key, p] : peers_)
         if (p.welcomed) send_update(link, key, ended, blob);
     RoundRow row;
@@ -582,7 +580,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
 bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
     const double margin = 2 * options_.config.heartbeat_timeout_s;
     if (seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
-    if (rate <= 0) return true;                                  // not measured yet: progress is all we know
+    if (bytes == 0 || rate <= 0) return true;  // just finished, or not measured yet: progress is all we know
     return seconds_since(since) < 2.0 * static_cast<double>(bytes) / rate + margin;
 }
 
@@ -593,9 +591,7 @@ bool Host::round_deadline_passed(Link& link) {
     for (const auto& [key, delivered] : expected_) {
         if (delivered) continue;
         const LinkStats s = link.stats(key);
-        if (s.receiving == 0 || !transfer_alive(s, s.receiving, s.receive_bytes_per_s, round_started_ +
-                                                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.round_timeout_s))))
-            continue;
+        if (s.receiving == 0 || !transfer_alive(s, s.receiving, s.receive_bytes_per_s, s.receiving_since)) continue;
         if (!deadline_logged_) {
             char rate[48] = "not measured yet";
             if (s.receive_bytes_per_s > 0) std::snprintf(rate, sizeof(rate), "%.2f MB/s", s.receive_bytes_per_s / 1e6);
@@ -615,7 +611,7 @@ bool Host::barrier_passed(Link& link) const {
     for (const auto& [key, p] : peers_) {
         if (!p.connected || !p.welcomed || p.in_sync) continue;
         const LinkStats s = link.stats(key);
-        if (transfer_alive(s, std::max(update_bytes_, s.sending), s.send_bytes_per_s, update_sent_)) return false;
+        if (transfer_alive(s, s.sending, s.send_bytes_per_s, s.sending_since)) return false;
     }
     return true;
 }

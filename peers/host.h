@@ -95,8 +95,9 @@ private:
     // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
-    // Deadlines that scale with the link: a transfer with this peer is moving (its last progress is
-    // within the margin) and not older than its bytes at the link's measured rate, twice, plus the margin.
+    // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
+    // one under way (bytes, begun at `since`; none: 0) is not older than its bytes at the link's
+    // measured rate, twice, plus the margin. A transfer just finished counts: its answer is on the way.
     bool transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const;
     bool round_deadline_passed(Link& link);  // sync: round_timeout_s after round_start, and no Δ still moving
     bool barrier_passed(Link& link) const;   // after an update: no island still receiving it or about to report
@@ -140,8 +141,6 @@ private:
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
     std::chrono::steady_clock::time_point round_started_;
     std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then
-    std::chrono::steady_clock::time_point update_sent_;    // when the last update was queued
-    uint64_t update_bytes_ = 0;                             // and its size
     bool deadline_logged_ = false;                          // "waiting for a Δ still moving" said once a round
     Link* link_ = nullptr;                                  // during run(): what publish() reads the link figures from
     uint64_t bytes_up_mark_ = 0;

@@ -32,9 +32,10 @@ std::string human_bytes(uint64_t b) {
 
 }  // namespace
 
-IslandData::IslandData(protocol::DataAssignment assignment, std::string workdir, const std::vector<std::string>& data_dirs,
+IslandData::IslandData(protocol::DataAssignment assignment, const std::string& workdir, const std::vector<std::string>& data_dirs,
                        std::function<void(const std::string&)> log)
-    : a_(std::move(assignment)), dir_(std::move(workdir) + "/data"), log_(std::move(log)) {
+    : a_(std::move(assignment)), dir_(workdir + "/data"), log_(std::move(log)) {
+    if (workdir.empty()) throw Error("a peer needs a working directory for its data (--workdir)");
     fs::create_directories(dir_ + "/chunks");
     std::map<uint64_t, std::vector<uint32_t>> by_tokens;  // only files of a manifest shard's size are hashed
     for (uint32_t s = 0; s < a_.shards.size(); ++s) by_tokens[a_.shards[s].tokens].push_back(s);

@@ -18,7 +18,7 @@ namespace arch {
 
 class IslandData {
 public:
-    IslandData(protocol::DataAssignment assignment, std::string workdir, const std::vector<std::string>& data_dirs,
+    IslandData(protocol::DataAssignment assignment, const std::string& workdir, const std::vector<std::string>& data_dirs,
                std::function<void(const std::string&)> log);
 
     bool complete() const { return missing_.empty(); }

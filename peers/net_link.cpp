@@ -301,10 +301,15 @@ LinkStats NetLink::stats(const std::string& peer) const {
     auto it = stats_.find(peer);
     LinkStats s = it == stats_.end() ? LinkStats{} : it->second;
     auto q = out_.find(peer);
-    if (q != out_.end() && !q->second.empty() && q->second.front().blob && q->second.front().begun)
+    if (q != out_.end() && !q->second.empty() && q->second.front().blob && q->second.front().begun) {
         s.sending = q->second.front().shared->size();
+        s.sending_since = q->second.front().begun_at;
+    }
     for (const auto& [key, inbound] : in_)
-        if (key.first == peer && inbound.receiver.active()) s.receiving = std::max<uint64_t>(s.receiving, inbound.receiver.total_bytes());
+        if (key.first == peer && inbound.receiver.active() && inbound.receiver.total_bytes() >= s.receiving) {
+            s.receiving = inbound.receiver.total_bytes();
+            s.receiving_since = inbound.began;
+        }
     return s;
 }
 

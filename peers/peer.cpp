@@ -77,8 +77,8 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     const bool same = config_ && config_->toml == c.toml && island_ == w.island_index;
     island_ = w.island_index;
     if (same && worker_) return;  // a rejoin: keep the island (and its inner AdamW state)
-    if (same && data_) {          // a rejoin while fetching: what was asked before may be lost
-        request_data(link);
+    if (same && data_) {  // a welcome again while fetching (a rejoin, or an answer to a repeated hello)
+        if (!data_requested_) request_data(link);
         return;
     }
     // The data paths in the host's config are the host's: never opened here. The assignment names
@@ -107,12 +107,13 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
 }
 
 void Peer::request_data(Link& link) {
-    link.send(host_, Type::data_request, round_, protocol::encode(data_->next_request()));
+    data_requested_ = link.send(host_, Type::data_request, round_, protocol::encode(data_->next_request()));
 }
 
 void Peer::on_data(Link& link, std::span<const std::byte> blob) {
     if (!data_ || worker_) throw Error("data that was not asked for");
     const protocol::DataReply reply = protocol::decode_data_reply(blob);
+    data_requested_ = false;
     if (!reply.error.empty())
         throw Fatal("the host could not send this island's data: " + reply.error + "; the island needs:" +
                     data_->describe_missing());
@@ -281,6 +282,7 @@ bool Peer::run(Link& link, const std::string& host_key) {
                 case LinkEvent::Kind::disconnected:
                     if (!disconnected) log("lost the host; reconnecting");
                     disconnected = true;
+                    data_requested_ = false;  // a request may be lost with the connection: ask again once welcomed
                     continue;
                 case LinkEvent::Kind::connected:
                     if (disconnected) {

@@ -68,6 +68,7 @@ private:
     ModelConfig model_{};
     std::chrono::steady_clock::time_point data_started_{};
     uint64_t data_fetched_ = 0;  // tokens fetched from the host in this session
+    bool data_requested_ = false;  // a data_request is out and not answered yet
     std::unique_ptr<diloco::IslandWorker> worker_;
     std::unique_ptr<diloco::GlobalModel> replica_;
     bool replica_valid_ = false;

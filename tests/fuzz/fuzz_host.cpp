@@ -73,9 +73,11 @@ Fixture& fixture() {
         fx->dir = tmpl;
         g_temp_dir = &fx->dir;
         fx->checkpoint_dir = fx->dir + "/ckpt";
-        std::vector<uint16_t> tokens(64);
+        // Training data: enough for every island to get a chunk of its own (1024 tokens, the smallest).
+        std::vector<uint16_t> tokens(4096);
         for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 16);
         arch::write_token_shard(fx->dir + "/train.bin", tokens);
+        tokens.resize(64);
         arch::write_token_shard(fx->dir + "/val.bin", tokens);
         for (const char* spec : {"fp32", "int8:block=256+zstd:1", "topk:frac=0.25", "fp16"})
             fx->codecs.push_back(arch::compression::make_codec(spec));
@@ -370,8 +372,9 @@ private:
             case Action::raw: {
                 static constexpr Type kTypes[] = {Type::hello,       Type::welcome,     Type::reject, Type::round_start,
                                                   Type::pseudo_grad, Type::update,      Type::hash_report,
-                                                  Type::state,       Type::bye,         static_cast<Type>(0x0001)};
-                return message(s.peer, kTypes[s.a % 10], s.b, as_bytes(s.text));
+                                                  Type::state,       Type::bye,         Type::data_request,
+                                                  Type::data,        static_cast<Type>(0x0001)};
+                return message(s.peer, kTypes[s.a % 12], s.b, as_bytes(s.text));
             }
             case Action::control:
                 if (status_ && s.a % 8 == 7) status_->request_leave();

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # tests/wan/test_wan_run.sh: a host and 3 peers, each in its own network namespace and folder, finish
 # a sync DiLoCo run (the demo's tiny model, 3 rounds); every peer's θ matches the host's after every
-# round and at the end. Then the bytes: the host's own count of its frames to and from each peer
+# round and at the end. The training data is the host's own shards, named in run.toml by paths
+# relative to the host's folder (they resolve nowhere else): each peer fetches its assignment from the
+# host into its own working directory. With WAN_LOCAL_DATA=1 each peer holds a copy of the shards under
+# other names (--data mydata) and fetches nothing. Then the bytes: the host's own count of its frames to and from each peer
 # (/api/peers wire_bytes_sent/received) against the kernel's count on that peer's veth.
 # The byte snapshot is taken while the run is paused between rounds 1 and 2 (POST /api/pause), when
 # nothing but heartbeats moves. Exit 77: not root, or no network namespaces.
@@ -13,11 +16,25 @@ CTL=7600
 wan_setup 3
 cfg=$(wan_run_toml)
 wan_toml_set "$cfg" run rounds "$ROUNDS"
-wan_invite_peers
 hd=$(wan_node_dir host)
+# The host's data set: prepared on the host's side only, named by relative paths.
+(cd "$hd" && ARCH_DATA_DIR=$hd/data "$WAN_ARCH" prepare --input "$WAN_ROOT/data/kjv.txt.zst" --out shards --vocab 4096 \
+  > prepare.log 2>&1) || wan_die "prepare: $(tail -3 "$hd/prepare.log")"
+wan_toml_set "$cfg" data train '"shards/train_*.bin"'
+wan_toml_set "$cfg" data val '"shards/val_*.bin"'
+wan_toml_set "$cfg" model vocab 4096
+peer_args=()
+if [ "${WAN_LOCAL_DATA:-0}" = 1 ]; then
+  for i in 1 2 3; do
+    mkdir -p "$(wan_node_dir "$i")/mydata"
+    for f in "$hd"/shards/train_*.bin; do cp "$f" "$(wan_node_dir "$i")/mydata/copy-of-$(basename "$f")"; done
+  done
+  peer_args=(--data mydata)
+fi
+wan_invite_peers
 tok=$hd/token
 wan_start_host --control-port "$CTL" --token-file "$tok"
-for i in 1 2 3; do wan_start_peer "$i"; done
+for i in 1 2 3; do wan_start_peer "$i" "${peer_args[@]}"; done
 hlog=$(wan_host_log)
 api() { wan_api host "$CTL" "$tok" "$@"; }
 
@@ -59,6 +76,20 @@ for i in 1 2 3; do
   [ "${host_theta#"$last"}" != "$host_theta" ] || wan_die "peer $i ends at θ $last, the host at $host_theta"
 done
 echo "θ: 3 peers matched the host after each of $ROUNDS rounds; final θ $host_theta"
+
+# Data: fetched from the host, or found under --data, and kept in the peer's own working directory.
+for i in 1 2 3; do
+  pd=$(wan_node_dir "$i"); plog=$(wan_peer_log "$i")
+  [ ! -e "$pd/shards" ] || wan_die "peer $i has a shards/ folder: it used a host path"
+  ls "$pd"/data/peers/*/data/island-*.bin > /dev/null 2>&1 || wan_die "peer $i has no island shard in its working directory"
+  if [ "${WAN_LOCAL_DATA:-0}" = 1 ]; then
+    ! grep -q "data: fetching" "$plog" || wan_die "peer $i fetched data although it holds the data set"
+    grep -q "found in mydata/copy-of-train_" "$plog" || wan_die "peer $i did not find its shards under --data"
+  else
+    grep -q "data: fetching" "$plog" || wan_die "peer $i did not fetch its assignment"
+  fi
+done
+echo "data: $([ "${WAN_LOCAL_DATA:-0}" = 1 ] && echo "found by hash under --data, nothing fetched" || echo "each peer fetched its assignment from the host")"
 cat "$hd/host.out"
 
 # Bytes: the host's figure against the kernel's, per peer link, at the paused snapshot.
