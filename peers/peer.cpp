@@ -139,7 +139,12 @@ void Peer::on_data(Link& link, std::span<const std::byte> blob) {
 }
 
 void Peer::data_ready(Link& link) {
-    const std::string shard = data_->assemble();
+    std::string shard;
+    try {
+        shard = data_->assemble();
+    } catch (const Error& e) {  // a --data file that changed under us: nothing of it is used
+        throw Fatal(e.what());
+    }
     const RunConfig& c = *config_;
     log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->tokens()) + ")");
     data_.reset();

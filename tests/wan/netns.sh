@@ -261,17 +261,20 @@ wan_run_toml() {
 # wan_invite_peers: each peer makes its key in its own folder; its public key goes to the host's
 # folder, the host writes the invite (endpoint: its address on that peer's link), the invite goes back.
 wan_invite_peers() {
-  local i hd pd
+  local i
+  for ((i = 1; i <= WAN_N; i++)); do wan_invite_peer "$i"; done
+}
+# wan_invite_peer I: the same for one peer (also while the host runs: it applies the new allow-list).
+wan_invite_peer() {
+  local i=$1 hd pd
   hd=$(wan_node_dir host)
-  for ((i = 1; i <= WAN_N; i++)); do
-    pd=$(wan_node_dir "$i")
-    (cd "$pd" && ARCH_DATA_DIR=$pd/data "$WAN_ARCH" keygen --out peer.key > /dev/null) || wan_die "keygen peer $i"
-    cp "$pd/peer.key.pub" "$hd/peer-$i.key.pub"
-    (cd "$hd" && ARCH_DATA_DIR=$hd/data "$WAN_ARCH" invite --config run.toml --peer-key "peer-$i.key.pub" \
-      --name "peer-$i" --endpoint "tcp://$(wan_host_addr "$i"):${WAN_ENDPOINT_PORT:-$WAN_PORT}" --out "peer-$i.invite" > /dev/null) ||
-      wan_die "invite peer $i"
-    cp "$hd/peer-$i.invite" "$pd/peer.invite"
-  done
+  pd=$(wan_node_dir "$i")
+  (cd "$pd" && ARCH_DATA_DIR=$pd/data "$WAN_ARCH" keygen --out peer.key > /dev/null) || wan_die "keygen peer $i"
+  cp "$pd/peer.key.pub" "$hd/peer-$i.key.pub"
+  (cd "$hd" && ARCH_DATA_DIR=$hd/data "$WAN_ARCH" invite --config run.toml --peer-key "peer-$i.key.pub" \
+    --name "peer-$i" --endpoint "tcp://$(wan_host_addr "$i"):${WAN_ENDPOINT_PORT:-$WAN_PORT}" --out "peer-$i.invite" > /dev/null) ||
+    wan_die "invite peer $i"
+  cp "$hd/peer-$i.invite" "$pd/peer.invite"
 }
 
 # wan_start_proxy DELAY_MS: tests/wan/proxy.py in the host namespace, on every host address at port
