@@ -580,8 +580,11 @@ void Host::handle(Link& link, const LinkEvent& e) {
 bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
     const double margin = 2 * options_.config.heartbeat_timeout_s;
     if (seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
-    if (bytes == 0 || rate <= 0) return true;  // just finished, or not measured yet: progress is all we know
-    return seconds_since(since) < 2.0 * static_cast<double>(bytes) / rate + margin;
+    if (bytes == 0) return true;  // just finished: its answer is on the way
+    // Not measured yet: a link is assumed no slower than 100 kB/s (0.8 Mbit/s), so that a peer
+    // trickling a chunk now and then still cannot hold a wait open forever.
+    constexpr double kSlowestAssumed = 100e3;
+    return seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
 }
 
 bool Host::round_deadline_passed(Link& link) {

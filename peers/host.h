@@ -97,7 +97,8 @@ private:
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
     // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
     // one under way (bytes, begun at `since`; none: 0) is not older than its bytes at the link's
-    // measured rate, twice, plus the margin. A transfer just finished counts: its answer is on the way.
+    // measured rate (at least 100 kB/s assumed), twice, plus the margin. A transfer just finished
+    // counts: its answer is on the way.
     bool transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const;
     bool round_deadline_passed(Link& link);  // sync: round_timeout_s after round_start, and no Δ still moving
     bool barrier_passed(Link& link) const;   // after an update: no island still receiving it or about to report
