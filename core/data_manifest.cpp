@@ -98,25 +98,41 @@ std::string hash_tokens(const std::vector<uint16_t>& tokens) { return hash_bytes
 DataManifest build_manifest(const std::string& pattern, uint64_t chunk_tokens) {
     if (chunk_tokens == 0 || chunk_tokens > kMaxChunkTokens)
         throw Error("build_manifest: chunk_tokens must be in 1.." + std::to_string(kMaxChunkTokens));
+    init_sodium();
     const std::vector<std::string> paths = shard_paths(pattern);
     DataManifest m;
     for (const std::string& path : paths) {
         ManifestShard s;
         s.name = std::filesystem::path(path).filename().string();
-        s.tokens = read_token_shard_count(path);
-        s.hash = hash_file(path);
+        s.tokens = read_token_shard_count(path);  // header and size checked
         for (const ManifestShard& other : m.shards)
             if (other.name == s.name)
                 throw Error("two training shards are named '" + s.name + "' ('" + pattern + "'): shard names must be unique");
+        // One pass over the file: its bytes feed the whole-file hash and, chunk by chunk, the chunk hashes.
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+        crypto_generichash_state file_hash;
+        crypto_generichash_init(&file_hash, nullptr, 0, kHashBytes);
+        std::vector<char> header(kTokenShardHeaderBytes);
+        in.read(header.data(), static_cast<std::streamsize>(header.size()));
+        crypto_generichash_update(&file_hash, reinterpret_cast<const unsigned char*>(header.data()), header.size());
         const uint32_t index = static_cast<uint32_t>(m.shards.size());
+        std::vector<uint16_t> tokens;
         for (uint64_t at = 0; at < s.tokens; at += chunk_tokens) {
             DataChunk c;
             c.shard = index;
             c.offset = at;
             c.tokens = std::min(chunk_tokens, s.tokens - at);
-            c.hash = hash_tokens(read_token_range(path, c.offset, c.tokens));
+            tokens.resize(c.tokens);
+            in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(2 * c.tokens));
+            if (!in) throw Error("token shard '" + path + "': reading tokens " + std::to_string(at) + ".. failed");
+            crypto_generichash_update(&file_hash, reinterpret_cast<const unsigned char*>(tokens.data()), 2 * c.tokens);
+            c.hash = hash_tokens(tokens);
             m.chunks.push_back(std::move(c));
         }
+        unsigned char h[kHashBytes];
+        crypto_generichash_final(&file_hash, h, kHashBytes);
+        s.hash = hex(h);
         m.shards.push_back(std::move(s));
     }
     return m;
