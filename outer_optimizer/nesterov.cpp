@@ -1,6 +1,7 @@
 // outer_optimizer/nesterov.cpp: Nesterov (torch.optim.SGD(nesterov=True)), plain averaging and
 // Delayed Nesterov. Equations: outer_optimizer.h. Element-wise loops only: each element's result is
 // independent of the thread count, so all islands stay bit-identical.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -64,6 +65,16 @@ void Nesterov::load_state(std::span<const std::byte> bytes) {
     auto a = detail::unpack_state(bytes, detail::StateKind::nesterov, m_.size(), 1, steps, "nesterov");
     m_ = std::move(a[0]);
     steps_ = steps;
+}
+
+float outer_lr_at(const OuterLrSchedule& s, std::uint64_t t) {
+    double lr = s.lr;
+    if (s.final_lr >= 0 && s.total > 1) {
+        const double progress = std::min(1.0, static_cast<double>(t) / static_cast<double>(s.total - 1));
+        lr = s.final_lr + (s.lr - s.final_lr) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
+    }
+    if (t < s.warmup) lr = lr * static_cast<double>(t + 1) / static_cast<double>(s.warmup);
+    return static_cast<float>(lr);
 }
 
 Nesterov make_averaging(std::size_t n) { return Nesterov(n, NesterovOptions{1.0f, 0.0f}); }

@@ -21,6 +21,9 @@ public:
     virtual void step(std::span<float> params, std::span<const float> delta) = 0;
     virtual std::size_t size() const = 0;
     virtual std::uint64_t steps() const = 0;  // outer steps applied so far
+    // The learning rate of the next step (an outer lr schedule sets it before each step; it is a
+    // hyper-parameter, not state, so every island computes the same value from steps()).
+    virtual void set_lr(float lr) = 0;
     // State (step count and buffers, not hyper-parameters) as self-describing bytes; load_state
     // validates magic, version, kind, sizes and finiteness, and throws arch::Error leaving the
     // optimizer unchanged on any mismatch.
@@ -47,6 +50,7 @@ public:
     std::uint64_t steps() const override { return steps_; }
     std::vector<std::byte> save_state() const override;
     void load_state(std::span<const std::byte> bytes) override;
+    void set_lr(float lr) override { options_.lr = lr; }
     std::span<const float> momentum() const { return m_; }
     const NesterovOptions& options() const { return options_; }
 
@@ -85,6 +89,7 @@ public:
     std::uint64_t steps() const override { return steps_; }
     std::vector<std::byte> save_state() const override;
     void load_state(std::span<const std::byte> bytes) override;
+    void set_lr(float lr) override { options_.lr = lr; }
     std::span<const float> momentum() const { return m_; }
     std::span<const float> buffer() const { return buffer_; }
 
@@ -93,5 +98,16 @@ private:
     std::vector<float> m_, buffer_;
     std::uint64_t steps_ = 0;
 };
+
+// The outer learning rate of update t (0-based): a linear warmup over `warmup` updates from
+// lr / warmup to lr, then a cosine decay from lr to `final_lr` that ends at update total - 1
+// (Covenant-72B decays 1.0 to 0.65). final_lr < 0 or total = 0: no decay.
+struct OuterLrSchedule {
+    float lr = 0.7f;
+    float final_lr = -1.0f;
+    std::uint64_t warmup = 0;
+    std::uint64_t total = 0;
+};
+float outer_lr_at(const OuterLrSchedule& s, std::uint64_t t);
 
 }  // namespace arch::outer

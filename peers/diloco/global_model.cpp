@@ -3,6 +3,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -20,33 +21,66 @@ std::unique_ptr<outer::OuterOptimizer> make_optimizer(std::size_t n, const Outer
 }
 }  // namespace
 
-GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config)
+GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments)
     : config_(config),
       theta_(std::move(theta)),
-      optimizer_(make_optimizer(theta_.size(), config)),
+      fragments_(std::move(fragments)),
       aggregator_(outer::make_aggregator(config.aggregator)),
-      down_codec_(compression::make_codec(config.down_codec)),
-      scratch_(theta_.size()) {}
-
-std::vector<std::byte> GlobalModel::make_update(std::span<const outer::Contribution> contributions) {
-    if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
-    aggregator_->aggregate(contributions, scratch_);
-    return down_codec_->encode(scratch_, 0);
+      down_codec_(compression::make_codec(config.down_codec)) {
+    if (fragments_.empty()) fragments_ = make_fragments(0, 0, theta_.size(), 1);
+    std::vector<char> covered(theta_.size(), 0);
+    for (const Fragment& f : fragments_) {
+        for (const auto& [begin, end] : f.ranges) {
+            if (begin > end || end > theta_.size()) throw Error("a fragment reaches past the model's parameters");
+            for (std::size_t i = begin; i < end; ++i) {
+                if (covered[i]) throw Error("two fragments share parameter " + std::to_string(i));
+                covered[i] = 1;
+            }
+        }
+        optimizers_.push_back(make_optimizer(f.size, config));
+    }
+    if (std::ranges::count(covered, 0) > 0) throw Error("the fragments leave parameters out");
 }
 
-void GlobalModel::apply_update(std::span<const std::byte> update) {
+uint64_t GlobalModel::updates_applied() const {
+    uint64_t n = 0;
+    for (const auto& o : optimizers_) n += o->steps();
+    return n;
+}
+
+uint64_t GlobalModel::updates_applied(int p) const { return optimizers_.at(static_cast<std::size_t>(p))->steps(); }
+
+float GlobalModel::next_lr(int p) const {
+    const outer::OuterLrSchedule s{config_.lr, config_.final_lr, config_.lr_warmup, config_.total_updates};
+    return outer_lr_at(s, updates_applied(p));
+}
+
+std::vector<std::byte> GlobalModel::make_update(std::span<const outer::Contribution> contributions, int p) {
+    if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
+    scratch_.resize(fragment(p).size);
+    aggregator_->aggregate(contributions, scratch_);
+    return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
+}
+
+void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
+    const Fragment& f = fragment(p);
+    outer::OuterOptimizer& optimizer = *optimizers_[static_cast<std::size_t>(p)];
+    scratch_.resize(f.size);
     compression::decode(update, scratch_);  // validates everything, throws before touching state
+    // Only "average" ignores the lr; every other optimizer follows the schedule.
+    if (config_.optimizer != "average") optimizer.set_lr(next_lr(p));
     // A finite update can still overflow θ (Δ near FLT_MAX, momentum): keep what to go back to.
-    const std::vector<float> theta_before = theta_;
-    const std::vector<std::byte> optimizer_before = optimizer_->save_state();
-    hash_.clear();
-    optimizer_->step(theta_, scratch_);
-    for (float x : theta_) {
+    const std::vector<std::byte> optimizer_before = optimizer.save_state();
+    std::vector<float> params(f.size);
+    gather(f, theta_, params);
+    optimizer.step(params, scratch_);
+    for (float x : params) {
         if (std::isfinite(x)) continue;
-        theta_ = theta_before;
-        optimizer_->load_state(optimizer_before);
+        optimizer.load_state(optimizer_before);
         throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
     }
+    hash_.clear();
+    scatter(f, params, theta_);
 }
 
 std::string hash_floats(std::span<const float> values) { return hash_bytes(std::as_bytes(values)); }
@@ -68,9 +102,31 @@ std::string GlobalModel::hash() const {
     return hash_;
 }
 
-std::size_t GlobalModel::state_bytes() const {
-    return 8 + theta_.size() * sizeof(float) + optimizer_->save_state().size();
+std::string GlobalModel::fragment_hash(int p) const {
+    std::vector<float> values(fragment(p).size);
+    fragment_theta(p, values);
+    return hash_floats(values);
 }
+
+void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fragment(p), theta_, out); }
+
+// Layout: uint64 n, n floats of θ, then each fragment's optimizer state; with several fragments each
+// state is preceded by its uint64 length (one fragment: exactly the plain DiLoCo layout).
+std::vector<std::byte> GlobalModel::optimizer_states() const {
+    std::vector<std::byte> out;
+    for (const auto& o : optimizers_) {
+        const std::vector<std::byte> one = o->save_state();
+        if (optimizers_.size() > 1) {
+            const uint64_t len = one.size();
+            const auto* b = reinterpret_cast<const std::byte*>(&len);
+            out.insert(out.end(), b, b + 8);
+        }
+        out.insert(out.end(), one.begin(), one.end());
+    }
+    return out;
+}
+
+std::size_t GlobalModel::state_bytes() const { return 8 + theta_.size() * sizeof(float) + optimizer_states().size(); }
 
 std::vector<std::byte> GlobalModel::save_state() const {
     std::vector<std::byte> out(state_bytes());
@@ -79,7 +135,7 @@ std::vector<std::byte> GlobalModel::save_state() const {
 }
 
 void GlobalModel::save_state(std::span<std::byte> out) const {
-    const std::vector<std::byte> opt = optimizer_->save_state();
+    const std::vector<std::byte> opt = optimizer_states();
     const uint64_t n = theta_.size();
     if (out.size() != 8 + n * sizeof(float) + opt.size())
         throw Error("global state needs " + std::to_string(8 + n * sizeof(float) + opt.size()) + " bytes, given " +
@@ -100,7 +156,24 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
     std::memcpy(theta.data(), bytes.data() + 8, n * sizeof(float));
     for (float x : theta)
         if (!std::isfinite(x)) throw Error("global state holds a non-finite parameter");
-    optimizer_->load_state(bytes.subspan(8 + n * sizeof(float)));  // validates, throws unchanged
+    std::span<const std::byte> rest = bytes.subspan(8 + n * sizeof(float));
+    if (optimizers_.size() == 1) {
+        optimizers_[0]->load_state(rest);  // validates, throws unchanged
+    } else {
+        // Every fragment's state is checked on a copy first, so a bad one changes nothing.
+        std::vector<std::span<const std::byte>> parts;
+        for (std::size_t p = 0; p < optimizers_.size(); ++p) {
+            uint64_t len = 0;
+            if (rest.size() < 8) throw Error("global state is truncated (fragment " + std::to_string(p) + ")");
+            std::memcpy(&len, rest.data(), 8);
+            if (len > rest.size() - 8) throw Error("global state is truncated (fragment " + std::to_string(p) + ")");
+            parts.push_back(rest.subspan(8, len));
+            rest = rest.subspan(8 + len);
+        }
+        if (!rest.empty()) throw Error("global state has " + std::to_string(rest.size()) + " bytes too many");
+        for (std::size_t p = 0; p < optimizers_.size(); ++p) make_optimizer(fragments_[p].size, config_)->load_state(parts[p]);
+        for (std::size_t p = 0; p < optimizers_.size(); ++p) optimizers_[p]->load_state(parts[p]);
+    }
     theta_ = std::move(theta);
     hash_.clear();
 }

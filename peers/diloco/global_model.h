@@ -3,6 +3,8 @@
 // bytes into the next θ. The host makes those bytes from the islands' pseudo-gradients (aggregate,
 // then encode with the downlink codec); everyone, host included, decodes the same bytes and applies
 // the same outer step, so all end the round with bit-identical θ, checked by hash().
+// Streaming DiLoCo: θ in P fragments (peers/diloco/fragments.h), each with its own outer optimizer
+// and its own updates; with one fragment (the default) it is plain DiLoCo.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "compression/codec.h"
 #include "outer_optimizer/aggregator.h"
 #include "outer_optimizer/outer_optimizer.h"
+#include "peers/diloco/fragments.h"
 
 namespace arch::diloco {
 
@@ -26,22 +29,36 @@ struct OuterConfig {
     std::string down_codec = "fp32";     // how the aggregated update travels to the islands
     std::string screen = "clip";         // off | clip | reject: a Δ far above the round's median norm
     double screen_factor = 5.0;          // how far above the median norm a Δ may go
+    // Outer lr schedule (outer_optimizer.h outer_lr_at), counted in each fragment's own updates:
+    // warmup over lr_warmup updates, then cosine from lr to final_lr (< 0: constant) at total_updates.
+    float final_lr = -1.0f;
+    uint32_t lr_warmup = 0;
+    uint64_t total_updates = 0;
 };
 
 class GlobalModel {
 public:
-    GlobalModel(std::vector<float> theta, const OuterConfig& config);
+    // fragments: empty is one fragment, the whole vector; otherwise they must cover θ exactly once.
+    GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments = {});
 
     std::span<const float> theta() const { return theta_; }
-    uint64_t updates_applied() const { return optimizer_->steps(); }
+    uint64_t updates_applied() const;                 // over all fragments
+    uint64_t updates_applied(int fragment) const;
+    int fragments() const { return static_cast<int>(fragments_.size()); }
+    const Fragment& fragment(int p) const { return fragments_.at(static_cast<std::size_t>(p)); }
+    float next_lr(int fragment = 0) const;  // the outer lr the fragment's next update is applied with
 
-    // Host: aggregates one round's pseudo-gradients (give them in a canonical order) into update bytes.
-    std::vector<std::byte> make_update(std::span<const outer::Contribution> contributions);
-    // Everyone: decodes update bytes and applies one outer step. Validates first (size, codec, NaN/Inf),
-    // and θ after the step (finite): on error throws arch::Error and θ and the optimizer are unchanged.
-    void apply_update(std::span<const std::byte> update);
+    // Host: aggregates one round's pseudo-gradients of a fragment (each fragment(p).size floats; give
+    // them in a canonical order) into update bytes.
+    std::vector<std::byte> make_update(std::span<const outer::Contribution> contributions, int fragment = 0);
+    // Everyone: decodes update bytes and applies one outer step to the fragment. Validates first (size,
+    // codec, NaN/Inf), and θ after the step (finite): on error throws arch::Error and θ and the
+    // optimizer are unchanged.
+    void apply_update(std::span<const std::byte> update, int fragment = 0);
 
     std::string hash() const;  // BLAKE2b-256 of θ's bytes, hex (computed once per θ)
+    std::string fragment_hash(int p) const;                 // of the fragment's floats, in range order
+    void fragment_theta(int p, std::span<float> out) const;  // gathers them
 
     // θ and the outer optimizer's state, for checkpoints and late joiners.
     std::vector<std::byte> save_state() const;
@@ -50,9 +67,12 @@ public:
     void load_state(std::span<const std::byte> bytes);
 
 private:
+    std::vector<std::byte> optimizer_states() const;
+
     OuterConfig config_;
     std::vector<float> theta_;
-    std::unique_ptr<outer::OuterOptimizer> optimizer_;
+    std::vector<Fragment> fragments_;
+    std::vector<std::unique_ptr<outer::OuterOptimizer>> optimizers_;  // one per fragment
     std::unique_ptr<outer::Aggregator> aggregator_;
     std::unique_ptr<compression::Codec> down_codec_;
     std::vector<float> scratch_;

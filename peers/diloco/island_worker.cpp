@@ -23,13 +23,15 @@ void IslandWorker::get_params(std::span<float> out) {
     else model_->get_params(out);
 }
 
-RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
-                                    const std::function<void(const StepStats&)>& on_step) {
+void IslandWorker::set_params(std::span<const float> theta) {
     if (theta.size() != delta_.size())
         throw Error("global θ has " + std::to_string(theta.size()) + " parameters, the island's model " +
                     std::to_string(delta_.size()));
     if (island_) island_->set_params(theta);
     else model_->set_params(theta);
+}
+
+RoundResult IslandWorker::run_steps(int steps, const std::function<void(const StepStats&)>& on_step) {
     RoundResult r;
     double loss_sum = 0;
     for (int s = 0; s < steps; ++s) {
@@ -41,6 +43,13 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
     r.mean_loss = steps > 0 ? static_cast<float>(loss_sum / steps) : 0.0f;
     const TrainConfig& c = island_ ? island_->config() : trainer_->config();
     r.tokens = static_cast<double>(steps) * c.B * c.T * c.grad_accum * devices();
+    return r;
+}
+
+RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
+                                    const std::function<void(const StepStats&)>& on_step) {
+    set_params(theta);
+    RoundResult r = run_steps(steps, on_step);
     if (model_) {
         if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
             r.payload = std::move(*on_device);

@@ -34,6 +34,11 @@ public:
     // Runs `steps` inner steps from theta; on_step (optional) sees each step's stats.
     RoundResult run_round(std::span<const float> theta, int steps,
                           const std::function<void(const StepStats&)>& on_step = {});
+    // Streaming DiLoCo's pieces: run on from the island's current θ_i (no reset to θ), set θ_i, and
+    // encode a fragment's Δ with the uplink codec (stream: the fragment, so each keeps its residual).
+    RoundResult run_steps(int steps, const std::function<void(const StepStats&)>& on_step = {});  // no payload
+    void set_params(std::span<const float> theta);
+    std::vector<std::byte> encode(std::span<const float> delta, uint64_t stream) { return codec_->encode(delta, stream); }
     std::size_t num_params() const { return delta_.size(); }
     void get_params(std::span<float> out);  // the island's current θ_i
     int devices() const { return island_ ? island_->devices() : 1; }

@@ -18,7 +18,10 @@ CODECS = {"codec": str, "data": str, "threads": int, "ratio": float, "rel_l2_err
 ISLAND = {"device": str, "devices": int, "parallel": str, "tokens_per_s": float, "ms_per_step": float,
           "bytes_per_step": int, "state_mb_per_device": float}
 ISLAND_SKIPPED = {"device": str, "skipped": str}
-CONVERGENCE = {"name": str, "val_loss": float, "bytes": int, "tokens": int, "seconds": float}
+CONVERGENCE = {"name": str, "val_loss": float, "bytes": int, "peak_bytes_per_sync": int, "speedup": float,
+               "speedup_capped": bool, "wall_s": float, "wall_s_hetero": float, "epochs": float, "tokens": int,
+               "steps_per_island": int, "staleness_mean": float, "staleness_max": float, "refused": int,
+               "seconds": float}
 GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens_per_s": float, "tflops": float,
              "mfu": float, "peak_gib": float}
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU case on a machine without a usable GPU
@@ -118,10 +121,19 @@ def case_island(bin_dir):
 
 
 def case_convergence(bin_dir):
-    p = run(bin_dir, ["bench_convergence", "--json", "--rounds", "1", "--H", "1", "--islands", "2",
-                      "--batch", "1", "--seq-len", "16"])
-    expect_names(json_rows(p.stdout, CONVERGENCE), "name",
-                 ["single", "single-same-steps", "ddp", "diloco-fp32", "diloco-int8", "diloco-fp4-ef", "async"])
+    p = run(bin_dir, ["bench_convergence", "--json", "--corpus", "kjv", "--rounds", "1", "--H", "2", "--islands", "2",
+                      "--batch", "1", "--seq-len", "16", "--eval-every", "1", "--val-batches", "2"])
+    rows = json_rows(p.stdout, CONVERGENCE)
+    expect_names(rows, "name", ["single", "single-same-steps", "ddp", "diloco-fp32", "diloco-int8", "diloco-fp4-ef",
+                                "streaming-fp4", "async"])
+    by_name = {r["name"]: r for r in rows}
+    if by_name["single"]["speedup"] != 1.0:
+        fail(f"the one-island run's own speed-up is {by_name['single']['speedup']}, not 1")
+    for name in ["single", "ddp", "diloco-fp32", "streaming-fp4"]:
+        if not 0 <= by_name[name]["epochs"] <= 1 or by_name[name]["tokens"] <= 0:
+            fail(f"{name} read {by_name[name]['epochs']} epochs: the bench must read no token twice")
+    if by_name["async"]["staleness_mean"] < 0:
+        fail("the async row reports no staleness")
 
 
 def case_gpu_train(bin_dir):

@@ -1,0 +1,426 @@
+// bench/convergence_runs.cpp: the runs of bench_convergence (convergence_runs.h).
+#include "bench/convergence_runs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <queue>
+
+#include "compression/codec.h"
+#include "core/error.h"
+#include "core/gpt2.h"
+#include "core/trainer.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "peers/diloco/fragments.h"
+#include "peers/diloco/island_worker.h"
+
+namespace arch::bench {
+namespace {
+
+using diloco::GlobalModel;
+using diloco::IslandWorker;
+using diloco::OuterConfig;
+using diloco::RoundResult;
+
+// Until the host's round policies land (peers/rounds), the same two rules, stated here:
+// Dynamic Local Updates (Liu et al., arXiv 2401.09135): H_i = floor(H v_i / v_max), at least 1;
+// a pseudo-gradient at most max_staleness updates old is applied as it is; an older one is scaled by
+// (1 + max_staleness) / (1 + staleness) ("downweight") or refused (weight 0, "refuse"). With n islands
+// staleness n - 1 is what asynchrony itself gives, and Delayed Nesterov already allows for it.
+namespace rounds {
+int dynamic_local_steps(int H, double mine, double fastest) {
+    return std::max(1, static_cast<int>(std::floor(H * mine / fastest + 1e-9)));
+}
+double stale_weight(uint64_t staleness, int max_staleness, const std::string& rule) {
+    if (staleness <= static_cast<uint64_t>(max_staleness)) return 1.0;
+    return rule == "downweight" ? (1.0 + max_staleness) / (1.0 + static_cast<double>(staleness)) : 0.0;
+}
+}  // namespace rounds
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+TrainConfig train_config(const Setup& s, const std::string& shard, int total_steps, int grad_accum, uint64_t seed) {
+    TrainConfig t;
+    t.B = s.B;
+    t.T = s.T;
+    t.grad_accum = grad_accum;
+    t.steps = std::max(1, total_steps);
+    t.schedule.max_lr = s.lr;
+    t.schedule.warmup_steps = std::max(1, t.steps / 20);
+    t.schedule.total_steps = t.steps;
+    t.seed = seed;
+    t.order = DataOrder::sequential;  // each shard is already a shuffled order of chunks: read once, in turn
+    t.train_pattern = shard;
+    return t;
+}
+
+double tokens_per_step(const Setup& s) { return static_cast<double>(s.B) * s.T; }
+
+// The most epochs any island read, each of its own shard.
+double island_epochs(const Setup& s, const std::vector<double>& tokens) {
+    double e = 0;
+    for (int i = 0; i < s.islands; ++i) e = std::max(e, tokens[i] / static_cast<double>(s.data.island_tokens[i]));
+    return e;
+}
+
+std::vector<std::unique_ptr<IslandWorker>> make_islands(const Setup& s, const std::vector<int>& total_steps,
+                                                        const std::string& codec) {
+    std::vector<std::unique_ptr<IslandWorker>> out;
+    for (int i = 0; i < s.islands; ++i)
+        out.push_back(std::make_unique<IslandWorker>(
+            s.model, train_config(s, s.data.island_shards[i], total_steps[i], 1, 100 + static_cast<uint64_t>(i)), codec));
+    return out;
+}
+
+}  // namespace
+
+std::vector<float> initial_theta(const Setup& s) {
+    auto backend = make_cpu_backend();
+    GPT2 model(s.model, *backend);
+    model.init_weights(42);
+    std::vector<float> theta(model.num_params());
+    model.get_params(theta);
+    return theta;
+}
+
+float val_loss(const Setup& s, std::span<const float> theta) {
+    auto backend = make_cpu_backend();
+    GPT2 model(s.model, *backend);
+    model.set_params(theta);
+    DataLoader val(s.val, s.B, s.T, DataOrder::sequential, 0);
+    return mean_loss(model, val, s.B, s.T, s.val_batches);
+}
+
+double measure_step_s(const Setup& s) {
+    IslandWorker w(s.model, train_config(s, s.data.all_shard, 100, 1, 7), "fp32");
+    w.set_params(initial_theta(s));
+    w.run_steps(3);
+    const double t0 = now_s();
+    w.run_steps(10);
+    return (now_s() - t0) / 10;
+}
+
+// One island, all the tokens (same_steps: only as many steps as each DiLoCo island takes, so the same
+// time as one island of the DiLoCo run, a quarter of the tokens). Val loss every eval_every steps.
+Row run_single(const Setup& s, bool same_steps) {
+    const double t0 = now_s();
+    Row row;
+    row.name = same_steps ? "single-same-steps" : "single";
+    const int steps = s.rounds * s.H * (same_steps ? 1 : s.islands);
+    IslandWorker w(s.model, train_config(s, s.data.all_shard, steps, 1, 1), "fp32");
+    const std::vector<float> theta = initial_theta(s);
+    std::vector<float> now(theta.size());
+    w.set_params(theta);
+    if (!same_steps) row.curve.emplace_back(0, val_loss(s, theta));
+    for (int done = 0; done < steps;) {
+        const int n = std::min(s.eval_every, steps - done);
+        w.run_steps(n);
+        done += n;
+        if (!same_steps) {
+            w.get_params(now);
+            row.curve.emplace_back(done, val_loss(s, now));
+            std::fprintf(stderr, "  %s: step %d/%d val loss %.4f\n", row.name.c_str(), done, steps, row.curve.back().second);
+        }
+    }
+    w.get_params(now);
+    row.val_loss = same_steps ? val_loss(s, now) : row.curve.back().second;
+    row.tokens = steps * tokens_per_step(s);
+    row.epochs = row.tokens / static_cast<double>(s.data.all_tokens);
+    row.steps_per_island = steps;
+    row.wall_s = steps * s.link.step_s;
+    row.seconds = now_s() - t0;
+    return row;
+}
+
+// Data parallel: every step averages the islands' gradients (gradient accumulation over one
+// micro-batch per island is the same arithmetic); each island sends and receives P floats a step.
+Row run_ddp(const Setup& s) {
+    const double t0 = now_s();
+    Row row;
+    row.name = "ddp";
+    const int steps = s.rounds * s.H;
+    IslandWorker w(s.model, train_config(s, s.data.all_shard, steps, s.islands, 1), "fp32");
+    const std::vector<float> theta = initial_theta(s);
+    w.set_params(theta);
+    for (int done = 0; done < steps; done += std::min(100, steps - done)) {
+        const RoundResult r = w.run_steps(std::min(100, steps - done));
+        std::fprintf(stderr, "  ddp: step %d/%d loss %.3f\n", done + r.steps, steps, r.mean_loss);
+    }
+    std::vector<float> out(theta.size());
+    w.get_params(out);
+    const double fp32 = static_cast<double>(theta.size()) * sizeof(float);
+    row.val_loss = val_loss(s, out);
+    row.bytes = 2.0 * s.islands * steps * fp32;
+    row.peak_bytes_per_sync = 2 * fp32;
+    row.tokens = steps * tokens_per_step(s) * s.islands;
+    row.epochs = row.tokens / static_cast<double>(s.data.all_tokens);
+    row.steps_per_island = steps;
+    row.wall_s = steps * (s.link.step_s + s.link.send_s(fp32) + s.link.receive_s(fp32));
+    row.seconds = now_s() - t0;
+    return row;
+}
+
+// DiLoCo, synchronous: every island starts each round from the global θ, runs H steps, sends its
+// pseudo-gradient; the host averages them (weighted by tokens) into one outer step.
+Row run_diloco(const Setup& s, const std::string& name, const std::string& codec) {
+    const double t0 = now_s();
+    Row row;
+    row.name = name;
+    OuterConfig oc = s.outer;
+    oc.down_codec = codec;
+    oc.total_updates = static_cast<uint64_t>(s.rounds);
+    GlobalModel global(initial_theta(s), oc);
+    auto islands = make_islands(s, std::vector<int>(s.islands, s.rounds * s.H), codec);
+    std::vector<double> tokens(s.islands, 0);
+    const double slowest = *std::ranges::min_element(s.speeds);
+    row.wall_s = row.wall_s_hetero = 0;
+    for (int r = 0; r < s.rounds; ++r) {
+        std::vector<std::vector<float>> deltas;
+        std::vector<double> weights;
+        double loss = 0, up = 0;
+        for (int i = 0; i < s.islands; ++i) {
+            const RoundResult res = islands[i]->run_round(global.theta(), s.H);
+            deltas.push_back(compression::decode(res.payload, global.theta().size()));
+            weights.push_back(res.tokens);
+            tokens[i] += res.tokens;
+            loss += res.mean_loss / s.islands;
+            up = std::max(up, static_cast<double>(res.payload.size()));
+            row.bytes += static_cast<double>(res.payload.size());
+        }
+        std::vector<outer::Contribution> cs;
+        for (int i = 0; i < s.islands; ++i) cs.push_back({deltas[i], weights[i]});
+        const std::vector<std::byte> update = global.make_update(cs);
+        global.apply_update(update);
+        const double down = static_cast<double>(update.size());
+        row.bytes += down * s.islands;
+        row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
+        const double comm = s.link.send_s(up) + s.link.receive_s(down);
+        row.wall_s += s.H * s.link.step_s + comm;
+        row.wall_s_hetero += s.H * s.link.step_s / slowest + comm;  // a sync round waits for the slowest
+        std::fprintf(stderr, "  %s: round %d/%d inner loss %.3f, %.1f MB so far\n", name.c_str(), r + 1, s.rounds, loss,
+                     row.bytes / 1e6);
+    }
+    row.val_loss = val_loss(s, global.theta());
+    for (double t : tokens) row.tokens += t;
+    row.epochs = island_epochs(s, tokens);
+    row.steps_per_island = s.rounds * s.H;
+    row.seconds = now_s() - t0;
+    return row;
+}
+
+// Streaming DiLoCo: P fragments, fragment p sent after the steps fragment_due names; its update is
+// applied τ steps later (the island trained on meanwhile: that is the overlap), and merged into the
+// island's own fragment by α. At the end every fragment is synced once more, so the final θ holds all
+// the training. Every island holds the same global θ (GlobalModel), fragment by fragment.
+Row run_streaming(const Setup& s, const std::string& name, const std::string& codec) {
+    const double t0 = now_s();
+    Row row;
+    row.name = name;
+    const ParamLayout layout(s.model);
+    std::vector<diloco::Fragment> fragments =
+        diloco::make_fragments(layout.num_blocks(), layout.block_size(), layout.num_params(), s.fragments);
+    const int P = s.fragments, steps = s.rounds * s.H;
+    OuterConfig oc = s.outer;
+    oc.down_codec = codec;
+    oc.total_updates = static_cast<uint64_t>(s.rounds);
+    GlobalModel global(initial_theta(s), oc, fragments);
+    auto islands = make_islands(s, std::vector<int>(s.islands, steps), codec);
+    for (auto& w : islands) w->set_params(global.theta());
+    struct Pending {
+        int fragment, apply_at;
+        std::vector<std::byte> update;
+    };
+    std::vector<Pending> pending;
+    std::vector<float> full(global.theta().size());
+    std::vector<double> tokens(s.islands, 0);
+    row.wall_s = steps * s.link.step_s;
+    auto sync = [&](int p, int apply_at) {
+        const diloco::Fragment& f = global.fragment(p);
+        std::vector<float> mine(f.size), theirs(f.size);
+        global.fragment_theta(p, theirs);
+        std::vector<std::vector<float>> deltas;
+        double up = 0;
+        for (int i = 0; i < s.islands; ++i) {
+            islands[i]->get_params(full);
+            diloco::gather(f, full, mine);
+            for (std::size_t k = 0; k < f.size; ++k) mine[k] = theirs[k] - mine[k];
+            const std::vector<std::byte> payload = islands[i]->encode(mine, static_cast<uint64_t>(p));
+            deltas.push_back(compression::decode(payload, f.size));
+            up = std::max(up, static_cast<double>(payload.size()));
+            row.bytes += static_cast<double>(payload.size());
+        }
+        std::vector<outer::Contribution> cs;
+        for (const auto& d : deltas) cs.push_back({d, 1.0});  // equal steps: equal weights
+        std::vector<std::byte> update = global.make_update(cs, p);
+        const double down = static_cast<double>(update.size());
+        row.bytes += down * s.islands;
+        row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
+        // The transfer runs while the island trains τ steps; what is left of it stalls the island.
+        row.wall_s += std::max(0.0, s.link.send_s(up) + s.link.receive_s(down) - s.tau * s.link.step_s);
+        pending.push_back({p, apply_at, std::move(update)});
+    };
+    auto apply_due = [&](int step) {
+        for (auto it = pending.begin(); it != pending.end();) {
+            if (it->apply_at > step) {
+                ++it;
+                continue;
+            }
+            global.apply_update(it->update, it->fragment);
+            const diloco::Fragment& f = global.fragment(it->fragment);
+            std::vector<float> mine(f.size), theirs(f.size);
+            global.fragment_theta(it->fragment, theirs);
+            for (auto& w : islands) {
+                w->get_params(full);
+                diloco::gather(f, full, mine);
+                for (std::size_t k = 0; k < f.size; ++k) mine[k] = s.alpha * mine[k] + (1.0f - s.alpha) * theirs[k];
+                diloco::scatter(f, mine, full);
+                w->set_params(full);
+            }
+            it = pending.erase(it);
+        }
+    };
+    for (int step = 1; step <= steps; ++step) {
+        double loss = 0;
+        for (int i = 0; i < s.islands; ++i) {
+            const RoundResult r = islands[i]->run_steps(1);
+            tokens[i] += r.tokens;
+            loss += r.mean_loss / s.islands;
+        }
+        apply_due(step);
+        for (int p = 0; p < P; ++p)
+            if (diloco::fragment_due(step, p, s.H, P)) sync(p, step + s.tau);
+        if (step % s.H == 0)
+            std::fprintf(stderr, "  %s: step %d/%d inner loss %.3f, %.1f MB so far\n", name.c_str(), step, steps, loss,
+                         row.bytes / 1e6);
+    }
+    apply_due(steps + s.tau);  // updates still on the wire arrive
+    for (int p = 0; p < P; ++p)  // the progress since each fragment's last sync
+        if (!diloco::fragment_due(steps, p, s.H, P)) {
+            sync(p, 0);
+            apply_due(steps + s.tau);
+        }
+    row.val_loss = val_loss(s, global.theta());
+    for (double t : tokens) row.tokens += t;
+    row.epochs = island_epochs(s, tokens);
+    row.steps_per_island = steps;
+    row.seconds = now_s() - t0;
+    return row;
+}
+
+// Asynchronous DiLoCo on an event-driven clock: island i runs at speed v_i (steps of step_s / v_i),
+// takes H_i = Dynamic Local Updates steps a round, and starts each round from the θ it last received.
+// The host applies each pseudo-gradient on arrival (Delayed Nesterov, period = islands), after the
+// staleness rule; the update reaches every island (a receive) before the sender starts again.
+// Islands start rounds until the token budget of the other rows is spent.
+Row run_async(const Setup& s, const std::string& name, const std::string& codec) {
+    const double t0 = now_s();
+    Row row;
+    row.name = name;
+    const int n = s.islands;
+    const double vmax = *std::ranges::max_element(s.speeds);
+    std::vector<int> H(n);
+    for (int i = 0; i < n; ++i) H[i] = rounds::dynamic_local_steps(s.H, s.speeds[i], vmax);
+    const double budget = static_cast<double>(s.rounds) * s.H * n * tokens_per_step(s);
+    const std::size_t num_params = ParamLayout(s.model).num_params();
+    const double up_bytes = static_cast<double>(compression::make_codec(codec)->encode(std::vector<float>(num_params, 0.0f)).size());
+    const double down_bytes = up_bytes;
+
+    // The clock first, without training: event order, staleness and each island's number of rounds
+    // depend only on speeds and sizes (async sends fp32, so its sizes are fixed), so every island's
+    // inner lr schedule can span exactly its own steps.
+    struct Event {
+        int island;
+        uint64_t started_at_version;
+    };
+    std::vector<Event> order;
+    std::vector<int> rounds_of(n, 0);
+    {
+        using Arrival = std::pair<double, int>;  // (time its Δ reaches the host, island)
+        std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> q;
+        std::vector<uint64_t> version(n, 0);
+        uint64_t applied = 0;
+        double started = 0;
+        auto start = [&](int i, double at) {
+            if (started + H[i] * tokens_per_step(s) > budget + 1e-6) return;
+            started += H[i] * tokens_per_step(s);
+            ++rounds_of[i];
+            version[i] = applied;
+            q.push({at + H[i] * s.link.step_s / s.speeds[i] + s.link.send_s(up_bytes), i});
+        };
+        for (int i = 0; i < n; ++i) start(i, 0);
+        while (!q.empty()) {
+            const auto [at, i] = q.top();
+            q.pop();
+            order.push_back({i, version[i]});
+            const uint64_t staleness = applied - version[i];
+            if (rounds::stale_weight(staleness, s.max_staleness, s.stale) > 0) ++applied;
+            row.wall_s = at + s.link.receive_s(down_bytes);
+            start(i, row.wall_s);
+        }
+    }
+    OuterConfig oc = s.outer;
+    oc.optimizer = "delayed-nesterov";
+    oc.period = static_cast<uint32_t>(n);
+    oc.down_codec = codec;
+    oc.total_updates = order.size();
+    GlobalModel global(initial_theta(s), oc);
+    std::vector<int> total_steps(n);
+    for (int i = 0; i < n; ++i) total_steps[i] = rounds_of[i] * H[i];
+    auto islands = make_islands(s, total_steps, codec);
+    std::vector<std::vector<float>> start_theta(n, std::vector<float>(global.theta().begin(), global.theta().end()));
+    std::vector<double> tokens(n, 0);
+    double staleness_sum = 0;
+    row.staleness_max = 0;
+    for (std::size_t e = 0; e < order.size(); ++e) {
+        const int i = order[e].island;
+        const RoundResult res = islands[i]->run_round(start_theta[i], H[i]);
+        tokens[i] += res.tokens;
+        row.bytes += static_cast<double>(res.payload.size());
+        const uint64_t staleness = global.updates_applied() - order[e].started_at_version;
+        staleness_sum += static_cast<double>(staleness);
+        row.staleness_max = std::max(row.staleness_max, static_cast<double>(staleness));
+        const double w = rounds::stale_weight(staleness, s.max_staleness, s.stale);
+        if (w > 0) {
+            std::vector<float> delta = compression::decode(res.payload, global.theta().size());
+            if (w < 1)
+                for (float& x : delta) x *= static_cast<float>(w);
+            const outer::Contribution c{delta, res.tokens};
+            const std::vector<std::byte> update = global.make_update(std::span(&c, 1));
+            global.apply_update(update);
+            row.bytes += static_cast<double>(update.size()) * n;
+            row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, static_cast<double>(res.payload.size() + update.size()));
+        } else {
+            ++row.refused;
+        }
+        start_theta[i].assign(global.theta().begin(), global.theta().end());
+        if ((e + 1) % n == 0)
+            std::fprintf(stderr, "  %s: update %zu/%zu (island %d, staleness %llu) inner loss %.3f\n", name.c_str(), e + 1,
+                         order.size(), i, static_cast<unsigned long long>(staleness), res.mean_loss);
+    }
+    row.val_loss = val_loss(s, global.theta());
+    for (double t : tokens) row.tokens += t;
+    row.epochs = island_epochs(s, tokens);
+    row.steps_per_island = *std::ranges::max_element(total_steps);
+    row.staleness_mean = order.empty() ? 0 : staleness_sum / static_cast<double>(order.size());
+    row.seconds = now_s() - t0;
+    return row;
+}
+
+void set_speedup(Row& row, const Row& single) {
+    if (single.curve.empty() || row.steps_per_island <= 0) return;
+    const auto& c = single.curve;
+    for (std::size_t k = 1; k < c.size(); ++k) {
+        if (c[k].second > row.val_loss) continue;
+        // Linear between the last point above the row's loss and the first at or below it.
+        const double f = (c[k - 1].second - row.val_loss) / std::max(1e-9, static_cast<double>(c[k - 1].second - c[k].second));
+        const double steps = c[k - 1].first + std::clamp(f, 0.0, 1.0) * (c[k].first - c[k - 1].first);
+        row.speedup = steps / row.steps_per_island;
+        return;
+    }
+    row.speedup = static_cast<double>(c.back().first) / row.steps_per_island;
+    row.speedup_capped = true;
+}
+
+}  // namespace arch::bench

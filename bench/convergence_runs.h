@@ -1,0 +1,78 @@
+// bench/convergence_runs.h: the ways bench_convergence trains the same tokens: one island, data
+// parallel, DiLoCo (sync), Streaming DiLoCo and asynchronous DiLoCo on an event-driven clock. Every
+// island runs in this one process through the daemons' own GlobalModel and IslandWorker. Each run
+// also reports what it would cost on a link: bytes per island per sync, and a simulated wall-clock
+// from a step time and the link's rates and latency, counting only communication not overlapped.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/convergence_data.h"
+#include "core/model_config.h"
+#include "peers/diloco/global_model.h"
+
+namespace arch::bench {
+
+// One island's link to the host and its compute speed, for the simulated clock. Bytes are scaled by
+// byte_scale (--model-bytes: the traffic of a bigger model with the same algorithm).
+struct LinkModel {
+    double step_s = 0;            // one inner step of a speed-1 island
+    double up_bytes_per_s = 2.5e6, down_bytes_per_s = 12.5e6, latency_s = 0.05;
+    double byte_scale = 1;
+    double send_s(double bytes) const { return latency_s + bytes * byte_scale / up_bytes_per_s; }
+    double receive_s(double bytes) const { return latency_s + bytes * byte_scale / down_bytes_per_s; }
+};
+
+struct Setup {
+    ModelConfig model;
+    int B = 8, T = 64, H = 50, islands = 4, rounds = 40;
+    float lr = 2e-3f;               // inner AdamW peak
+    diloco::OuterConfig outer;      // lr, momentum and the outer lr schedule of the DiLoCo rows
+    std::string val;
+    BenchData data;
+    int val_batches = 48;
+    int eval_every = 100;           // the one-island run's val loss curve
+    int fragments = 4, tau = 5;     // streaming: P fragments, update applied τ inner steps after sending
+    float alpha = 0.5f;             // streaming merge: θ_local <- α θ_local + (1 - α) θ_global
+    int max_staleness = 4;          // async
+    std::string stale = "downweight";
+    std::vector<double> speeds;     // async and the sync rows' heterogeneous clock: 1, 1, 0.5, 0.25
+    LinkModel link;
+};
+
+struct Row {
+    std::string name;
+    float val_loss = 0;
+    double bytes = 0;                // every island's up + down over the run
+    double peak_bytes_per_sync = 0;  // the most one island moves (up + down) in one sync
+    double tokens = 0;
+    double epochs = 0;               // tokens read over the tokens it could read, the most of any island
+    double seconds = 0;              // real compute time of this bench
+    int steps_per_island = 0;
+    double wall_s = 0;               // simulated, islands at speed 1 (async: at its speeds)
+    double wall_s_hetero = -1;       // sync rows: simulated with the async row's speeds (-1: not a sync row)
+    double speedup = -1;             // filled in from the one-island curve (-1: not measured)
+    bool speedup_capped = false;     // the curve never got as low: the speed-up is at least `speedup`
+    double staleness_mean = -1, staleness_max = -1;  // async
+    int refused = 0;                                 // async: pseudo-gradients refused as too stale
+    std::vector<std::pair<int, float>> curve;        // one island: (step, val loss) every eval_every steps
+};
+
+// The parameters every run starts from (seed 42) and the val loss of a θ.
+std::vector<float> initial_theta(const Setup& s);
+float val_loss(const Setup& s, std::span<const float> theta);
+double measure_step_s(const Setup& s);  // a few B x T steps of one island, after a warm-up
+
+Row run_single(const Setup& s, bool same_steps);
+Row run_ddp(const Setup& s);
+Row run_diloco(const Setup& s, const std::string& name, const std::string& codec);
+Row run_streaming(const Setup& s, const std::string& name, const std::string& codec);
+Row run_async(const Setup& s, const std::string& name, const std::string& codec);
+
+// The steps the one-island run needs to reach `loss` (linear between its curve's points), over
+// steps_per_island; capped (at its last point) when it never gets there.
+void set_speedup(Row& row, const Row& single);
+
+}  // namespace arch::bench
