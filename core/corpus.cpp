@@ -1,8 +1,12 @@
 // core/corpus.cpp: prepare_corpus: stream text (plain or zstd) -> train tokenizer -> encode -> shards.
 // The text is streamed in chunks cut where the pre-splitter always cuts, so chunking never changes
 // the tokens; the token stream itself is held in memory (2 bytes a token) to split off val at the end.
+// ensure_bench_corpus runs data/make_bench_corpus.py (fork + exec, no shell) to get its documents.
 #include "core/corpus.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -70,6 +74,19 @@ void read_text_chunks(const std::string& path, const std::function<void(std::str
     if (last != 0) throw Error("corpus: input '" + path + "' is truncated: its zstd frame ends early");
 }
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+// The last place in text at or after `from` where encoding the two sides apart gives the tokens of
+// encoding text whole; 0 if none. pretoken_safe_prefix's cut after a newline is only safe where that
+// newline is a whitespace run of its own: the pre-splitter leaves the last space of a longer run
+// ("\n\nIt") to the word after it, but at the end of a text it takes the whole run as one piece.
+size_t safe_cut(std::string_view text, size_t from) {
+    const std::string_view tail = text.substr(from);
+    for (size_t cut = pretoken_safe_prefix(tail); cut > 0; cut = pretoken_safe_prefix(tail.substr(0, cut - 1)))
+        if (from + cut < 2 || !is_space(text[from + cut - 2])) return from + cut;
+    return 0;
+}
+
 // Like read_text_chunks, but every chunk ends where the pre-splitter cuts regardless of what follows.
 void read_text_pieces(const std::string& path, const std::function<void(std::string_view)>& fn) {
     std::string pending;
@@ -77,8 +94,7 @@ void read_text_pieces(const std::string& path, const std::function<void(std::str
         // Only the new bytes (and the one before them) can hold a cut: the rest was searched already.
         const size_t from = pending.empty() ? 0 : pending.size() - 1;
         pending.append(chunk);
-        size_t cut = pretoken_safe_prefix(std::string_view(pending).substr(from));
-        if (cut > 0) cut += from;
+        size_t cut = safe_cut(pending, from);
         if (cut == 0 && pending.size() > kMaxPendingBytes) cut = pending.size();
         if (cut > 0) {
             fn(std::string_view(pending).substr(0, cut));
@@ -103,11 +119,13 @@ uint64_t fnv1a_file(const std::string& path) {
     return h;
 }
 
-// What decides the output: the inputs' names, sizes and contents, and the settings.
-std::string manifest(const std::vector<std::string>& inputs, int vocab_size, double val_fraction,
+// What decides the output: the inputs' names, sizes and contents, and the settings. (A tail split
+// writes no val_chunk_tokens line, so preparations made before spread splits existed still match.)
+std::string manifest(const std::vector<std::string>& inputs, int vocab_size, const ValSplit& val,
                      const std::string& tokenizer_path) {
     std::ostringstream m;
-    m << kManifestHeader << "vocab_size " << vocab_size << "\nval_fraction " << val_fraction << "\n";
+    m << kManifestHeader << "vocab_size " << vocab_size << "\nval_fraction " << val.fraction << "\n";
+    if (val.chunk_tokens > 0) m << "val_chunk_tokens " << val.chunk_tokens << "\n";
     if (!tokenizer_path.empty())
         m << "tokenizer " << fs::path(tokenizer_path).filename().string() << " " << std::hex
           << fnv1a_file(tokenizer_path) << std::dec << "\n";
@@ -156,14 +174,54 @@ PreparedCorpus corpus_paths(const std::string& out_dir, const std::string& token
             tokenizer_path.empty() ? (fs::path(out_dir) / "tokenizer.bin").string() : tokenizer_path};
 }
 
-void check_inputs(const std::vector<std::string>& input_files, double val_fraction, const std::string& tokenizer_path) {
+void check_inputs(const std::vector<std::string>& input_files, const ValSplit& val, const std::string& tokenizer_path) {
     if (input_files.empty()) throw Error("corpus: no input files given; expected one or more .txt or .txt.zst files");
     for (const std::string& p : input_files)
         if (!fs::is_regular_file(p)) throw Error("corpus: input '" + p + "' does not exist or is not a file");
     if (!tokenizer_path.empty() && !fs::is_regular_file(tokenizer_path))
         throw Error("corpus: tokenizer '" + tokenizer_path + "' does not exist");
-    if (!(val_fraction >= 0.0 && val_fraction <= 0.5))
-        throw Error("corpus: val_fraction must be between 0 and 0.5, got " + std::to_string(val_fraction));
+    if (val.chunk_tokens == 0 && !(val.fraction >= 0.0 && val.fraction <= 0.5))
+        throw Error("corpus: val_fraction must be between 0 and 0.5, got " + std::to_string(val.fraction));
+    if (val.chunk_tokens > 0 && !(val.fraction > 0.0 && val.fraction <= 0.5))
+        throw Error("corpus: a spread val split needs a val_fraction above 0 and at most 0.5, got " +
+                    std::to_string(val.fraction));
+}
+
+// Moves val out of tokens (ValSplit in corpus.h) and returns it; train stays in tokens, in order.
+std::vector<uint16_t> split_off_val(std::vector<uint16_t>& tokens, const ValSplit& split) {
+    const uint64_t n = tokens.size();
+    if (split.chunk_tokens == 0) {
+        const auto wanted = static_cast<uint64_t>(std::ceil(split.fraction * static_cast<double>(n)));
+        const uint64_t val_n = std::min(std::max(wanted, kMinValTokens), n / 2);
+        std::vector<uint16_t> val(tokens.end() - static_cast<std::ptrdiff_t>(val_n), tokens.end());
+        tokens.resize(n - val_n);
+        return val;
+    }
+    const uint64_t chunk = split.chunk_tokens;
+    const uint64_t chunks = (n + chunk - 1) / chunk;
+    const double stride = std::round(1.0 / split.fraction);  // at least 2, as fraction <= 0.5
+    if (stride > static_cast<double>(chunks)) {
+        const auto one_in = static_cast<unsigned long long>(std::min(stride, 1e18));
+        throw Error("corpus: a spread val split with val_fraction " + std::to_string(split.fraction) +
+                    " takes one chunk in " + std::to_string(one_in) + ", but the inputs hold only " +
+                    std::to_string(chunks) + " chunks of " + std::to_string(chunk) + " tokens (" + std::to_string(n) +
+                    " tokens): use smaller chunks or a larger val_fraction");
+    }
+    const auto k = static_cast<uint64_t>(stride);
+    std::vector<uint16_t> val;
+    uint64_t kept = 0;
+    for (uint64_t g = 0, off = 0; off < n; g++, off += chunk) {
+        const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(off);
+        const auto last = first + static_cast<std::ptrdiff_t>(std::min(chunk, n - off));
+        if (g % k == k - 1) {
+            val.insert(val.end(), first, last);
+        } else {
+            if (kept != off) std::copy(first, last, tokens.begin() + static_cast<std::ptrdiff_t>(kept));  // moves left
+            kept += static_cast<uint64_t>(last - first);
+        }
+    }
+    tokens.resize(kept);
+    return val;
 }
 
 Tokenizer train_tokenizer(const std::vector<std::string>& input_files, int vocab_size) {
@@ -198,9 +256,9 @@ std::vector<uint16_t> encode_inputs(const std::vector<std::string>& input_files,
 }  // namespace
 
 PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
-                              int vocab_size, double val_fraction, const std::string& tokenizer_path) {
-    check_inputs(input_files, val_fraction, tokenizer_path);
-    const std::string done_text = manifest(input_files, vocab_size, val_fraction, tokenizer_path);
+                              int vocab_size, const ValSplit& val, const std::string& tokenizer_path) {
+    check_inputs(input_files, val, tokenizer_path);
+    const std::string done_text = manifest(input_files, vocab_size, val, tokenizer_path);
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec) throw Error("corpus: cannot create output directory '" + out_dir + "': " + ec.message());
@@ -214,22 +272,24 @@ PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const
         throw Error("corpus: tokenizer has " + std::to_string(tok.vocab_size()) + " ids; shards hold uint16, at most 65536");
     if (tokenizer_path.empty()) tok.save(result.tokenizer_path);
 
-    const std::vector<uint16_t> tokens = encode_inputs(input_files, tok);
+    std::vector<uint16_t> tokens = encode_inputs(input_files, tok);
     if (tokens.size() < 2)
         throw Error("corpus: the inputs hold only " + std::to_string(tokens.size()) +
                     " tokens; expected enough text for a train and a val split");
-    const uint64_t n = tokens.size();
-    const auto wanted = static_cast<uint64_t>(std::ceil(val_fraction * static_cast<double>(n)));
-    const uint64_t val_n = std::min(std::max(wanted, kMinValTokens), n / 2);
-    const std::span<const uint16_t> all(tokens);
-    const size_t train_shards = write_shards(out_dir, "train", all.first(n - val_n));
-    const size_t val_shards = write_shards(out_dir, "val", all.last(val_n));
+    const std::vector<uint16_t> val_tokens = split_off_val(tokens, val);
+    const size_t train_shards = write_shards(out_dir, "train", tokens);
+    const size_t val_shards = write_shards(out_dir, "val", val_tokens);
 
     const std::string done = (fs::path(out_dir) / "DONE").string();
     write_file_atomic(done, std::span(reinterpret_cast<const uint8_t*>(done_text.data()), done_text.size()));
     log::get("data")->info("prepare: wrote {} train tokens in {} shard(s) and {} val tokens in {} shard(s) to {}",
-                           n - val_n, train_shards, val_n, val_shards, out_dir);
+                           tokens.size(), train_shards, val_tokens.size(), val_shards, out_dir);
     return result;
+}
+
+PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
+                              int vocab_size, double val_fraction, const std::string& tokenizer_path) {
+    return prepare_corpus(input_files, out_dir, vocab_size, ValSplit{val_fraction, 0}, tokenizer_path);
 }
 
 PreparedCorpus ensure_bundled_corpus(const std::string& input, const std::string& out_dir) {
@@ -242,13 +302,134 @@ PreparedCorpus ensure_bundled_corpus(const std::string& input, const std::string
     const std::string done = (fs::path(out_dir) / "DONE").string();
     const PreparedCorpus paths = corpus_paths(out_dir, "");
     if (fs::is_regular_file(done) && fs::is_regular_file(paths.tokenizer_path) &&
-        read_small_file(done) == manifest({input}, kVocab, kValFraction, ""))
+        read_small_file(done) == manifest({input}, kVocab, ValSplit{kValFraction, 0}, ""))
         return paths;
     return prepare_corpus({input}, out_dir, kVocab, kValFraction, "");
 }
 
 PreparedCorpus ensure_bundled_corpus() {
     return ensure_bundled_corpus(shipped_file("kjv.txt.zst"), (fs::path(user_data_dir()) / "corpus" / "kjv").string());
+}
+
+namespace {
+
+constexpr int kBenchVocab = 4096;
+constexpr ValSplit kBenchVal{1.0 / 64, 4096};  // every 64th chunk of 4096 tokens: 1.6% of the tokens
+
+std::string command_line(const std::vector<std::string>& argv) {
+    std::string s;
+    for (const std::string& a : argv) s += (s.empty() ? "" : " ") + a;
+    return s;
+}
+
+// Runs argv (looked up on PATH, no shell) and returns its exit status; with out, its stdout is read
+// into *out, otherwise it is inherited. stderr is always inherited, so the program's messages show.
+int run_program(const std::vector<std::string>& argv, std::string* out) {
+    std::vector<char*> args;  // built before fork: the child only calls async-signal-safe functions
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    int fds[2] = {-1, -1};
+    if (out && pipe2(fds, O_CLOEXEC) != 0)
+        throw Error(std::string("corpus: cannot create a pipe: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) {
+        const int err = errno;
+        if (out) {
+            close(fds[0]);
+            close(fds[1]);
+        }
+        throw Error(std::string("corpus: cannot start '") + argv[0] + "': " + std::strerror(err));
+    }
+    if (pid == 0) {
+        if (out) {
+            dup2(fds[1], STDOUT_FILENO);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    if (out) {
+        close(fds[1]);
+        char buf[4096];
+        for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) break;
+            out->append(buf, static_cast<size_t>(got));
+        }
+        close(fds[0]);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            throw Error(std::string("corpus: waiting for '") + argv[0] + "' failed: " + std::strerror(errno));
+    if (!WIFEXITED(status)) return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return WEXITSTATUS(status);
+}
+
+void run_script(const std::vector<std::string>& argv, std::string* out) {
+    const int rc = run_program(argv, out);
+    if (rc == 127)
+        throw Error("corpus: cannot run '" + argv[0] + "' to make the benchmark corpus; install python3 "
+                    "(scripts/install_deps.sh does)");
+    if (rc != 0)
+        throw Error("corpus: `" + command_line(argv) + "` failed with exit status " + std::to_string(rc) +
+                    " (its message is above)");
+}
+
+std::vector<std::string> text_documents(const fs::path& dir) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (entry.is_regular_file() && entry.path().extension() == ".txt") files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+}  // namespace
+
+PreparedCorpus ensure_bench_corpus(const std::string& script, const std::string& out_dir,
+                                   const std::string& package_root) {
+    if (!fs::is_regular_file(script))
+        throw Error("corpus: the benchmark corpus script '" + script + "' is missing (data/ of a checkout has it)");
+    fs::create_directories(out_dir);
+    const FileLock lock((fs::path(out_dir) / ".lock").string());  // islands starting together prepare once
+    const fs::path text_dir = fs::path(out_dir) / "text";
+    const std::string done = (fs::path(out_dir) / "DONE").string();
+    const PreparedCorpus paths = corpus_paths(out_dir, "");
+    const bool finished = fs::is_regular_file(done) && fs::is_regular_file(paths.tokenizer_path) &&
+                          fs::is_regular_file(text_dir / "SOURCES");  // the script writes SOURCES last
+    if (finished) {
+        const std::vector<std::string> docs = text_documents(text_dir);
+        if (!docs.empty() && read_small_file(done) == manifest(docs, kBenchVocab, kBenchVal, "")) return paths;
+    }
+
+    std::vector<std::string> base = {"python3", script};
+    if (!package_root.empty()) base.insert(base.end(), {"--root", package_root});
+    std::vector<std::string> check = base;
+    check.push_back("--missing");
+    std::string missing;
+    run_script(check, &missing);
+    std::istringstream lines(missing);
+    std::string names;
+    for (std::string p; std::getline(lines, p);)
+        if (!p.empty()) names += (names.empty() ? "" : " ") + p;
+    if (!names.empty())
+        throw Error("corpus: the benchmark corpus is made from Debian packages that are not installed: " + names +
+                    "; install them with `sudo apt-get install " + names + "` (scripts/install_deps.sh does)");
+
+    log::get("data")->info("prepare: extracting the benchmark corpus into {}", text_dir.string());
+    std::vector<std::string> extract = base;
+    extract.push_back(text_dir.string());
+    run_script(extract, nullptr);
+    const std::vector<std::string> docs = text_documents(text_dir);
+    if (docs.empty()) throw Error("corpus: " + script + " wrote no .txt documents into " + text_dir.string());
+    return prepare_corpus(docs, out_dir, kBenchVocab, kBenchVal, "");
+}
+
+PreparedCorpus ensure_bench_corpus() {
+    return ensure_bench_corpus(shipped_file("make_bench_corpus.py"),
+                               (fs::path(user_data_dir()) / "corpus" / "bench").string());
 }
 
 }  // namespace arch

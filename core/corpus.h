@@ -1,6 +1,6 @@
 // core/corpus.h: turn text files into llm.c train/val token shards plus the tokenizer that made them.
-// Each input file is one document, preceded by <|endoftext|> (llm.c's convention). The last
-// val_fraction of all tokens (at least kMinValTokens, at most half) is the validation split.
+// Each input file is one document, preceded by <|endoftext|> (llm.c's convention). Val is either the
+// tail of the token stream or every k-th chunk of it ("spread", same distribution as train: ValSplit).
 // out_dir/DONE is written last; a directory without it is an interrupted run and is redone.
 #pragma once
 
@@ -19,9 +19,23 @@ struct PreparedCorpus {
 constexpr uint64_t kMaxShardTokens = 100'000'000;  // llm.c's shard size
 constexpr uint64_t kMinValTokens = 4 * 1024 + 1;   // one llm.c-default val batch (B=4, T=1024)
 
+// Which tokens of the stream (all documents, in input order) go to val; the rest, in order, is train.
+struct ValSplit {
+    double fraction = 0.02;
+    // 0, "tail": val is the last `fraction` of the tokens, at least kMinValTokens, at most half;
+    // fraction in [0, 0.5]. > 0, "spread": the stream is cut into chunks of chunk_tokens tokens and
+    // chunks k-1, 2k-1, 3k-1, ... go to val, with k = round(1 / fraction) (so val holds about 1/k of
+    // the tokens, from all over the stream); fraction in (0, 0.5], and the stream must reach chunk k-1.
+    uint64_t chunk_tokens = 0;
+};
+
 // input_files: .txt, or .txt.zst (zstd, decompressed while streaming). tokenizer_path empty: train
 // a vocab_size tokenizer on the inputs and save it as out_dir/tokenizer.bin; otherwise load it
 // (vocab_size is then ignored). Progress goes to stderr. Always redoes the work.
+PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
+                              int vocab_size, const ValSplit& val, const std::string& tokenizer_path);
+
+// The same with the tail split: val is the last val_fraction of the tokens.
 PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
                               int vocab_size, double val_fraction, const std::string& tokenizer_path);
 
@@ -31,5 +45,17 @@ PreparedCorpus ensure_bundled_corpus(const std::string& corpus_file, const std::
 
 // The same for the shipped corpus (core/install_paths.h), into the user's data directory (corpus/kjv).
 PreparedCorpus ensure_bundled_corpus();
+
+// The benchmark corpus (data/README.md): 6.3M tokens of public-domain English from Debian packages.
+// Unless out_dir already holds a finished preparation of it, runs `python3 script OUT_DIR/text` (data/
+// make_bench_corpus.py: the packages' text as plain .txt documents) and prepares those documents with
+// a vocab 4096 tokenizer trained on them and a spread val split (every 64th chunk of 4096 tokens).
+// Throws arch::Error naming the Debian packages to install when their files are missing;
+// package_root, when given, prefixes every package path (tests).
+PreparedCorpus ensure_bench_corpus(const std::string& script, const std::string& out_dir,
+                                   const std::string& package_root = "");
+
+// The same with the checkout's data/make_bench_corpus.py, into the user's data directory (corpus/bench).
+PreparedCorpus ensure_bench_corpus();
 
 }  // namespace arch

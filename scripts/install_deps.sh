@@ -21,6 +21,7 @@ PACKAGES=(
   libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
   prometheus             # promtool, checks the control API's /metrics in tests
   bible-kjv              # source of the bundled corpus (data/README.md)
+  sword-comm-tdavid sword-comm-mhcc sword-comm-scofield sword-text-web jargon-text libsword-utils  # the benchmark corpus (data/README.md)
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev  # archipelago-gui (Qt Charts needs Qt6OpenGL's CMake files)
   xvfb xauth imagemagick # scripts/gui_screenshot.sh (the app under a virtual X server)
   python3 python3-venv python3-numpy python3-torch  # reference fixtures and the transformers check

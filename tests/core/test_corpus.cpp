@@ -1,10 +1,12 @@
 // tests/core/test_corpus.cpp: prepare_corpus on small temporary texts (plain and zstd): the shards
-// decode back to the input with <|endoftext|> before each document, val is the tail, reruns are
-// clean; bad inputs are refused; the bundled corpus is prepared once and then reused.
+// decode back to the input with <|endoftext|> before each document, val is the tail (or, spread,
+// every k-th chunk), reruns are clean; bad inputs are refused; the bundled corpus is prepared once
+// and then reused; the benchmark corpus names the Debian packages it lacks.
 #include "core/corpus.h"
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -95,6 +97,28 @@ TEST_CASE("prepared shards decode to the inputs, each document after <|endoftext
     }
 }
 
+TEST_CASE("documents with blank lines between paragraphs encode as if whole") {
+    // The reader cuts text after a newline; a cut after "\n\n" would make the two newlines one token.
+    TempDir dir;
+    std::string paragraphs;
+    for (int i = 0; i < 2000; i++) paragraphs += "\n\n x";
+    const arch::Tokenizer trained = arch::Tokenizer::train(paragraphs + document(5, 2000), 300);
+    REQUIRE(trained.encode("\n\n").size() == 1);  // else a wrong cut would give the same tokens
+    trained.save(dir.file("tok.bin"));
+
+    std::string text;
+    for (int p = 0; p < 200; p++) text += document(40 + p, 20) + (p % 2 ? "\n\n Next" : p % 3 ? "\n\nNext" : "\nNext");
+    text += "\n\nThe end.";  // the last place to cut: after "\n\n", which the reader must not take
+    write_file(dir.file("a.txt"), text);
+    const std::string out = dir.file("out");
+    const arch::PreparedCorpus c = arch::prepare_corpus({dir.file("a.txt")}, out, 0, 0.1, dir.file("tok.bin"));
+    std::vector<int> expected = {trained.eot_token()};
+    for (int id : trained.encode(text)) expected.push_back(id);
+    std::vector<int> got = shard_ids(out, "train"), val = shard_ids(out, "val");
+    got.insert(got.end(), val.begin(), val.end());
+    CHECK(got == expected);
+}
+
 TEST_CASE("prepare refuses bad inputs") {
     TempDir dir;
     const std::string out = dir.file("out");
@@ -149,4 +173,102 @@ TEST_CASE("the bundled corpus is prepared once, then reused") {
     arch::ensure_bundled_corpus("data/kjv.txt.zst", out);
     CHECK(fs::exists(out + "/DONE"));
     CHECK_THROWS_WITH(arch::ensure_bundled_corpus(dir.file("no_repo/kjv.txt.zst"), out), Contains("kjv.txt.zst"));
+}
+
+TEST_CASE("a spread val split holds out every k-th chunk, from all over the stream") {
+    TempDir dir;
+    std::vector<std::string> inputs, texts;
+    for (int d = 0; d < 6; d++) {
+        texts.push_back(document(10 + d, 2500));
+        inputs.push_back(dir.file("doc" + std::to_string(d) + ".txt"));
+        write_file(inputs.back(), texts.back());
+    }
+    const std::string out = dir.file("out");
+    constexpr uint64_t kChunk = 128, kStride = 10;
+    const arch::PreparedCorpus c = arch::prepare_corpus(inputs, out, 300, arch::ValSplit{0.1, kChunk}, "");
+    CHECK_THAT(read_file_bytes(out + "/DONE"), Contains("val_chunk_tokens 128"));
+
+    // The whole stream, as a tail split would have cut it.
+    const arch::Tokenizer tok = arch::Tokenizer::load(c.tokenizer_path);
+    std::vector<int> stream;
+    for (const std::string& t : texts) {
+        stream.push_back(tok.eot_token());
+        for (int id : tok.encode(t)) stream.push_back(id);
+    }
+    const std::vector<int> train = shard_ids(out, "train"), val = shard_ids(out, "val");
+    const size_t n = stream.size();
+    REQUIRE(n > 40 * kChunk);
+    CHECK(train.size() + val.size() == n);
+
+    // Chunk g of the stream is the next piece of val when g % k == k-1, of train otherwise: so every
+    // token is in exactly one split, in stream order, and putting them back gives the stream.
+    std::vector<int> rebuilt;
+    std::vector<size_t> val_starts;
+    size_t t = 0, v = 0;
+    for (size_t g = 0, off = 0; off < n; g++, off += kChunk) {
+        const size_t len = std::min<size_t>(kChunk, n - off);
+        const bool is_val = g % kStride == kStride - 1;
+        const std::vector<int>& from = is_val ? val : train;
+        size_t& at = is_val ? v : t;
+        REQUIRE(at + len <= from.size());
+        rebuilt.insert(rebuilt.end(), from.begin() + static_cast<std::ptrdiff_t>(at),
+                       from.begin() + static_cast<std::ptrdiff_t>(at + len));
+        at += len;
+        if (is_val) val_starts.push_back(off);
+    }
+    CHECK(t == train.size());
+    CHECK(v == val.size());
+    CHECK(rebuilt == stream);
+
+    // About a tenth of the tokens, and some from every tenth of the stream.
+    CHECK(val.size() >= n / kStride - kChunk);
+    CHECK(val.size() <= n / kStride + kChunk);
+    for (size_t tenth = 0; tenth < 10; tenth++) {
+        const size_t lo = tenth * n / 10, hi = (tenth + 1) * n / 10;
+        CHECK(std::any_of(val_starts.begin(), val_starts.end(), [&](size_t s) { return s + kChunk > lo && s < hi; }));
+    }
+
+    // The tail split of the same inputs is a different preparation.
+    arch::prepare_corpus(inputs, out, 300, 0.1, "");
+    const std::vector<int> tail = shard_ids(out, "val");
+    CHECK(std::equal(tail.begin(), tail.end(), stream.end() - static_cast<std::ptrdiff_t>(tail.size())));
+    CHECK(read_file_bytes(out + "/DONE").find("val_chunk_tokens") == std::string::npos);
+
+    CHECK_THROWS_WITH(arch::prepare_corpus(inputs, out, 300, arch::ValSplit{0.0, kChunk}, ""), Contains("spread"));
+    CHECK_THROWS_WITH(arch::prepare_corpus(inputs, out, 300, arch::ValSplit{0.001, kChunk}, ""),
+                      Contains("takes one chunk in 1000") && Contains("chunks of 128 tokens"));
+}
+
+TEST_CASE("the benchmark corpus names the Debian packages it lacks") {
+    // Tests run from the repository root, where data/make_bench_corpus.py lives.
+    REQUIRE(fs::exists("data/make_bench_corpus.py"));
+    TempDir dir;
+    fs::create_directories(dir.file("empty-root"));
+    const std::string out = dir.file("bench");
+    CHECK_THROWS_WITH(arch::ensure_bench_corpus("data/make_bench_corpus.py", out, dir.file("empty-root")),
+                      Contains("not installed") && Contains("sword-comm-tdavid") && Contains("jargon-text") &&
+                          Contains("libsword-utils") && Contains("apt-get install"));
+    CHECK_FALSE(fs::exists(out + "/DONE"));
+    CHECK_THROWS_WITH(arch::ensure_bench_corpus(dir.file("none.py"), out), Contains("none.py"));
+}
+
+TEST_CASE("the benchmark corpus is over 5M train tokens with val spread over it") {
+    // Prepared once into the tests' data directory (build-test-data/corpus/bench), then reused.
+    arch::PreparedCorpus c;
+    try {
+        c = arch::ensure_bench_corpus();
+    } catch (const arch::Error& e) {
+        if (std::string(e.what()).find("not installed") == std::string::npos) throw;
+        WARN("skipped: " << e.what());
+        return;
+    }
+    CHECK(arch::Tokenizer::load(c.tokenizer_path).vocab_size() == 4096);
+    arch::DataLoader train(c.train_pattern, 8, 64, arch::DataOrder::sequential, 0, 4096);
+    arch::DataLoader val(c.val_pattern, 8, 64, arch::DataOrder::sequential, 0, 4096);
+    CHECK(train.total_tokens() > 5'000'000);          // 4 islands x 40 rounds x H=50 x 8 x 64 read once
+    CHECK(val.total_tokens() >= 32 * (8 * 64 + 1));   // bench_convergence's 32 val batches
+    CHECK(val.total_tokens() * 70 > train.total_tokens());  // every 64th chunk: about 1.6%
+    const auto stamp = fs::last_write_time(fs::path(c.tokenizer_path));
+    arch::ensure_bench_corpus();
+    CHECK(fs::last_write_time(fs::path(c.tokenizer_path)) == stamp);
 }
