@@ -15,6 +15,8 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "peers/diloco/fragments.h"
 #include "peers/diloco/island_worker.h"
+#include "peers/rounds/local_steps.h"
+#include "peers/rounds/staleness.h"
 
 namespace arch::bench {
 namespace {
@@ -23,21 +25,6 @@ using diloco::GlobalModel;
 using diloco::IslandWorker;
 using diloco::OuterConfig;
 using diloco::RoundResult;
-
-// Until the host's round policies land (peers/rounds), the same two rules, stated here:
-// Dynamic Local Updates (Liu et al., arXiv 2401.09135): H_i = floor(H v_i / v_max), at least 1;
-// a pseudo-gradient at most max_staleness updates old is applied as it is; an older one is scaled by
-// (1 + max_staleness) / (1 + staleness) ("downweight") or refused (weight 0, "refuse"). With n islands
-// staleness n - 1 is what asynchrony itself gives, and Delayed Nesterov already allows for it.
-namespace rounds {
-int dynamic_local_steps(int H, double mine, double fastest) {
-    return std::max(1, static_cast<int>(std::floor(H * mine / fastest + 1e-9)));
-}
-double stale_weight(uint64_t staleness, int max_staleness, const std::string& rule) {
-    if (staleness <= static_cast<uint64_t>(max_staleness)) return 1.0;
-    return rule == "downweight" ? (1.0 + max_staleness) / (1.0 + static_cast<double>(staleness)) : 0.0;
-}
-}  // namespace rounds
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -74,6 +61,19 @@ std::vector<std::unique_ptr<IslandWorker>> make_islands(const Setup& s, const st
     return out;
 }
 
+// DES-LOC's moment sync: every island's AdamW m and v replaced by their mean over the islands.
+void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands) {
+    const std::size_t n = islands.front()->num_params();
+    std::vector<float> m(n), v(n), m_sum(n, 0.0f), v_sum(n, 0.0f);
+    for (auto& w : islands) {
+        w->get_adamw_state(m, v);
+        for (std::size_t k = 0; k < n; ++k) m_sum[k] += m[k], v_sum[k] += v[k];
+    }
+    const float inv = 1.0f / static_cast<float>(islands.size());
+    for (std::size_t k = 0; k < n; ++k) m_sum[k] *= inv, v_sum[k] *= inv;
+    for (auto& w : islands) w->set_adamw_state(m_sum, v_sum);
+}
+
 }  // namespace
 
 std::vector<float> initial_theta(const Setup& s) {
@@ -89,7 +89,8 @@ float val_loss(const Setup& s, std::span<const float> theta) {
     auto backend = make_cpu_backend();
     GPT2 model(s.model, *backend);
     model.set_params(theta);
-    DataLoader val(s.val, s.B, s.T, DataOrder::sequential, 0);
+    // The same val_batches windows for every row and every call, drawn over the whole val split.
+    DataLoader val(s.val, s.B, s.T, DataOrder::shuffled, 0);
     return mean_loss(model, val, s.B, s.T, s.val_batches);
 }
 
@@ -193,8 +194,15 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
         for (int i = 0; i < s.islands; ++i) cs.push_back({deltas[i], weights[i]});
         const std::vector<std::byte> update = global.make_update(cs);
         global.apply_update(update);
-        const double down = static_cast<double>(update.size());
+        double down = static_cast<double>(update.size());
         row.bytes += down * s.islands;
+        if (s.desloc > 0 && (r + 1) % s.desloc == 0) {
+            average_adamw_moments(islands);  // DES-LOC: each island sends m and v and gets their mean
+            const double moments = 2.0 * static_cast<double>(global.theta().size()) * sizeof(float);
+            up += moments;
+            down += moments;
+            row.bytes += 2 * moments * s.islands;
+        }
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         const double comm = s.link.send_s(up) + s.link.receive_s(down);
         row.wall_s += s.H * s.link.step_s + comm;
@@ -321,7 +329,8 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
     const int n = s.islands;
     const double vmax = *std::ranges::max_element(s.speeds);
     std::vector<int> H(n);
-    for (int i = 0; i < n; ++i) H[i] = rounds::dynamic_local_steps(s.H, s.speeds[i], vmax);
+    for (int i = 0; i < n; ++i) H[i] = static_cast<int>(rounds::local_steps(static_cast<uint32_t>(s.H), s.speeds[i], vmax));
+    const rounds::StalenessRule rule{static_cast<uint64_t>(s.max_staleness), rounds::parse_stale_action(s.stale)};
     const double budget = static_cast<double>(s.rounds) * s.H * n * tokens_per_step(s);
     const std::size_t num_params = ParamLayout(s.model).num_params();
     const double up_bytes = static_cast<double>(compression::make_codec(codec)->encode(std::vector<float>(num_params, 0.0f)).size());
@@ -355,7 +364,7 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
             q.pop();
             order.push_back({i, version[i]});
             const uint64_t staleness = applied - version[i];
-            if (rounds::stale_weight(staleness, s.max_staleness, s.stale) > 0) ++applied;
+            if (!rounds::judge_staleness(staleness, rule).refused) ++applied;
             row.wall_s = at + s.link.receive_s(down_bytes);
             start(i, row.wall_s);
         }
@@ -381,11 +390,11 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
         const uint64_t staleness = global.updates_applied() - order[e].started_at_version;
         staleness_sum += static_cast<double>(staleness);
         row.staleness_max = std::max(row.staleness_max, static_cast<double>(staleness));
-        const double w = rounds::stale_weight(staleness, s.max_staleness, s.stale);
-        if (w > 0) {
+        const rounds::StaleVerdict verdict = rounds::judge_staleness(staleness, rule);  // the host's own rule
+        if (!verdict.refused) {
             std::vector<float> delta = compression::decode(res.payload, global.theta().size());
-            if (w < 1)
-                for (float& x : delta) x *= static_cast<float>(w);
+            if (verdict.scale != 1.0f)
+                for (float& x : delta) x *= verdict.scale;
             const outer::Contribution c{delta, res.tokens};
             const std::vector<std::byte> update = global.make_update(std::span(&c, 1));
             global.apply_update(update);

@@ -32,10 +32,11 @@ struct Setup {
     diloco::OuterConfig outer;      // lr, momentum and the outer lr schedule of the DiLoCo rows
     std::string val;
     BenchData data;
-    int val_batches = 48;
+    int val_batches = 64;           // windows drawn (seed 0) over the whole val split
     int eval_every = 100;           // the one-island run's val loss curve
     int fragments = 4, tau = 5;     // streaming: P fragments, update applied τ inner steps after sending
     float alpha = 0.5f;             // streaming merge: θ_local <- α θ_local + (1 - α) θ_global
+    int desloc = 0;                 // DiLoCo rows: average the islands' AdamW m and v every this many rounds (0: never)
     int max_staleness = 4;          // async
     std::string stale = "downweight";
     std::vector<double> speeds;     // async and the sync rows' heterogeneous clock: 1, 1, 0.5, 0.25

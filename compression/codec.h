@@ -74,6 +74,10 @@ public:
     // Error feedback residual of a stream (empty if none or no error feedback); reset drops it.
     virtual std::span<const float> residual(std::uint64_t stream) const { return {}; }
     virtual void reset(std::uint64_t stream) {}
+    // Puts back a residual saved from residual(stream) (a copy taken before an encode whose message
+    // was never applied): the next encode is then as if that one had never happened. An empty span
+    // is reset(stream). Codecs without error feedback ignore it.
+    virtual void set_residual(std::uint64_t stream, std::span<const float> r) {}
 };
 
 // Parses a spec (grammar in docs/codecs.md):

@@ -189,6 +189,15 @@ public:
 
     void reset(std::uint64_t stream) override { residuals_.erase(stream); }
 
+    void set_residual(std::uint64_t stream, std::span<const float> r) override {
+        if (!spec_.ef) return;
+        if (r.empty()) {
+            residuals_.erase(stream);
+            return;
+        }
+        residuals_[stream].assign(r.begin(), r.end());
+    }
+
 private:
     Spec spec_;
     std::map<std::uint64_t, std::vector<float>> residuals_;

@@ -172,7 +172,9 @@ void Island::get_params(std::span<float> full) {
     });
 }
 
-StepStats Island::step() {
+StepStats Island::step() { return step(config_.schedule.at(steps_done_)); }
+
+StepStats Island::step(float lr) {
     const auto t0 = std::chrono::steady_clock::now();
     const int N = devices(), A = config_.grad_accum;
     const std::size_t bt = static_cast<std::size_t>(config_.B) * config_.T;
@@ -201,7 +203,7 @@ StepStats Island::step() {
     if (!std::isfinite(s.loss))
         throw Error("training diverged at step " + std::to_string(steps_done_ + 1) + ": loss is " +
                     std::to_string(s.loss) + " (try a lower --lr)");
-    s.lr = config_.schedule.at(steps_done_);
+    s.lr = lr;
     run_on_devices([&](int r) {  // the optimizer: identical on every rank (DDP) or on each shard (ZeRO-3)
         Device& d = *devices_[r];
         if (d.whole) d.grad_norm = d.whole->adamw_step(s.lr, config_.adamw);

@@ -56,6 +56,7 @@ public:
     void set_params(std::span<const float> full);
 
     StepStats step();  // throws if training diverges; after any throw the island is unusable
+    StepStats step(float lr);  // the same at a learning rate the caller chose (not the schedule's)
     float evaluate();  // mean val loss over val_batches (spread over the devices); throws without val data
     int steps_done() const { return steps_done_; }
     bool has_val() const { return val_ != nullptr; }

@@ -42,7 +42,9 @@ Trainer::Trainer(Model& model, const TrainConfig& config) : model_(model), confi
     targets_.resize(inputs_.size());
 }
 
-StepStats Trainer::step() {
+StepStats Trainer::step() { return step(config_.schedule.at(steps_done_)); }
+
+StepStats Trainer::step(float lr) {
     const auto t0 = std::chrono::steady_clock::now();
     model_.zero_grad();
     double loss_sum = 0.0;
@@ -56,7 +58,7 @@ StepStats Trainer::step() {
     if (!std::isfinite(s.loss))
         throw Error("training diverged at step " + std::to_string(steps_done_ + 1) + ": loss is " +
                     std::to_string(s.loss) + " (try a lower --lr)");
-    s.lr = config_.schedule.at(steps_done_);
+    s.lr = lr;
     s.grad_norm = model_.adamw_step(s.lr, config_.adamw);
     s.step = ++steps_done_;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

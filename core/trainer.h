@@ -48,7 +48,8 @@ public:
     // Checks that the config can work with this model and data (T <= max T, B*T+1 within a shard, ...).
     Trainer(Model& model, const TrainConfig& config);
 
-    StepStats step();
+    StepStats step();          // at the schedule's lr for steps_done()
+    StepStats step(float lr);  // at a learning rate the caller chose (a DiLoCo island places its steps in the run's schedule)
     float evaluate();  // mean val loss over val_batches; throws if there is no val data
     int steps_done() const { return steps_done_; }
     bool has_val() const { return val_ != nullptr; }

@@ -1,4 +1,5 @@
-// peers/host.cpp: the host's event loop and round state machine (docs/protocol.md).
+// peers/host.cpp: the host's event loop (docs/protocol.md): admission, pseudo-gradient checks, updates,
+// checkpoints, state for late joiners. What a round is belongs to its round policy (docs/rounds.md).
 #include "peers/host.h"
 
 #include <algorithm>
@@ -58,11 +59,13 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     std::vector<float> theta(eval_model_->num_params());
     eval_model_->get_params(theta);
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer);
+    policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
     screen_ = std::make_unique<outer::NormScreen>(
         outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
     std::filesystem::create_directories(c.checkpoint_dir);
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
+    recent_theta_.emplace_back(round_, global_->hash());
 }
 
 Host::~Host() = default;
@@ -175,18 +178,6 @@ float Host::evaluate() {
     return mean_loss(*eval_model_, val, c.batch, c.seq_len, c.val_batches);
 }
 
-uint32_t Host::steps_for(const std::string& key) const {
-    const RunConfig& c = options_.config;
-    if (c.mode != "async") return static_cast<uint32_t>(c.steps_per_round);
-    float fastest = 0;  // among the islands here now, by the host's own clock
-    for (const auto& [k, p] : peers_)
-        if (p.connected) fastest = std::max(fastest, p.steps_per_s);
-    const float mine = peers_.at(key).steps_per_s;
-    if (fastest <= 0 || mine <= 0) return static_cast<uint32_t>(c.steps_per_round);
-    // Dynamic Local Updates: slower islands take fewer steps so they finish together.
-    return static_cast<uint32_t>(std::max(1.0f, std::round(c.steps_per_round * mine / fastest)));
-}
-
 void Host::send_state(Link& link, const std::string& key) {
     if (!state_blob_ || state_blob_of_ != global_->hash()) {
         // One copy, made once per θ: the old one is taken off every queue and freed first, and the
@@ -207,6 +198,7 @@ void Host::send_state(Link& link, const std::string& key) {
         link.forget(key);
         if (!link.send_blob(key, Type::state, round_, state_blob_)) return;
     }
+    peers_[key].queued_from = round_;  // the state, then every update after it
     if (!awaiting_state_.insert(key).second) return;  // already on its way
     down_bytes_round_ += state_blob_->size();
     publish(key, 0, state_blob_->size());
@@ -245,7 +237,10 @@ void Host::serve_data(Link& link, const std::string& key, const protocol::DataRe
 void Host::send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob) {
     PeerState& p = peers_[key];
     p.in_sync = false;  // until its hash report comes back
-    if (!p.connected) return;  // nothing piles up for a peer that is away: back, it says hello and gets the state
+    if (!p.connected) {  // nothing piles up for a peer that is away: back, it says hello and gets the state
+        p.queued_from = UINT64_MAX;
+        return;
+    }
     if (!link.send_blob(key, Type::update, round, blob)) {
         send_state(link, key);  // too many blobs already wait for it: its queue goes, the state replaces it
         return;
@@ -270,65 +265,107 @@ bool Host::within_budget(const LinkEvent& e) {
     return false;
 }
 
-void Host::start_island(Link& link, const std::string& key) {
-    PeerState& p = peers_[key];
+rounds::RunView Host::view(Link& link) {
+    view_.clear();
+    for (const auto& [key, p] : peers_) {
+        if (!p.welcomed) continue;
+        rounds::IslandView i;
+        i.key = key;
+        i.index = p.island;
+        i.name = p.name;
+        i.connected = p.connected;
+        i.ready = p.connected && p.in_sync;
+        i.busy = p.busy;
+        i.started_round = p.started_round;
+        i.steps_per_s = p.steps_per_s;
+        const LinkStats st = link.stats(key);
+        i.delta_bytes = st.receiving;
+        i.delta_bytes_per_s = st.receive_bytes_per_s;
+        i.delta_moving = st.receiving > 0 && transfer_alive(st, st.receiving, st.receive_bytes_per_s, st.receiving_since);
+        view_.push_back(std::move(i));
+    }
+    rounds::RunView v;
+    v.round = round_;
+    v.rounds = static_cast<uint64_t>(options_.config.rounds);
+    v.seconds_open = seconds_since(round_started_);
+    v.islands = view_;
+    return v;
+}
+
+void Host::start_island(Link& link, const rounds::Start& start) {
+    // After the last update no island is started again: it would train a round nobody waits for, and
+    // miss the host's bye while sending it.
+    if (round_ >= static_cast<uint64_t>(options_.config.rounds)) return;
+    const auto it = peers_.find(start.key);
+    if (it == peers_.end() || !it->second.welcomed) return;
+    PeerState& p = it->second;
     p.busy = true;
     p.started_round = round_;
     p.started_at = Clock::now();
-    p.started_steps = steps_for(key);
-    const protocol::RoundStart m{round_, p.started_steps, global_->hash()};
-    link.send(key, Type::round_start, round_, protocol::encode(m));
+    p.started_steps = start.steps;
+    protocol::RoundStart m{round_, start.steps, global_->hash(), start.schedule.from, start.schedule.to, start.held};
+    link.send(start.key, Type::round_start, round_, protocol::encode(m));
+}
+
+void Host::start_islands(Link& link, const std::vector<rounds::Start>& starts) {
+    for (const rounds::Start& s : starts) start_island(link, s);
+}
+
+void Host::offer_round(Link& link, const std::string& key) {
+    if (!policy_->open()) return;
+    const rounds::RunView v = view(link);
+    if (const rounds::IslandView* i = v.find(key))
+        if (std::optional<rounds::Start> s = policy_->on_ready(v, *i)) start_island(link, *s);
+}
+
+bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
+    const RunConfig& c = options_.config;
+    int ready = 0, connected = 0;
+    for (const auto& [key, p] : peers_) {
+        connected += p.connected && p.welcomed;
+        ready += p.connected && p.welcomed && p.in_sync;
+    }
+    // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
+    // or an island revoked) every round waits as after any update, for the connected ones.
+    const bool first_wait = (round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands)) &&
+                            Clock::now() <= join_deadline;
+    const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
+    // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
+    // so the wait for hash reports after an update has a deadline like every other wait.
+    // After join_timeout_s the run starts with the islands that are ready; one that never
+    // gets in sync (a peer that says hello and nothing else) cannot hold it back: the barrier
+    // has a deadline.
+    return all_here || (!first_wait && ready > 0 && barrier_passed(link));
 }
 
 void Host::start_round(Link& link) {
-    round_open_ = true;
-    contributions_.clear();
-    expected_.clear();
     raw_bytes_round_ = 0;
-    round_started_ = Clock::now();
-    deadline_logged_ = false;
+    round_started_ = row_started_ = Clock::now();
     bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);
-    for (auto& [key, p] : peers_) {
-        if (!(p.connected && p.welcomed && p.in_sync)) continue;
-        expected_[key] = false;
-        // A round started again (its update was refused) does not restart an island still training it.
-        if (!(p.busy && p.started_round == round_)) start_island(link, key);
-    }
-    log("round " + std::to_string(round_) + " started with " + std::to_string(expected_.size()) + " islands");
+    const rounds::RoundPolicy::Opening opening = policy_->open_round(view(link));
+    start_islands(link, opening.starts);
+    log("round " + std::to_string(round_) + " started with " + std::to_string(opening.islands) + " islands");
     if (options_.status) {
         options_.status->set_state("training");
         publish_run(link);
     }
 }
 
-bool Host::round_complete() const {
-    if (expected_.empty()) return false;
-    for (const auto& [key, delivered] : expected_)
-        if (!delivered) return false;
-    return true;
-}
-
-void Host::finish_round(Link& link) {
-    std::vector<Contribution> all = std::move(contributions_);
-    for (Contribution& f : folded_) all.push_back(std::move(f));
-    folded_.clear();
-    contributions_.clear();
-    if (all.empty()) {
-        log("round " + std::to_string(round_) + " has no pseudo-gradients; starting it again");
-        round_open_ = false;
-        return;
-    }
-    std::sort(all.begin(), all.end(), [](const Contribution& a, const Contribution& b) { return a.island < b.island; });
+void Host::make_update(Link& link) {
+    std::vector<rounds::Contribution> all = policy_->take_update();
+    auto again = [&](const std::string& why) {
+        log("round " + std::to_string(round_) + why + "; starting it again");
+        start_islands(link, policy_->after_update(view(link), false));
+    };
+    if (all.empty()) return again(" has no pseudo-gradients");
     screen(all);
-    if (all.empty()) {
-        log("round " + std::to_string(round_) + ": every pseudo-gradient was rejected; starting it again");
-        round_open_ = false;
-        return;
-    }
+    if (all.empty()) return again(": every pseudo-gradient was rejected");
     std::vector<outer::Contribution> cs;
+    std::vector<protocol::Applied> applied;
     double loss = 0;
-    for (const Contribution& c : all) {
+    for (const rounds::Contribution& c : all) {
         cs.push_back({c.delta, c.tokens});
+        applied.push_back({c.island, c.round});
         loss += c.loss / static_cast<double>(all.size());
     }
     std::vector<std::byte> update;
@@ -337,20 +374,20 @@ void Host::finish_round(Link& link) {
         global_->apply_update(update);      // θ must stay finite, or nothing changes
     } catch (const Error& e) {
         std::string who;
-        for (const Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
-        log("round " + std::to_string(round_) + ": " + e.what() + " (contributions from " + who + "); starting it again");
-        round_open_ = false;
-        return;
+        for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
+        return again(std::string(": ") + e.what() + " (contributions from " + who + ")");
     }
     const uint64_t ended = round_;
     ++round_;
-    round_open_ = false;
+    recent_theta_.emplace_back(round_, global_->hash());
+    while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
     try_save_checkpoint();
     const float val = evaluate();
     protocol::Writer w;
-    w.bytes(protocol::encode(protocol::UpdateMeta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val}));
+    protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied)};
+    w.bytes(protocol::encode(meta));
     w.bytes(update);
     const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
     for (auto& [key, p] : peers_)
@@ -364,19 +401,23 @@ void Host::finish_round(Link& link) {
     row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
     down_bytes_round_ = 0;
     row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
-    row.seconds = seconds_since(round_started_);
+    row.seconds = seconds_since(row_started_);
+    bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);  // the next row counts from here
+    raw_bytes_round_ = 0;
+    row_started_ = Clock::now();
     if (options_.on_round) options_.on_round(row);
     if (options_.status) {
         options_.status->add_round(row);
         publish_run(link);
     }
+    start_islands(link, policy_->after_update(view(link), true));
 }
 
-void Host::screen(std::vector<Contribution>& all) {
+void Host::screen(std::vector<rounds::Contribution>& all) {
     std::vector<std::span<float>> deltas;
-    for (Contribution& c : all) deltas.emplace_back(c.delta);
+    for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
     const std::vector<outer::ScreenVerdict> verdicts = screen_->screen(deltas);
-    std::vector<Contribution> kept;
+    std::vector<rounds::Contribution> kept;
     for (std::size_t i = 0; i < all.size(); ++i) {
         const outer::ScreenVerdict& v = verdicts[i];
         if (v.outcome != outer::ScreenVerdict::Outcome::kept) {
@@ -413,6 +454,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.busy = false;  // a peer that says hello has no round in progress
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+    p.queued_from = p.in_sync ? round_ : UINT64_MAX;
     protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash(), {}};
     w.data.vocab = static_cast<uint32_t>(model_config_.vocab_size);
     w.data.served = c.serve;
@@ -423,7 +465,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
         (p.in_sync ? ", in sync" : ", needs the state"));
     publish(key);
     if (!p.in_sync) send_state(link, key);
-    else if (round_open_ && (c.mode == "async" || (expected_.count(key) && !expected_[key]))) start_island(link, key);
+    else offer_round(link, key);
 }
 
 void Host::revoke(Link& link, const std::string& key) {
@@ -439,13 +481,10 @@ void Host::revoke(Link& link, const std::string& key) {
         publish(key);
     }
     awaiting_state_.erase(key);
-    const bool in_round = expected_.erase(key) > 0;
+    const bool in_round = policy_->on_gone(key, true);  // what it sent that is not applied yet goes with it
     std::string freed;
     if (index != island_of_.end()) {
-        // What it sent that is not applied yet goes with it.
         const uint32_t island = index->second;
-        std::erase_if(contributions_, [&](const Contribution& c) { return c.island == island; });
-        std::erase_if(folded_, [&](const Contribution& c) { return c.island == island; });
         island_of_.erase(index);
         try_save_checkpoint();
         freed = "; island " + std::to_string(island) + " is free for a later invitee";
@@ -466,26 +505,27 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     if (meta.round != p.started_round)
         throw Error("a pseudo-gradient for round " + std::to_string(meta.round) + ", but this island was started on round " +
                     std::to_string(p.started_round));
-    const bool current = round_open_ && meta.round == round_;
-    const bool late = c.mode == "sync" && meta.round + 1 == round_ && c.straggler == "fold";
-    if (c.mode == "sync" && !current && !late)
-        throw Error("pseudo-gradient for round " + std::to_string(meta.round) + " while round " + std::to_string(round_) +
-                    (round_open_ ? " is open" : " has not started"));
-    if (c.mode == "sync" && current && (!expected_.count(key) || expected_[key]))
-        throw Error(expected_.count(key) ? "a second pseudo-gradient for this round" : "an island that is not in this round");
-    // The weight in the mean is the tokens the island says it trained on: at most what H steps hold.
-    const double max_tokens = static_cast<double>(c.steps_per_round) * c.batch * c.seq_len * c.grad_accum;
+    {
+        const rounds::RunView v = view(link);
+        const rounds::IslandView* self = v.find(key);
+        if (!self) throw Error("a pseudo-gradient from an island that is not admitted");
+        policy_->admit(v, *self, meta.round);  // the round policy's word on the round (late, a second one)
+    }
+    // The weight in the mean is the tokens the island says it trained on: at most what the steps it
+    // was asked for hold.
+    const double max_tokens = static_cast<double>(p.started_steps) * c.batch * c.seq_len * c.grad_accum;
     if (!(meta.tokens > 0)) throw Error("a pseudo-gradient with a token weight of " + std::to_string(meta.tokens));
     const double tokens = std::min(meta.tokens, max_tokens);
     if (tokens < meta.tokens)
         log("island " + std::to_string(p.island) + " (" + p.name + ") claimed " + std::to_string(meta.tokens) +
             " tokens for round " + std::to_string(meta.round) + "; counted " + std::to_string(max_tokens) +
-            " (H x B x T x grad_accum)");
+            " (its steps x B x T x grad_accum)");
     const uint64_t values = compression::inspect(payload).count;  // the size first: nothing is decoded in vain
     if (values != global_->theta().size())
         throw Error("pseudo-gradient of " + std::to_string(values) + " values, the model has " +
                     std::to_string(global_->theta().size()));
-    Contribution contribution{p.island, p.name, compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
+    rounds::Contribution contribution{p.island, key, p.name, meta.round,
+                                      compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's.
     const double took = seconds_since(p.started_at) - transfer_seconds;
@@ -494,23 +534,9 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     p.busy = false;
     publish(key, blob.size(), 0);
     raw_bytes_round_ += static_cast<double>(contribution.delta.size()) * sizeof(float);
-    if (late) {
-        folded_.push_back(std::move(contribution));
-        log("folded a late pseudo-gradient of island " + std::to_string(p.island) + " into round " + std::to_string(round_));
-        return;
-    }
-    if (c.mode == "sync") {
-        expected_[key] = true;
-        contributions_.push_back(std::move(contribution));
-        return;
-    }
-    // async: every pseudo-gradient is its own outer update (Delayed Nesterov), sent to everyone.
-    contributions_.push_back(std::move(contribution));
-    finish_round(link);
-    round_open_ = true;
-    // After the last update no island is started again: it would train a round nobody waits for, and
-    // miss the host's bye while sending it.
-    if (round_ < static_cast<uint64_t>(c.rounds)) start_island(link, key);
+    const rounds::Arrival a = policy_->on_arrival(view(link), std::move(contribution));
+    if (!a.note.empty()) log(a.note);
+    if (a.restart) start_island(link, *a.restart);
 }
 
 void Host::handle(Link& link, const LinkEvent& e) {
@@ -523,8 +549,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
         if (it == peers_.end()) return;
         it->second.connected = false;
         publish(e.peer);
-        if (expected_.count(e.peer) && !expected_[e.peer]) {
-            expected_.erase(e.peer);
+        if (policy_->on_gone(e.peer, false)) {
             log("island " + std::to_string(it->second.island) + " (" + it->second.name + ") disconnected; round " +
                 std::to_string(round_) + " goes on without it");
         }
@@ -551,13 +576,15 @@ void Host::handle(Link& link, const LinkEvent& e) {
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
             if (p.in_sync) awaiting_state_.erase(e.peer);
             publish(e.peer);
-            if (!p.in_sync) {
+            if (!p.in_sync && catching_up(p, h)) {
+                // Behind, not astray: the updates since are queued for it in order (send_update),
+                // and its next report says where it got to. A state now would only overtake them.
+            } else if (!p.in_sync) {
                 log("island " + std::to_string(p.island) + " reports θ " + h.theta_hash.substr(0, 12) + " at round " +
                     std::to_string(h.round) + ", host has " + global_->hash().substr(0, 12) + " at " + std::to_string(round_));
                 send_state(link, e.peer);
-            } else if (round_open_ && !p.busy &&
-                       (options_.config.mode == "async" || (expected_.count(e.peer) && !expected_[e.peer]))) {
-                start_island(link, e.peer);
+            } else if (!p.busy) {
+                offer_round(link, e.peer);
             }
             break;
         }
@@ -566,7 +593,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
             break;
         case Type::bye:
             p.connected = false;
-            expected_.erase(e.peer);
+            policy_->on_gone(e.peer, false);
             link.forget(e.peer);  // what waits for it, or from it, is freed
             awaiting_state_.erase(e.peer);
             publish(e.peer);
@@ -577,6 +604,13 @@ void Host::handle(Link& link, const LinkEvent& e) {
     }
 }
 
+bool Host::catching_up(const PeerState& p, const protocol::HashReport& h) const {
+    if (h.round >= round_ || h.round < p.queued_from) return false;
+    for (const auto& [round, hash] : recent_theta_)
+        if (round == h.round) return hash == h.theta_hash;
+    return false;  // further behind than the updates that may wait in its queue: the state it is
+}
+
 bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
     const double margin = 2 * options_.config.heartbeat_timeout_s;
     if (seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
@@ -585,26 +619,6 @@ bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock
     // trickling a chunk now and then still cannot hold a wait open forever.
     constexpr double kSlowestAssumed = 100e3;
     return seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
-}
-
-bool Host::round_deadline_passed(Link& link) {
-    const RunConfig& c = options_.config;
-    if (seconds_since(round_started_) <= c.round_timeout_s) return false;
-    // A pseudo-gradient still on its way keeps the round open: the link is slow, not the island.
-    for (const auto& [key, delivered] : expected_) {
-        if (delivered) continue;
-        const LinkStats s = link.stats(key);
-        if (s.receiving == 0 || !transfer_alive(s, s.receiving, s.receive_bytes_per_s, s.receiving_since)) continue;
-        if (!deadline_logged_) {
-            char rate[48] = "not measured yet";
-            if (s.receive_bytes_per_s > 0) std::snprintf(rate, sizeof(rate), "%.2f MB/s", s.receive_bytes_per_s / 1e6);
-            log("round " + std::to_string(round_) + ": past its deadline, but the pseudo-gradient of " + peers_[key].name +
-                " (" + std::to_string(s.receiving) + " bytes) is still moving (link " + rate + "); waiting for it");
-            deadline_logged_ = true;
-        }
-        return false;
-    }
-    return true;
 }
 
 bool Host::barrier_passed(Link& link) const {
@@ -627,7 +641,8 @@ void Host::run(Link& link) {
     // margin). A transfer declaring more is refused unread.
     const uint64_t fp32_bytes = 4 * static_cast<uint64_t>(global_->theta().size());
     link.accept_blobs({{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}});
-    const auto join_deadline = Clock::now() + std::chrono::duration<double>(c.join_timeout_s);
+    const Clock::time_point join_deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.join_timeout_s));
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
         std::to_string(c.rounds) + ")");
     publish_run(link);
@@ -647,36 +662,11 @@ void Host::run(Link& link) {
                     (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());
             }
         }
-        if (!round_open_ && options_.status && options_.status->paused()) {
-            // paused: no new round starts until resume
-        } else if (!round_open_) {
-            int ready = 0, connected = 0;
-            for (const auto& [key, p] : peers_) {
-                connected += p.connected && p.welcomed;
-                ready += p.connected && p.welcomed && p.in_sync;
-            }
-            // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
-            // or an island revoked) every round waits as after any update, for the connected ones.
-            const bool first_wait = (round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands)) &&
-                                    Clock::now() <= join_deadline;
-            const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
-            // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
-            // so the wait for hash reports after an update has a deadline like every other wait.
-            const bool barrier = !first_wait && ready > 0 && barrier_passed(link);
-            // After join_timeout_s the run starts with the islands that are ready; one that never
-            // gets in sync (a peer that says hello and nothing else) cannot hold it back: the barrier
-            // has a deadline.
-            if (all_here || barrier) start_round(link);
-        } else if (c.mode == "sync") {
-            const bool late = !round_complete() && round_deadline_passed(link);
-            if (round_complete() || late || (expected_.empty() && !contributions_.empty())) {
-                if (late) log("round " + std::to_string(round_) + " deadline passed (" +
-                              std::to_string(static_cast<int>(seconds_since(round_started_))) + " s after its start); closing it with " +
-                              std::to_string(contributions_.size()) + " islands");
-                finish_round(link);
-            } else if (expected_.empty() && contributions_.empty()) {
-                round_open_ = false;  // everyone left: wait for islands again
-            }
+        if (!policy_->open()) {
+            // Paused: no new round starts until resume.
+            if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
+        } else if (policy_->update_due(view(link))) {
+            make_update(link);
         }
     }
     // Let the last update reach every connected island (and its hash come back) before saying bye.

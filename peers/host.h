@@ -1,14 +1,16 @@
 // peers/host.h: the host of a DiLoCo run: admits peers (their keys are already on the allow-list;
 // identity is the authenticated key), assigns each a stable island index (its data slice), runs
-// the rounds (sync: wait for every island up to a deadline; async: apply each pseudo-gradient as it
-// arrives with Delayed Nesterov and Dynamic Local Updates), aggregates through outer_optimizer,
-// sends the update everyone applies, checks the islands' θ hashes, checkpoints every round, and
-// brings late joiners and restarted peers up to date with the full state.
+// the event loop of the rounds, checks and decodes pseudo-gradients, screens and aggregates them
+// through outer_optimizer, sends the update everyone applies (naming the contributions it used),
+// checks the islands' θ hashes, checkpoints every round, and brings late joiners and restarted peers
+// up to date with the full state. How rounds go (which islands start, with how many steps, what an
+// update holds) is its round policy's (peers/rounds/round_policy.h): the host knows no mode.
 // Restart: a host started on the same checkpoint folder resumes from the last finished round.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 #include "peers/rate_limit.h"
+#include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
 
 namespace arch {
@@ -75,21 +78,14 @@ private:
         bool busy = false;         // has a round_start it has not answered yet
         uint64_t started_round = 0;  // the round of its last round_start: the only one it may answer
         std::chrono::steady_clock::time_point started_at{};  // when that round_start was sent
-        uint32_t started_steps = 0;                           // and the H it asked for
+        uint32_t started_steps = 0;                           // and the inner steps it asked for
         float steps_per_s = 0;     // measured by the host: H over the time from round_start to its Δ
         uint64_t last_round = 0;   // last round it contributed to
+        uint64_t queued_from = UINT64_MAX;  // every update since this round is queued for it (after a state or an in-sync hello)
         TokenBucket hellos{1.0, 3};     // hellos a second (each may queue a welcome and the state)
         TokenBucket messages{10.0, 50};  // every other control message (an honest peer sends a few a round)
         uint64_t over_budget = 0;  // messages dropped for going over a budget
     };
-    struct Contribution {
-        uint32_t island;
-        std::string name;  // the island's, for the log
-        std::vector<float> delta;
-        double tokens;
-        float loss;
-    };
-
     void handle(Link& link, const LinkEvent& e);
     void on_hello(Link& link, const std::string& key, const protocol::Hello& h);
     // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
@@ -100,18 +96,23 @@ private:
     // measured rate (at least 100 kB/s assumed), twice, plus the margin. A transfer just finished
     // counts: its answer is on the way.
     bool transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const;
-    bool round_deadline_passed(Link& link);  // sync: round_timeout_s after round_start, and no Δ still moving
     bool barrier_passed(Link& link) const;   // after an update: no island still receiving it or about to report
+    // A report of θ at an earlier round that is the θ the host had then, with every update since
+    // queued for it: the island is applying them (when updates come fast, the next one often lands
+    // before its report).
+    bool catching_up(const PeerState& p, const protocol::HashReport& h) const;
+    bool gathered(Link& link, Clock::time_point join_deadline) const;  // the islands are here to open a round
+    rounds::RunView view(Link& link);        // what the policy sees; valid until the next call
     void start_round(Link& link);
-    void start_island(Link& link, const std::string& key);
-    void finish_round(Link& link);
-    void screen(std::vector<Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
+    void start_island(Link& link, const rounds::Start& start);
+    void start_islands(Link& link, const std::vector<rounds::Start>& starts);
+    void offer_round(Link& link, const std::string& key);  // an island just got ready: the policy may start it
+    void make_update(Link& link);            // the update the policy says is due: screen, aggregate, apply, send
+    void screen(std::vector<rounds::Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
     void send_state(Link& link, const std::string& key);
     void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
     bool within_budget(const LinkEvent& e);  // hello and message budgets; logs what goes over
-    uint32_t steps_for(const std::string& key) const;
-    bool round_complete() const;
     void save_checkpoint();
     bool try_save_checkpoint();  // logs a failure (full disk, read-only folder) and returns false
     bool load_checkpoint();
@@ -132,17 +133,17 @@ private:
     std::map<std::string, PeerState> peers_;      // by key
     SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
     std::string state_blob_of_;                   // the θ hash it was made from
+    static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
+    std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
     std::set<std::string> awaiting_state_;        // peers it was sent to that have not reported in sync
     std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
     uint64_t round_ = 0;                          // the round in progress (or next to start)
-    bool round_open_ = false;
-    std::map<std::string, bool> expected_;        // sync: islands this round waits for (key -> delivered)
-    std::vector<Contribution> contributions_;
-    std::vector<Contribution> folded_;            // straggler = fold: late pseudo-gradients for the next round
+    std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
+    std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
-    std::chrono::steady_clock::time_point round_started_;
+    std::chrono::steady_clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
+    std::chrono::steady_clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
     std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then
-    bool deadline_logged_ = false;                          // "waiting for a Δ still moving" said once a round
     Link* link_ = nullptr;                                  // during run(): what publish() reads the link figures from
     uint64_t bytes_up_mark_ = 0;
     uint64_t down_bytes_round_ = 0;

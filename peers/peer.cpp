@@ -167,7 +167,13 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
         throw Error("the state's θ hash does not match the host's");
     }
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12));
-    if (worker_) report_hash(link);  // else once the island's data is ready
+    if (worker_) {
+        // A resync: whatever this island sent before is settled by the state, and its error
+        // feedback starts afresh (nothing it carried is known to match what was applied).
+        worker_->reset_residual();
+        residual_event(ResidualEvent::reset, round_);
+        report_hash(link);
+    }  // else once the island's data is ready
     publish(link);
 }
 
@@ -184,6 +190,9 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     }
     replica_->apply_update(update);
     round_ = meta.round + 1;
+    if (worker_)
+        for (const protocol::Applied& a : meta.applied)
+            if (a.island == island_) worker_->settle(a.round, true);
     if (replica_->hash() != meta.theta_hash) log("θ hash differs from the host's after round " + std::to_string(meta.round));
     else log("round " + std::to_string(meta.round) + " applied (" + std::to_string(meta.islands) + " islands" +
              (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + "), θ " +
@@ -218,13 +227,19 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         report_hash(link);  // the host answers with the state
         return;
     }
+    settle_dropped(m.held);
     if (options_.status) {
         options_.status->set_state("training");
         publish(link);
     }
+    residual_event(ResidualEvent::encoding, m.round);
     const auto t0 = Clock::now();
     int done = 0;
-    const diloco::RoundResult result = worker_->run_round(replica_->theta(), static_cast<int>(m.steps), [&](const StepStats& s) {
+    diloco::RoundPlan plan;
+    plan.round = m.round;
+    plan.steps = static_cast<int>(m.steps);
+    plan.schedule = rounds::ScheduleSpan{m.schedule_from, m.schedule_to};
+    const diloco::RoundResult result = worker_->run_round(replica_->theta(), plan, [&](const StepStats& s) {
         ++done;
         if (options_.status) {
             options_.status->set_tokens_per_s(s.tokens_per_s);
@@ -234,7 +249,8 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
             std::this_thread::sleep_for(std::chrono::duration<double>(s.seconds * (1.0 / options_.throttle - 1.0)));
         if (done % 10 == 0 || done == static_cast<int>(m.steps))
             log("round " + std::to_string(m.round) + " step " + std::to_string(done) + "/" + std::to_string(m.steps) +
-                " loss " + std::to_string(s.loss) + " (" + std::to_string(static_cast<int>(s.tokens_per_s)) + " tok/s)");
+                " loss " + std::to_string(s.loss) + " lr " + std::to_string(s.lr) + " (" +
+                std::to_string(static_cast<int>(s.tokens_per_s)) + " tok/s)");
     });
     compute_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
     steps_per_s_ = static_cast<float>(m.steps / compute_s_);
@@ -247,6 +263,24 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
     publish(link);
+}
+
+void Peer::settle_dropped(std::optional<uint64_t> held) {
+    // A round_start settles every Δ this island sent that no update named, except the one the host
+    // says it still holds: newest first, so each is put back exactly.
+    const std::vector<uint64_t> open = worker_->unsettled();
+    for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        if (held && *it == *held) continue;
+        const bool exact = worker_->settle(*it, false);
+        log("round " + std::to_string(*it) + ": the host did not apply this island's pseudo-gradient; " +
+            (exact ? std::string("its error-feedback residual is put back as it was before it")
+                   : std::string("a later one was encoded on top of it, so the residual stays as it is")));
+        if (exact) residual_event(ResidualEvent::restored, *it);
+    }
+}
+
+void Peer::residual_event(ResidualEvent what, uint64_t round) {
+    if (options_.on_residual && worker_) options_.on_residual(what, round, worker_->residual());
 }
 
 bool Peer::run(Link& link, const std::string& host_key) {

@@ -2,8 +2,9 @@
 // island's data assignment (found in the user's --data folders by hash, or fetched from the host
 // into the working directory: peers/island_data.h), keeps a replica of the global state, runs each round's inner steps
 // on its own data, sends the encoded pseudo-gradient, applies every update in order and reports
-// its θ hash. It survives host trouble: after a reconnect or a "say hello first" it says hello
-// again with its round and hash, and the host resends the state if they differ.
+// its θ hash. Its error-feedback residual follows what the host applied: a Δ that no update used
+// is undone (docs/rounds.md). It survives host trouble: after a reconnect or a "say hello first" it
+// says hello again with its round and hash, and the host resends the state if they differ.
 #pragma once
 
 #include <atomic>
@@ -23,6 +24,13 @@ namespace arch {
 
 class RunStatus;  // peers/control/run_status.h
 
+// What happened to the island's error-feedback residual (codecs with +ef), for PeerOptions::on_residual.
+enum class ResidualEvent {
+    encoding,  // the residual a round's Δ is about to be encoded on
+    restored,  // put back as it was before that round's Δ: the host did not apply it
+    reset,     // dropped: the island got the full state
+};
+
 struct PeerOptions {
     std::string name = "peer";
     double throttle = 1.0;  // < 1 makes the island artificially slower (0.5: half speed)
@@ -33,6 +41,9 @@ struct PeerOptions {
     RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
     std::string workdir;          // everything this peer writes: fetched data, the island's shard
     std::vector<std::string> data_dirs;  // the user's own copies of data sets, matched by hash (--data)
+    // Optional, for tests and diagnostics: called from run()'s thread at each ResidualEvent, with the
+    // round it concerns and the residual as it is then (empty: none yet).
+    std::function<void(ResidualEvent, uint64_t round, std::span<const float> residual)> on_residual;
 };
 
 class Peer {
@@ -56,6 +67,8 @@ private:
     void on_state(Link& link, std::span<const std::byte> blob);
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
+    void settle_dropped(std::optional<uint64_t> held);  // every Δ no update named, except the one held
+    void residual_event(ResidualEvent what, uint64_t round);
     void report_hash(Link& link);
     void log(const std::string& line) const;
     void publish(Link& link);  // round, θ, traffic -> options_.status

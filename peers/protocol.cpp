@@ -193,6 +193,10 @@ std::vector<std::byte> encode(const RoundStart& m) {
     w.u64(m.round);
     w.u32(m.steps);
     w.str(m.theta_hash);
+    w.u64(m.schedule_from);
+    w.u64(m.schedule_to);
+    w.u8(m.held ? 1 : 0);
+    w.u64(m.held.value_or(0));
     return w.take();
 }
 RoundStart decode_round_start(std::span<const std::byte> b) {
@@ -201,8 +205,18 @@ RoundStart decode_round_start(std::span<const std::byte> b) {
     m.round = r.u64();
     m.steps = r.u32();
     m.theta_hash = hash_field(r);
+    m.schedule_from = r.u64();
+    m.schedule_to = r.u64();
+    const uint8_t held = r.u8();
+    const uint64_t held_round = r.u64();
     r.finish();
     if (m.steps == 0 || m.steps > 1000000) throw Error("round_start: steps out of range");
+    if (m.schedule_from > m.schedule_to) throw Error("round_start: schedule span ends before it begins");
+    if (held > 1) throw Error("round_start: malformed held flag");
+    if (held) {
+        if (held_round >= m.round) throw Error("round_start: a held Δ must be of an earlier round");
+        m.held = held_round;
+    }
     return m;
 }
 
@@ -234,6 +248,11 @@ std::vector<std::byte> encode(const UpdateMeta& m) {
     w.str(m.theta_hash);
     w.u32(m.islands);
     w.f32(m.val_loss);
+    w.u32(static_cast<uint32_t>(m.applied.size()));
+    for (const Applied& a : m.applied) {
+        w.u32(a.island);
+        w.u64(a.round);
+    }
     return w.take();
 }
 UpdateMeta decode_update(std::span<const std::byte> b) {
@@ -243,6 +262,16 @@ UpdateMeta decode_update(std::span<const std::byte> b) {
     m.theta_hash = hash_field(r);
     m.islands = r.u32();
     m.val_loss = r.f32();
+    const uint32_t n = r.u32();
+    if (n > kMaxApplied) throw Error("update: " + std::to_string(n) + " contributions named");
+    if (n != m.islands) throw Error("update: names " + std::to_string(n) + " contributions, counts " + std::to_string(m.islands));
+    for (uint32_t i = 0; i < n; ++i) {
+        Applied a;
+        a.island = r.u32();
+        a.round = r.u64();
+        if (a.round > m.round) throw Error("update: a contribution of round " + std::to_string(a.round) + " in the update of " + std::to_string(m.round));
+        m.applied.push_back(a);
+    }
     r.finish();
     return m;
 }

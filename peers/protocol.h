@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,7 +16,9 @@
 
 namespace arch::protocol {
 
-constexpr uint32_t kProtocolVersion = 2;  // 2: the welcome carries the data assignment
+// 2: the welcome carries the data assignment; 3: round_start places the steps in the lr schedule and
+// names a Δ still held, an update names the contributions it applied.
+constexpr uint32_t kProtocolVersion = 3;
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.
@@ -108,6 +111,12 @@ struct RoundStart {
     uint64_t round = 0;
     uint32_t steps = 0;  // H for this island (Dynamic Local Updates in async mode)
     std::string theta_hash;
+    // The positions [from, to) of the run's inner lr schedule (run.rounds x H long) these steps are
+    // spread over (peers/rounds/local_steps.h).
+    uint64_t schedule_from = 0, schedule_to = 0;
+    // A Δ of this island, by the round it was started on, that the host still holds for a later
+    // update; every other Δ it sent that no update named was dropped (docs/rounds.md).
+    std::optional<uint64_t> held;
 };
 struct PseudoGradMeta {
     uint64_t round = 0;       // the round whose θ the island started from
@@ -116,11 +125,18 @@ struct PseudoGradMeta {
     uint32_t steps = 0;
     float steps_per_s = 0;
 };
+struct Applied {  // one pseudo-gradient an update used
+    uint32_t island = 0;
+    uint64_t round = 0;        // the round that island was started on
+    bool operator==(const Applied&) const = default;
+};
+constexpr uint32_t kMaxApplied = 1u << 16;
 struct UpdateMeta {
     uint64_t round = 0;        // the round this update ends (θ_round -> θ_round+1)
     std::string theta_hash;    // hash of θ after applying it
     uint32_t islands = 0;      // contributions aggregated
     float val_loss = -1;       // host's val loss of the new θ (-1: not measured)
+    std::vector<Applied> applied;  // the contributions it used, in the order aggregated (islands of them)
 };
 struct StateMeta {
     uint64_t round = 0;        // θ is the state at the start of this round

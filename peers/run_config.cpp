@@ -12,7 +12,7 @@ namespace arch {
 
 RunConfig parse_run_config(const std::string& text, const std::string& source) {
     const toml::table file = toml_file::parse(text, source);
-    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "wire", "deadlines"});
+    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "wire", "deadlines"});
     static const toml::table empty;
     auto section = [&](const char* name) {
         const toml::table* t = file[name].as_table();
@@ -63,10 +63,20 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     outer.text_choice("optimizer", c.outer.optimizer, {"nesterov", "average", "delayed-nesterov"});
     outer.number("lr", c.outer.lr, 0.0, 100.0, true);
     outer.number("momentum", c.outer.momentum, 0.0, 0.999999);
+    // The outer lr schedule: warmup over lr_warmup updates, cosine to final_lr at the last round.
+    outer.number("final_lr", c.outer.final_lr, 0.0, 100.0);
+    int lr_warmup = static_cast<int>(c.outer.lr_warmup);
+    outer.integer("lr_warmup", lr_warmup, 0, 10'000'000);
+    c.outer.lr_warmup = static_cast<uint32_t>(lr_warmup);
     outer.text("aggregator", c.outer.aggregator);
     outer.text_choice("screen", c.outer.screen, {"clip", "reject", "off"});
     outer.number("screen_factor", c.outer.screen_factor, 1.0, 1e9, true);
     outer.finish();
+
+    toml_file::Fields async = section("async");
+    async.integer("max_staleness", c.max_staleness, 0, 1'000'000);
+    async.text_choice("stale", c.stale, {"downweight", "refuse"});
+    async.finish();
 
     toml_file::Fields wire = section("wire");
     wire.text("codec", c.codec);
@@ -90,6 +100,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
         c.outer.optimizer = "delayed-nesterov";
         c.outer.period = static_cast<uint32_t>(c.islands);
     }
+    c.outer.total_updates = static_cast<uint64_t>(c.rounds);  // the decay ends at the last round
     // Codec and aggregator specs are parsed here so a typo fails at start, not at round 1.
     try {
         diloco::GlobalModel probe(std::vector<float>(1), c.outer);

@@ -16,7 +16,7 @@ struct RunConfig {
     std::string name = "archipelago";
     int rounds = 10;
     int islands = 3;             // islands expected; round 0 starts when they have all joined
-    std::string mode = "sync";   // sync | async
+    std::string mode = "sync";   // sync | async: the round policy (peers/rounds/, docs/rounds.md)
     std::string bind = "tcp://127.0.0.1:5555";
     std::string checkpoint_dir = "runs/host";
     uint64_t seed = 1337;
@@ -35,6 +35,9 @@ struct RunConfig {
     int warmup = 20;
     // [outer]
     diloco::OuterConfig outer;
+    // [async] (peers/rounds/staleness.h)
+    int max_staleness = 4;            // updates a pseudo-gradient may lag behind θ and still count in full
+    std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more
     // [wire]
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]

@@ -1,6 +1,8 @@
 // peers/diloco/island_worker.cpp: IslandWorker.
 #include "peers/diloco/island_worker.h"
 
+#include <iterator>
+
 #include "core/error.h"
 #include "peers/diloco/model_factory.h"
 
@@ -23,6 +25,16 @@ void IslandWorker::get_params(std::span<float> out) {
     else model_->get_params(out);
 }
 
+void IslandWorker::get_adamw_state(std::span<float> m, std::span<float> v) const {
+    if (!model_) throw Error("the AdamW moments of an island of several devices are sharded; not available here");
+    model_->get_adamw_state(m, v);
+}
+
+void IslandWorker::set_adamw_state(std::span<const float> m, std::span<const float> v) {
+    if (!model_) throw Error("the AdamW moments of an island of several devices are sharded; not available here");
+    model_->set_adamw_state(m, v, model_->adamw_steps());
+}
+
 void IslandWorker::set_params(std::span<const float> theta) {
     if (theta.size() != delta_.size())
         throw Error("global θ has " + std::to_string(theta.size()) + " parameters, the island's model " +
@@ -32,17 +44,29 @@ void IslandWorker::set_params(std::span<const float> theta) {
 }
 
 RoundResult IslandWorker::run_steps(int steps, const std::function<void(const StepStats&)>& on_step) {
+    return train(steps, nullptr, on_step);
+}
+
+RoundResult IslandWorker::train(int steps, const rounds::ScheduleSpan* placed,
+                                const std::function<void(const StepStats&)>& on_step) {
     RoundResult r;
     double loss_sum = 0;
+    const TrainConfig& config = island_ ? island_->config() : trainer_->config();
     for (int s = 0; s < steps; ++s) {
-        const StepStats st = island_ ? island_->step() : trainer_->step();
+        StepStats st;
+        if (placed) {
+            const uint64_t at = rounds::schedule_position(*placed, static_cast<uint32_t>(s), static_cast<uint32_t>(steps));
+            const float lr = rounds::placed_lr(config.schedule, at, island_ ? island_->steps_done() : trainer_->steps_done());
+            st = island_ ? island_->step(lr) : trainer_->step(lr);
+        } else {
+            st = island_ ? island_->step() : trainer_->step();
+        }
         loss_sum += st.loss;
         if (on_step) on_step(st);
     }
     r.steps = steps;
     r.mean_loss = steps > 0 ? static_cast<float>(loss_sum / steps) : 0.0f;
-    const TrainConfig& c = island_ ? island_->config() : trainer_->config();
-    r.tokens = static_cast<double>(steps) * c.B * c.T * c.grad_accum * devices();
+    r.tokens = static_cast<double>(steps) * config.B * config.T * config.grad_accum * devices();
     return r;
 }
 
@@ -50,16 +74,60 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
                                     const std::function<void(const StepStats&)>& on_step) {
     set_params(theta);
     RoundResult r = run_steps(steps, on_step);
+    r.payload = encode_round(theta);
+    return r;
+}
+
+std::vector<std::byte> IslandWorker::encode_round(std::span<const float> theta) {
     if (model_) {
-        if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
-            r.payload = std::move(*on_device);
-            return r;
-        }
+        if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) return std::move(*on_device);
     }
     get_params(delta_);
     for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];
-    r.payload = codec_->encode(delta_, 0);
+    return codec_->encode(delta_, 0);
+}
+
+RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPlan& plan,
+                                    const std::function<void(const StepStats&)>& on_step) {
+    set_params(theta);
+    RoundResult r = train(plan.steps, plan.schedule ? &*plan.schedule : nullptr, on_step);
+    const std::span<const float> before = codec_->residual(0);
+    const bool ef = codec_->spec().find("+ef") != std::string::npos;  // else there is nothing to put back
+    if (ef) unsettled_.push_back({plan.round, std::vector<float>(before.begin(), before.end())});
+    try {
+        r.payload = encode_round(theta);
+    } catch (...) {  // nothing was sent (a non-finite Δ): the residual is unchanged
+        if (ef) unsettled_.pop_back();
+        throw;
+    }
+    while (unsettled_.size() > kMaxUnsettled) unsettled_.pop_front();
     return r;
+}
+
+bool IslandWorker::settle(uint64_t round, bool applied) {
+    // The newest Δ of that round (a round started again can have been sent twice; the first was
+    // settled by the round_start that started it again).
+    auto it = unsettled_.end();
+    while (it != unsettled_.begin()) {
+        --it;
+        if (it->round != round) continue;
+        const bool newest = std::next(it) == unsettled_.end();
+        if (!applied && newest) codec_->set_residual(0, it->residual);
+        unsettled_.erase(it);
+        return applied || newest;
+    }
+    return true;  // nothing kept for it (no error feedback, or settled already)
+}
+
+std::vector<uint64_t> IslandWorker::unsettled() const {
+    std::vector<uint64_t> rounds;
+    for (const Unsettled& u : unsettled_) rounds.push_back(u.round);
+    return rounds;
+}
+
+void IslandWorker::reset_residual() {
+    codec_->reset(0);
+    unsettled_.clear();
 }
 
 }  // namespace arch::diloco

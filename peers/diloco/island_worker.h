@@ -1,13 +1,17 @@
 // peers/diloco/island_worker.h: one island's side of a DiLoCo round: start from the global θ, run H
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
-// uplink codec (its error-feedback residual persists across rounds). Inner AdamW state stays here
+// uplink codec (its error-feedback residual persists across rounds, and is put back as it was when
+// the host did not apply a Δ: settle()). Inner AdamW state stays here
 // and is never exchanged. An island of several devices (CPU threads: DDP or ZeRO-3, core/island.h)
 // trains each step together; one device uses the plain Trainer, on the CPU or one GPU ("cuda:N"),
 // where the pseudo-gradient is also encoded on the GPU when the codec allows it.
 #pragma once
 
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +20,7 @@
 #include "core/island.h"
 #include "core/model.h"
 #include "core/trainer.h"
+#include "peers/rounds/local_steps.h"
 
 namespace arch::diloco {
 
@@ -26,6 +31,15 @@ struct RoundResult {
     int steps = 0;
 };
 
+// What the host's round_start asks of an island (peers/peer.cpp fills it from the message).
+struct RoundPlan {
+    uint64_t round = 0;  // names the round's Δ for settle()
+    int steps = 0;
+    // Where the steps sit in the run's inner lr schedule (peers/rounds/local_steps.h); none: at the
+    // island's own step count, the schedule's plain reading.
+    std::optional<rounds::ScheduleSpan> schedule;
+};
+
 class IslandWorker {
 public:
     IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices = 1,
@@ -34,21 +48,48 @@ public:
     // Runs `steps` inner steps from theta; on_step (optional) sees each step's stats.
     RoundResult run_round(std::span<const float> theta, int steps,
                           const std::function<void(const StepStats&)>& on_step = {});
+    // The same as the host asked for it: the learning rates placed by plan.schedule, and the
+    // error-feedback residual from before the encode kept under plan.round until settle().
+    RoundResult run_round(std::span<const float> theta, const RoundPlan& plan,
+                          const std::function<void(const StepStats&)>& on_step = {});
+
+    // Error feedback that matches what the host applied (docs/rounds.md; codecs without +ef keep
+    // nothing). settle: the host applied the Δ of that round (its saved residual is let go) or dropped
+    // it (the residual is put back as it was before that Δ was encoded: as if it had never been sent).
+    // Returns false when a dropped Δ could not be undone exactly because a later one was encoded on
+    // top of it (a folded straggler): the residual is then left as it is.
+    bool settle(uint64_t round, bool applied);
+    std::vector<uint64_t> unsettled() const;  // rounds of the Δs run_round(plan) encoded, not settled, oldest first
+    void reset_residual();                    // a resync: error feedback starts afresh, nothing unsettled
+    std::span<const float> residual() const { return codec_->residual(0); }
+    static constexpr std::size_t kMaxUnsettled = 4;  // beyond it the oldest counts as applied (memory: a copy each)
     // Streaming DiLoCo's pieces: run on from the island's current θ_i (no reset to θ), set θ_i, and
     // encode a fragment's Δ with the uplink codec (stream: the fragment, so each keeps its residual).
     RoundResult run_steps(int steps, const std::function<void(const StepStats&)>& on_step = {});  // no payload
     void set_params(std::span<const float> theta);
     std::vector<std::byte> encode(std::span<const float> delta, uint64_t stream) { return codec_->encode(delta, stream); }
+    // The inner AdamW moments (one device only; DES-LOC experiments average them across islands).
+    void get_adamw_state(std::span<float> m, std::span<float> v) const;
+    void set_adamw_state(std::span<const float> m, std::span<const float> v);
     std::size_t num_params() const { return delta_.size(); }
     void get_params(std::span<float> out);  // the island's current θ_i
     int devices() const { return island_ ? island_->devices() : 1; }
 
 private:
+    RoundResult train(int steps, const rounds::ScheduleSpan* placed, const std::function<void(const StepStats&)>& on_step);
+    std::vector<std::byte> encode_round(std::span<const float> theta);  // Δ = θ − θ_i, encoded
+
+    struct Unsettled {
+        uint64_t round;
+        std::vector<float> residual;  // before its encode
+    };
+
     std::unique_ptr<Model> model_;
     std::unique_ptr<Trainer> trainer_;  // one device
     std::unique_ptr<Island> island_;    // or several
     std::unique_ptr<compression::Codec> codec_;
     std::vector<float> delta_;
+    std::deque<Unsettled> unsettled_;
 };
 
 }  // namespace arch::diloco

@@ -83,6 +83,9 @@ momentum = 0.5
 aggregator = "median"
 screen = "reject"
 screen_factor = 3
+[async]
+max_staleness = 2
+stale = "refuse"
 [wire]
 codec = "fp32"
 down_codec = "fp32"
@@ -112,6 +115,19 @@ straggler = "fold"
     CHECK(c.round_timeout_s == 2.5);
     CHECK(c.join_timeout_s == 5.0);
     CHECK(c.straggler == "fold");
+    CHECK(c.max_staleness == 2);
+    CHECK(c.stale == "refuse");
+}
+
+TEST_CASE("async staleness keys: defaults, ranges and choices") {
+    const arch::RunConfig d = parse_run_config("", "run.toml");
+    CHECK(d.max_staleness == 4);
+    CHECK(d.stale == "downweight");
+    CHECK(refused("[async]\nmax_staleness = -1\n") == "run.toml:2: async.max_staleness must be in [0, 1000000], found -1");
+    CHECK(refused("[async]\nstale = \"drop\"\n") ==
+          "run.toml:2: async.stale must be one of downweight, refuse, found 'drop'");
+    CHECK(refused("[async]\nmax_stale = 3\n") ==
+          "run.toml:2: unknown key 'max_stale' in [async] (did you mean 'max_staleness'?)");
 }
 
 TEST_CASE("the bundled default run config parses") {

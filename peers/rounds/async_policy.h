@@ -1,0 +1,41 @@
+// peers/rounds/async_policy.h: asynchronous DiLoCo (run.mode = "async", Liu et al., arXiv
+// 2401.09135): every island trains on its own clock; each pseudo-gradient that arrives is its own
+// outer update (Delayed Nesterov, set up by run_config.cpp), and the island that sent it starts again
+// at once from the new θ. Dynamic Local Updates give slower islands fewer steps (local_steps.h), and
+// a Δ that is more than async.max_staleness updates old is downweighted or refused (staleness.h).
+// docs/rounds.md.
+#pragma once
+
+#include <deque>
+
+#include "peers/rounds/round_policy.h"
+#include "peers/rounds/staleness.h"
+
+namespace arch::rounds {
+
+class AsyncPolicy final : public RoundPolicy {
+public:
+    AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness, std::function<void(const std::string&)> log);
+
+    bool open() const override { return open_; }
+    Opening open_round(const RunView& run) override;
+    std::optional<Start> on_ready(const RunView& run, const IslandView& island) override;
+    void admit(const RunView& run, const IslandView& island, uint64_t round) const override;
+    Arrival on_arrival(const RunView& run, Contribution contribution) override;
+    bool on_gone(const std::string& key, bool revoked) override;
+    bool update_due(const RunView& run) override;
+    std::vector<Contribution> take_update() override;
+    std::vector<Start> after_update(const RunView& run, bool applied) override;
+
+private:
+    Start start(const RunView& run, const std::string& key) const;
+
+    uint32_t H_;
+    StalenessRule staleness_;
+    std::function<void(const std::string&)> log_;
+    bool open_ = false;
+    std::deque<Contribution> waiting_;   // arrived, not yet made into an update (one update each)
+    std::vector<std::string> in_update_; // the islands of the update being made: started again after it
+};
+
+}  // namespace arch::rounds

@@ -1,0 +1,21 @@
+// peers/rounds/round_policy.cpp: run.mode -> its round policy. The one place that maps a mode's name
+// to its rules; the host only ever sees the RoundPolicy interface.
+#include "peers/rounds/round_policy.h"
+
+#include "core/error.h"
+#include "peers/rounds/async_policy.h"
+#include "peers/rounds/sync_policy.h"
+#include "peers/run_config.h"
+
+namespace arch::rounds {
+
+std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, std::function<void(const std::string&)> log) {
+    const auto H = static_cast<uint32_t>(c.steps_per_round);
+    if (c.mode == "sync") return std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.straggler == "fold", std::move(log));
+    if (c.mode == "async")
+        return std::make_unique<AsyncPolicy>(
+            H, StalenessRule{static_cast<uint64_t>(c.max_staleness), parse_stale_action(c.stale)}, std::move(log));
+    throw Error("run.mode '" + c.mode + "' has no round policy (sync, async)");
+}
+
+}  // namespace arch::rounds

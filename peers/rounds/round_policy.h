@@ -1,0 +1,126 @@
+// peers/rounds/round_policy.h: the seam between the host's event loop and the rule of a run's rounds.
+// The host (peers/host.cpp) admits islands, serves data and state, checks and decodes every
+// pseudo-gradient, screens, aggregates and applies updates, checkpoints, and knows no round mode.
+// A RoundPolicy decides the rest: which islands a round starts and with how many steps, what an
+// arriving pseudo-gradient becomes, when an update is made and from which contributions. It never
+// touches the network, θ or a clock: it gets a RunView and returns decisions the host carries out.
+// One file per policy: sync_policy.h, async_policy.h (streaming: later, one round per fragment, see
+// docs/rounds.md). Rules shared with bench_convergence: staleness.h, local_steps.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "peers/rounds/local_steps.h"
+
+namespace arch {
+struct RunConfig;  // peers/run_config.h
+}
+
+namespace arch::rounds {
+
+// One admitted island, as the host sees it when it calls the policy.
+struct IslandView {
+    std::string key;              // its authenticated public key: how the host and the policy name it
+    uint32_t index = 0;           // its island index (its data, and its place in an update's order)
+    std::string name;
+    bool connected = false;
+    bool ready = false;           // connected, welcomed, θ in sync with the host: it may be started
+    bool busy = false;            // has a round_start it has not answered
+    uint64_t started_round = 0;   // the round of its last round_start
+    float steps_per_s = 0;        // measured by the host's clock (0: not yet)
+    bool delta_moving = false;    // its pseudo-gradient is on the wire and moving (docs/net.md)
+    uint64_t delta_bytes = 0;     // that transfer's size
+    double delta_bytes_per_s = 0; // the link's measured rate from it (0: not measured yet)
+};
+
+// The run when the host calls the policy.
+struct RunView {
+    uint64_t round = 0;           // the round in progress or next to start; counts updates applied
+    uint64_t rounds = 0;          // run.rounds: no island is started once round reaches it
+    double seconds_open = 0;      // since the round was opened (a policy's deadline runs from there)
+    std::span<const IslandView> islands;  // every admitted island
+
+    const IslandView* find(const std::string& key) const {
+        for (const IslandView& i : islands)
+            if (i.key == key) return &i;
+        return nullptr;
+    }
+};
+
+// A round_start the host sends: θ is always the host's current θ and round.
+struct Start {
+    std::string key;
+    uint32_t steps = 0;            // inner steps (H, or H_i under Dynamic Local Updates)
+    ScheduleSpan schedule;         // where those steps sit in the run's inner lr schedule
+    // A Δ of this island the policy still holds for a later update (a folded straggler), by the
+    // round it was started on: the island keeps its residual for it. Every other Δ it sent that no
+    // update named is settled as dropped by this round_start (docs/rounds.md, "Error feedback").
+    std::optional<uint64_t> held;
+};
+
+// A pseudo-gradient that passed the host's checks (the sender's role, the round it was started on,
+// token weight, size, finite values), decoded.
+struct Contribution {
+    uint32_t island = 0;
+    std::string key, name;
+    uint64_t round = 0;           // the round the island was started on (θ it started from)
+    std::vector<float> delta;
+    double tokens = 0;            // its weight in the mean
+    float loss = 0;               // its mean inner loss, for the round's row
+};
+
+// What became of an arrival.
+struct Arrival {
+    bool taken = true;               // false: refused (note says why); nothing of it is kept
+    std::string note;                // a line for the log (folded, downweighted, refused): empty for none
+    std::optional<Start> restart;    // start the island again now (refused: from the current θ)
+};
+
+class RoundPolicy {
+public:
+    virtual ~RoundPolicy() = default;
+
+    // Whether a round is in progress. While none is, the host gathers islands (every admitted one in
+    // sync, or the barrier after an update passed, or join_timeout_s) and then calls open_round.
+    virtual bool open() const = 0;
+    // Opens round run.round with the islands the host gathered: what to send, and how many islands
+    // the round has (some may already be training it: a round started again after a refused update).
+    struct Opening {
+        std::vector<Start> starts;
+        std::size_t islands = 0;
+    };
+    virtual Opening open_round(const RunView& run) = 0;
+    // An island became ready (in sync again, or admitted in sync) while a round is open.
+    virtual std::optional<Start> on_ready(const RunView& run, const IslandView& island) = 0;
+
+    // A pseudo-gradient for `round` from an island started on that round, before it is decoded: throws
+    // arch::Error with the reason if this policy cannot take it (another round, a second one).
+    virtual void admit(const RunView& run, const IslandView& island, uint64_t round) const = 0;
+    // The same, decoded and checked. The policy may scale its Δ (staleness), keep it for this round or
+    // a later one, or refuse it.
+    virtual Arrival on_arrival(const RunView& run, Contribution contribution) = 0;
+    // An island left (disconnected, bye, or revoked: then what it sent that is not applied goes with
+    // it). Returns whether the round in progress was waiting for it.
+    virtual bool on_gone(const std::string& key, bool revoked) = 0;
+
+    // Called on every turn of the host's loop while a round is open: whether an update is due now.
+    // A policy may close a round that can never finish (every island left) and return false.
+    virtual bool update_due(const RunView& run) = 0;
+    // The contributions of the update that is due, in a canonical order (island, then round). The
+    // host screens them and makes one outer step of what is left; the update names those it used.
+    virtual std::vector<Contribution> take_update() = 0;
+    // What came of that update: applied (run.round has moved on) or not (every Δ refused, an
+    // aggregator that needs more, θ not finite: the round starts again). Returns the islands to start.
+    virtual std::vector<Start> after_update(const RunView& run, bool applied) = 0;
+};
+
+// The policy for run.mode ("sync" or "async"; run_config.cpp checks the name); log: one line per event.
+std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& config, std::function<void(const std::string&)> log);
+
+}  // namespace arch::rounds

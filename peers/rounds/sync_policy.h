@@ -1,0 +1,44 @@
+// peers/rounds/sync_policy.h: synchronous DiLoCo rounds (run.mode = "sync"): a round starts every
+// island that is in sync with the same H, waits for each one's pseudo-gradient up to
+// round_timeout_s after it opened (longer while a Δ is still moving), and makes one update of all
+// that arrived. A straggler's late Δ is dropped, or with deadlines.straggler = "fold" kept for the
+// next round's update. docs/protocol.md, "A sync round"; docs/rounds.md.
+#pragma once
+
+#include <map>
+
+#include "peers/rounds/round_policy.h"
+
+namespace arch::rounds {
+
+class SyncPolicy final : public RoundPolicy {
+public:
+    SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, std::function<void(const std::string&)> log);
+
+    bool open() const override { return open_; }
+    Opening open_round(const RunView& run) override;
+    std::optional<Start> on_ready(const RunView& run, const IslandView& island) override;
+    void admit(const RunView& run, const IslandView& island, uint64_t round) const override;
+    Arrival on_arrival(const RunView& run, Contribution contribution) override;
+    bool on_gone(const std::string& key, bool revoked) override;
+    bool update_due(const RunView& run) override;
+    std::vector<Contribution> take_update() override;
+    std::vector<Start> after_update(const RunView& run, bool applied) override;
+
+private:
+    Start start(const RunView& run, const std::string& key) const;
+    bool complete() const;                      // every island of the round delivered
+    bool deadline_passed(const RunView& run);   // round_timeout_s, and no awaited Δ still moving
+
+    uint32_t H_;
+    double round_timeout_s_;
+    bool fold_;
+    std::function<void(const std::string&)> log_;
+    bool open_ = false;
+    std::map<std::string, bool> expected_;      // the round's islands: key -> delivered
+    std::vector<Contribution> contributions_;   // this round's
+    std::vector<Contribution> folded_;          // late ones of the round before, for this round's update
+    bool deadline_logged_ = false;              // "waiting for a Δ still moving" said once a round
+};
+
+}  // namespace arch::rounds

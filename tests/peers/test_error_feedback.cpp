@@ -1,0 +1,159 @@
+// tests/peers/test_error_feedback.cpp: error feedback that matches what was applied, at the codec and
+// at the island. A residual saved before an encode and put back makes the next encode as if the first
+// had never happened; an island whose Δ is dropped ends with its residual bit-identical to an
+// island that never sent it; a resync starts afresh; and a round's steps follow the lr placement the
+// host sends.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "compression/codec.h"
+#include "core/param_layout.h"
+#include "core/token_shard.h"
+#include "peers/diloco/island_worker.h"
+#include "peers/run_config.h"
+#include "tests/core/temp_dir.h"
+
+using namespace arch;
+
+namespace {
+
+std::vector<float> noise(std::size_t n, uint32_t seed, float scale) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// A tiny model and an island's shard of random tokens.
+struct Tiny {
+    TempDir dir;
+    ModelConfig model;
+    TrainConfig train;
+    Tiny() {
+        std::mt19937 rng(5);
+        std::vector<uint16_t> tokens(20'000);
+        for (uint16_t& t : tokens) t = static_cast<uint16_t>(rng() % 256);
+        write_token_shard(dir.file("island.bin"), tokens);
+        const RunConfig c = parse_run_config(
+            "[run]\nrounds = 4\n[model]\nlayers = 1\nchannels = 32\nheads = 2\nmax_seq_len = 16\nvocab = 256\n"
+            "[inner]\nsteps_per_round = 4\nbatch = 2\nseq_len = 16\nwarmup = 2\n",
+            "tiny.toml");
+        model = run_model_config(c, 256);
+        train = run_train_config(c, dir.file("island.bin"), "", 11);
+    }
+    std::vector<float> theta() const {  // a start the islands share
+        return noise(ParamLayout(model).num_params(), 3, 0.02f);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("codec: a residual put back makes the next encode as if the dropped one never happened") {
+    for (const char* spec : {"fp4+ef+zstd", "int8:block=64+ef", "topk:frac=0.05+ef"}) {
+        INFO(spec);
+        auto sent = compression::make_codec(spec);
+        auto never = compression::make_codec(spec);
+        const auto x1 = noise(4096, 1, 0.01f), x2 = noise(4096, 2, 0.01f), x3 = noise(4096, 3, 0.01f);
+        sent->encode(x1, 0);
+        never->encode(x1, 0);
+        const std::vector<float> before = copy(sent->residual(0));
+        sent->encode(x2, 0);  // the message the host drops
+        REQUIRE_FALSE(same_bits(sent->residual(0), before));
+        sent->set_residual(0, before);
+        CHECK(same_bits(sent->residual(0), never->residual(0)));
+        CHECK(sent->encode(x3, 0) == never->encode(x3, 0));
+        sent->set_residual(0, {});  // empty: reset
+        CHECK(sent->residual(0).empty());
+    }
+    auto plain = compression::make_codec("int8");
+    plain->set_residual(0, std::vector<float>(8, 1.0f));  // no error feedback: nothing to set
+    CHECK(plain->residual(0).empty());
+}
+
+TEST_CASE("island: a dropped Δ leaves the residual bit-identical to an island that never sent it") {
+    Tiny tiny;
+    diloco::IslandWorker sent(tiny.model, tiny.train, "fp4+ef+zstd");
+    diloco::IslandWorker never(tiny.model, tiny.train, "fp4+ef+zstd");
+    const std::vector<float> theta = tiny.theta();
+    // Round 0: both send it and the host applies it.
+    const diloco::RoundPlan r0{0, 4, {}};
+    CHECK(sent.run_round(theta, r0).payload == never.run_round(theta, r0).payload);
+    CHECK(sent.unsettled() == std::vector<uint64_t>{0});
+    CHECK(sent.settle(0, true));
+    never.settle(0, true);
+    REQUIRE_FALSE(sent.residual().empty());
+    const std::vector<float> after_round0 = copy(never.residual());
+    // Round 1: one island sends a Δ the host drops (a straggler, screened out, too stale).
+    sent.run_round(theta, diloco::RoundPlan{1, 4, {}});
+    REQUIRE_FALSE(same_bits(sent.residual(), after_round0));
+    CHECK(sent.settle(1, false));
+    CHECK(same_bits(sent.residual(), never.residual()));
+    CHECK(sent.unsettled().empty());
+    // Settling what was never kept changes nothing.
+    CHECK(sent.settle(7, false));
+    CHECK(same_bits(sent.residual(), after_round0));
+
+    // Two Δs out (a folded straggler): dropping the newest is exact, the older one after it too.
+    sent.run_round(theta, diloco::RoundPlan{2, 2, {}});
+    const std::vector<float> after_2 = copy(sent.residual());
+    sent.run_round(theta, diloco::RoundPlan{3, 2, {}});
+    CHECK(sent.unsettled() == std::vector<uint64_t>{2, 3});
+    CHECK(sent.settle(3, false));
+    CHECK(same_bits(sent.residual(), after_2));
+    CHECK(sent.settle(2, false));
+    CHECK(same_bits(sent.residual(), after_round0));
+    // Dropping the older while the newer stands cannot be undone exactly: the residual stays.
+    sent.run_round(theta, diloco::RoundPlan{4, 2, {}});
+    sent.run_round(theta, diloco::RoundPlan{5, 2, {}});
+    const std::vector<float> now = copy(sent.residual());
+    CHECK_FALSE(sent.settle(4, false));
+    CHECK(same_bits(sent.residual(), now));
+    CHECK(sent.settle(5, true));
+    // A resync starts afresh.
+    sent.run_round(theta, diloco::RoundPlan{6, 2, {}});
+    sent.reset_residual();
+    CHECK(sent.residual().empty());
+    CHECK(sent.unsettled().empty());
+    // What is kept is bounded, whatever a host does.
+    for (uint64_t r = 10; r < 20; ++r) sent.run_round(theta, diloco::RoundPlan{r, 1, {}});
+    CHECK(sent.unsettled().size() == diloco::IslandWorker::kMaxUnsettled);
+}
+
+TEST_CASE("island: a codec without error feedback keeps nothing to settle") {
+    Tiny tiny;
+    diloco::IslandWorker w(tiny.model, tiny.train, "int8:block=256+zstd:1");
+    w.run_round(tiny.theta(), diloco::RoundPlan{0, 2, {}});
+    CHECK(w.unsettled().empty());
+    CHECK(w.settle(0, false));
+    CHECK(w.residual().empty());
+}
+
+TEST_CASE("island: a round's learning rates follow the schedule placement the host sent") {
+    Tiny tiny;  // schedule: rounds x H = 16 positions, warmup 2
+    diloco::IslandWorker w(tiny.model, tiny.train, "fp32");
+    std::vector<float> lrs;
+    auto record = [&](const StepStats& s) { lrs.push_back(s.lr); };
+    // Two steps a round (a slow island) over the four positions of each round.
+    for (uint64_t round = 0; round < 4; ++round)
+        w.run_round(tiny.theta(), diloco::RoundPlan{round, 2, rounds::ScheduleSpan{round * 4, round * 4 + 4}}, record);
+    REQUIRE(lrs.size() == 8);
+    const LrSchedule& s = tiny.train.schedule;
+    CHECK(lrs[0] == s.at(0));
+    CHECK(lrs[1] == std::min(s.at(2), s.max_lr));  // position 2, past its own warmup of 2 steps
+    CHECK(lrs[7] == s.at(14));                     // the last step sits near the end of the cosine
+    CHECK(lrs[7] < s.at(7));                       // where its own step count would have put it
+    // Without a placement the island reads the schedule at its own step count, as before.
+    diloco::IslandWorker plain(tiny.model, tiny.train, "fp32");
+    lrs.clear();
+    plain.run_round(tiny.theta(), 3, record);
+    CHECK(lrs == std::vector<float>{s.at(0), s.at(1), s.at(2)});
+}

@@ -1,0 +1,81 @@
+// tests/peers/test_protocol.cpp: the run protocol's round_start and update as version 3 has them: the
+// lr schedule placement and a held Δ in round_start, the contributions an update used; each round
+// trips, and a malformed one is refused with its reason.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "peers/protocol.h"
+
+using namespace arch;
+using namespace arch::protocol;
+using Catch::Contains;
+
+namespace {
+const std::string kHash(64, 'a');
+
+std::vector<std::byte> update_meta(uint32_t islands, const std::vector<Applied>& applied, uint64_t round = 5) {
+    UpdateMeta m;
+    m.round = round;
+    m.theta_hash = kHash;
+    m.islands = islands;
+    m.val_loss = 3.5f;
+    m.applied = applied;
+    return encode(m);
+}
+}  // namespace
+
+TEST_CASE("round_start carries the schedule placement and a held Δ, and refuses them malformed") {
+    RoundStart m;
+    m.round = 7;
+    m.steps = 12;
+    m.theta_hash = kHash;
+    m.schedule_from = 350;
+    m.schedule_to = 400;
+    m.held = 6;
+    const RoundStart back = decode_round_start(encode(m));
+    CHECK(back.round == 7);
+    CHECK(back.steps == 12);
+    CHECK(back.schedule_from == 350);
+    CHECK(back.schedule_to == 400);
+    REQUIRE(back.held);
+    CHECK(*back.held == 6);
+    m.held.reset();
+    CHECK_FALSE(decode_round_start(encode(m)).held);
+
+    RoundStart bad = m;
+    bad.schedule_from = 401;
+    CHECK_THROWS_WITH(decode_round_start(encode(bad)), Contains("schedule span"));
+    bad = m;
+    bad.held = 7;  // a Δ of this very round cannot be held
+    CHECK_THROWS_WITH(decode_round_start(encode(bad)), Contains("earlier round"));
+    std::vector<std::byte> flag = encode(m);
+    flag[flag.size() - 9] = std::byte{2};
+    CHECK_THROWS_WITH(decode_round_start(flag), Contains("held flag"));
+    std::vector<std::byte> short_one = encode(m);
+    short_one.resize(short_one.size() - 1);
+    CHECK_THROWS_AS(decode_round_start(short_one), Error);
+}
+
+TEST_CASE("an update names the contributions it used, as many as it counts, none from a later round") {
+    const std::vector<Applied> used = {{0, 5}, {2, 4}, {3, 5}};
+    const UpdateMeta back = decode_update(update_meta(3, used));
+    CHECK(back.islands == 3);
+    CHECK(back.applied == used);
+    CHECK(back.val_loss == 3.5f);
+    CHECK(decode_update(update_meta(0, {})).applied.empty());
+    CHECK_THROWS_WITH(decode_update(update_meta(2, used)), Contains("names 3 contributions, counts 2"));
+    CHECK_THROWS_WITH(decode_update(update_meta(1, {{1, 6}})), Contains("of round 6 in the update of 5"));
+    std::vector<std::byte> huge = update_meta(0, {});
+    const uint32_t n = kMaxApplied + 1;  // the count field, the last 4 bytes
+    std::memcpy(huge.data() + huge.size() - 4, &n, 4);
+    CHECK_THROWS_WITH(decode_update(huge), Contains("contributions named"));
+}
+
+TEST_CASE("a hello of another protocol version is refused with both versions") {
+    Hello h;
+    h.name = "old";
+    h.protocol_version = 2;
+    CHECK_THROWS_WITH(decode_hello(encode(h)), Contains("protocol version 2, this host speaks 3"));
+}

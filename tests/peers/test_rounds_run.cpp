@@ -1,0 +1,340 @@
+// tests/peers/test_rounds_run.cpp: a real Host and real Peers in one process (tests/peers/local_net.h),
+// so the test sees every message and each island's error-feedback residual. Sync: a straggler's Δ
+// that the host drops is not named by the update, and the island puts its residual back bit for bit;
+// async with islands at different speeds: stale Δs refused (the island restarted from the current θ)
+// or downweighted, Dynamic Local Updates give the slow island fewer steps, and every island ends each
+// update with the host's θ.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/token_shard.h"
+#include "peers/host.h"
+#include "peers/peer.h"
+#include "peers/protocol.h"
+#include "peers/run_config.h"
+#include "tests/core/temp_dir.h"
+#include "tests/peers/local_net.h"
+
+using namespace arch;
+using namespace arch::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct ResidualSeen {
+    ResidualEvent what;
+    uint64_t round;
+    std::vector<float> residual;
+};
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// A host and its islands on threads over a LocalNet, each with its own folder; logs kept per node.
+class Cluster {
+public:
+    Cluster(int islands, int rounds, const std::string& mode_and_more, const std::string& codec, double round_timeout_s) {
+        std::mt19937 rng(9);
+        std::vector<uint16_t> tokens(60'000);
+        for (uint16_t& t : tokens) t = static_cast<uint16_t>(rng() % 256);
+        write_token_shard(dir_.file("train_000.bin"), tokens);
+        tokens.resize(4'000);
+        write_token_shard(dir_.file("val_000.bin"), tokens);
+        toml_ = "[run]\nname = \"local\"\nrounds = " + std::to_string(rounds) + "\nislands = " + std::to_string(islands) +
+                "\ncheckpoint_dir = \"" + dir_.file("ckpt") + "\"\n" + mode_and_more +
+                "\n[model]\nconfig = \"tiny\"\nlayers = 1\nchannels = 32\nheads = 2\nmax_seq_len = 16\nvocab = 256\n"
+                "[data]\ntrain = \"" + dir_.file("train_*.bin") + "\"\nval = \"" + dir_.file("val_000.bin") +
+                "\"\n[inner]\nsteps_per_round = 8\nbatch = 2\nseq_len = 16\nwarmup = 2\nval_batches = 2\n"
+                "[wire]\ncodec = \"" + codec + "\"\n[deadlines]\njoin_timeout_s = 30\nround_timeout_s = " +
+                std::to_string(round_timeout_s) + "\nheartbeat_timeout_s = 1\n";
+    }
+    ~Cluster() {
+        if (host_) host_->stop();
+        for (auto& p : peers_) p->stop();
+        for (std::thread& t : threads_)
+            if (t.joinable()) t.join();
+    }
+
+    // Adds island `name` (its key too). hook: its residual events, from its own thread.
+    void add_peer(const std::string& name, double throttle = 1.0,
+                  std::function<void(ResidualEvent, uint64_t)> hook = {}) {
+        PeerOptions o;
+        o.name = name;
+        o.throttle = throttle;
+        o.workdir = dir_.file(name);
+        o.log = [this, name](const std::string& line) { append(name, line); };
+        o.on_residual = [this, name, hook](ResidualEvent what, uint64_t round, std::span<const float> r) {
+            {
+                std::lock_guard lock(mutex_);
+                residuals_[name].push_back({what, round, std::vector<float>(r.begin(), r.end())});
+            }
+            if (hook) hook(what, round);
+        };
+        peers_.push_back(std::make_unique<Peer>(std::move(o)));
+        names_.push_back(name);
+    }
+
+    // Runs the host and every island until the host is done (true) or timeout_s passes (false).
+    bool run(double timeout_s) {
+        HostOptions ho;
+        ho.config = parse_run_config(toml_, "local.toml");
+        ho.log = [this](const std::string& line) { append("host", line); };
+        host_ = std::make_unique<Host>(std::move(ho));
+        std::atomic<bool> done{false};
+        threads_.emplace_back([&] {
+            try {
+                host_->run(net_.host());
+            } catch (const std::exception& e) {
+                append("host", std::string("HOST THREW: ") + e.what());
+            }
+            done = true;
+        });
+        std::atomic<std::size_t> peers_done{0};
+        for (std::size_t i = 0; i < peers_.size(); ++i)
+            threads_.emplace_back([this, i, &peers_done] {
+                try {
+                    peers_[i]->run(net_.peer(names_[i]), LocalNet::kHostKey);
+                } catch (const std::exception& e) {
+                    append(names_[i], std::string("PEER THREW: ") + e.what());
+                }
+                ++peers_done;
+            });
+        const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+        while (!done && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (!done) host_->stop();
+        // The host says bye once every island holds its last θ: let them read it.
+        const auto byes = Clock::now() + std::chrono::seconds(30);
+        while (peers_done < peers_.size() && Clock::now() < byes) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        for (auto& p : peers_) p->stop();
+        for (std::thread& t : threads_) t.join();
+        threads_.clear();
+        return done;
+    }
+
+    std::string log(const std::string& node) const {
+        std::lock_guard lock(mutex_);
+        const auto it = logs_.find(node);
+        return it == logs_.end() ? "" : it->second;
+    }
+    std::string all_logs() const {
+        std::string out = "--- host\n" + log("host");
+        for (const std::string& n : names_) out += "--- " + n + "\n" + log(n);
+        return out;
+    }
+    std::vector<ResidualSeen> residuals(const std::string& name) const {
+        std::lock_guard lock(mutex_);
+        const auto it = residuals_.find(name);
+        return it == residuals_.end() ? std::vector<ResidualSeen>{} : it->second;
+    }
+    const Peer& peer(int i) const { return *peers_[i]; }
+    std::string host_hash() const { return host_->theta_hash(); }
+    LocalNet& net() { return net_; }
+
+    // The island index the host gave `name` (from its welcome).
+    uint32_t island_of(const std::string& name) const {
+        for (const LocalNet::Sent& s : net_.sent_by_host())
+            if (s.to == name && s.type == protocol::Type::welcome) return protocol::decode_welcome(s.payload).island_index;
+        FAIL("no welcome for " << name);
+        return 0;
+    }
+    std::vector<protocol::UpdateMeta> updates() const {  // as everyone got them, once each
+        std::vector<protocol::UpdateMeta> out;
+        for (const LocalNet::Sent& s : net_.sent_by_host()) {
+            if (s.type != protocol::Type::update) continue;
+            protocol::Reader r(s.payload, "update");
+            protocol::UpdateMeta m = protocol::decode_update(r.bytes(4096));
+            if (out.empty() || out.back().round != m.round) out.push_back(std::move(m));
+        }
+        return out;
+    }
+    std::vector<protocol::RoundStart> round_starts(const std::string& name) const {
+        std::vector<protocol::RoundStart> out;
+        for (const LocalNet::Sent& s : net_.sent_by_host())
+            if (s.to == name && s.type == protocol::Type::round_start) out.push_back(protocol::decode_round_start(s.payload));
+        return out;
+    }
+
+private:
+    void append(const std::string& node, const std::string& line) {
+        std::lock_guard lock(mutex_);
+        logs_[node] += line + "\n";
+    }
+
+    TempDir dir_;
+    std::string toml_;
+    LocalNet net_;
+    std::unique_ptr<Host> host_;
+    std::vector<std::unique_ptr<Peer>> peers_;
+    std::vector<std::string> names_;
+    std::vector<std::thread> threads_;
+    mutable std::mutex mutex_;
+    std::map<std::string, std::string> logs_;
+    std::map<std::string, std::vector<ResidualSeen>> residuals_;
+};
+
+bool named(const protocol::UpdateMeta& u, uint32_t island, uint64_t round) {
+    return std::find(u.applied.begin(), u.applied.end(), protocol::Applied{island, round}) != u.applied.end();
+}
+
+void check_in_sync(const Cluster& c, int islands) {
+    for (int i = 0; i < islands; ++i) {
+        INFO("island " << i);
+        REQUIRE(c.peer(i).theta_hash());
+        CHECK(*c.peer(i).theta_hash() == c.host_hash());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("sync: a straggler's dropped Δ is not named by the update, and its island puts the residual back bit for bit") {
+    Cluster c(3, 5, "mode = \"sync\"", "int8:block=64+ef", 2.0);
+    c.add_peer("peer-1");
+    c.add_peer("peer-2");
+    // peer-3 is slow in round 1 only: its Δ arrives after the round closed at its deadline and is
+    // dropped (deadlines.straggler = "drop"); its residual must then be as if it had never been sent.
+    std::atomic<bool> slowed{false};
+    c.add_peer("peer-3", 1.0, [&](ResidualEvent what, uint64_t round) {
+        if (what == ResidualEvent::encoding && round == 1 && !slowed.exchange(true))
+            std::this_thread::sleep_for(std::chrono::seconds(4));
+    });
+    if (!c.run(120)) FAIL(c.all_logs());
+    INFO(c.all_logs());
+    const std::string host = c.log("host");
+    CHECK(host.find("run finished after 5 rounds") != std::string::npos);
+    CHECK(host.find("round 1 deadline passed") != std::string::npos);
+    CHECK(host.find("rejected a pseudo_grad message from peer-3") != std::string::npos);
+
+    const uint32_t slow = c.island_of("peer-3");
+    const std::vector<protocol::UpdateMeta> updates = c.updates();
+    REQUIRE(updates.size() == 5);
+    CHECK(updates[0].applied.size() == 3);
+    CHECK(named(updates[0], slow, 0));
+    CHECK(updates[1].applied.size() == 2);
+    CHECK_FALSE(named(updates[1], slow, 1));  // the update names what it used, and not the straggler
+    for (const protocol::UpdateMeta& u : updates) CHECK(u.islands == u.applied.size());
+
+    // peer-3: the residual it encoded round 1's Δ on, put back when a later round_start settled that
+    // Δ as dropped, and the very residual its next Δ was encoded on.
+    const std::vector<ResidualSeen> seen = c.residuals("peer-3");
+    const auto encoded = std::find_if(seen.begin(), seen.end(),
+                                      [](const ResidualSeen& s) { return s.what == ResidualEvent::encoding && s.round == 1; });
+    const auto restored = std::find_if(seen.begin(), seen.end(),
+                                       [](const ResidualSeen& s) { return s.what == ResidualEvent::restored && s.round == 1; });
+    REQUIRE(encoded != seen.end());
+    REQUIRE(restored != seen.end());
+    CHECK_FALSE(encoded->residual.empty());  // round 0's Δ was applied: there is error to carry
+    CHECK(same_bits(restored->residual, encoded->residual));
+    const auto next = std::find_if(restored, seen.end(), [](const ResidualSeen& s) { return s.what == ResidualEvent::encoding; });
+    REQUIRE(next != seen.end());
+    CHECK(next->round > 1);
+    CHECK(same_bits(next->residual, encoded->residual));
+    CHECK(c.log("peer-3").find("round 1: the host did not apply this island's pseudo-gradient") != std::string::npos);
+    // The others' Δs were all applied: nothing of theirs was put back.
+    for (const char* other : {"peer-1", "peer-2"})
+        for (const ResidualSeen& s : c.residuals(other)) CHECK(s.what != ResidualEvent::restored);
+    check_in_sync(c, 3);
+}
+
+namespace {
+
+// The slow island holds its first round until the host has sent `updates` updates (to each island:
+// 2 islands, so 2 x updates update messages), so its Δ is that stale when it lands, whatever the
+// machine's speed; the host's clock then measures it slow, and Dynamic Local Updates shorten it.
+std::function<void(ResidualEvent, uint64_t)> hold_first_round(Cluster& c, std::size_t updates) {
+    auto held = std::make_shared<std::atomic<bool>>(false);
+    return [&c, updates, held](ResidualEvent what, uint64_t round) {
+        if (what != ResidualEvent::encoding || round != 0 || held->exchange(true)) return;
+        const auto end = Clock::now() + std::chrono::seconds(60);
+        while (c.net().sent_by_host(protocol::Type::update) < 2 * updates && Clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    };
+}
+
+uint64_t number_before(const std::string& line, const std::string& word) {
+    const std::size_t at = line.find(word);
+    REQUIRE(at != std::string::npos);
+    const std::size_t start = line.rfind(' ', at - 2) + 1;
+    return std::stoull(line.substr(start, at - 1 - start));
+}
+
+}  // namespace
+
+TEST_CASE("async, stale = refuse: a Δ past max_staleness is refused by name and its island starts again from θ") {
+    Cluster c(2, 12, "mode = \"async\"\n[async]\nmax_staleness = 1\nstale = \"refuse\"", "int8:block=64+ef", 30);
+    c.add_peer("fast");
+    c.add_peer("slow", 1.0, hold_first_round(c, 3));
+    if (!c.run(120)) FAIL(c.all_logs());
+    INFO(c.all_logs());
+    const std::string host = c.log("host");
+    CHECK(host.find("run finished after 12 rounds") != std::string::npos);
+    const std::size_t at = host.find("refused the pseudo-gradient of island ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = host.substr(at, host.find('\n', at) - at);
+    const uint32_t slow = c.island_of("slow");
+    CHECK_THAT(line, Catch::Contains("island " + std::to_string(slow) + " (slow) from round 0") &&
+                         Catch::Contains("(async.max_staleness = 1)"));
+    CHECK(number_before(line, "updates stale") >= 3);
+    // Started again from the round the refusal names, with the θ of that round.
+    const uint64_t from = std::stoull(line.substr(line.rfind("from round ") + 11));
+    CHECK(from >= 3);
+    bool restarted = false;
+    for (const protocol::RoundStart& m : c.round_starts("slow")) restarted = restarted || m.round == from;
+    CHECK(restarted);
+    // The refused Δ was never applied, so its residual went back.
+    CHECK(c.log("slow").find("round 0: the host did not apply this island's pseudo-gradient") != std::string::npos);
+    const std::vector<ResidualSeen> seen = c.residuals("slow");
+    REQUIRE(seen.size() >= 2);
+    CHECK(seen[1].what == ResidualEvent::restored);
+    CHECK(seen[1].residual.empty());  // as before its first Δ: none
+    for (const protocol::UpdateMeta& u : c.updates()) {
+        CHECK(u.applied.size() == 1);  // one Δ per update
+        CHECK_FALSE(named(u, slow, 0));
+    }
+    // Dynamic Local Updates: measured slow by the host's clock, it is asked for fewer steps.
+    const std::vector<protocol::RoundStart> starts = c.round_starts("slow");
+    REQUIRE(starts.size() >= 2);
+    CHECK(starts[0].steps == 8);
+    CHECK(starts[1].steps < 8);
+    CHECK(starts[1].steps >= 1);
+    CHECK(c.log("slow").find("differs") == std::string::npos);
+    CHECK(c.log("fast").find("differs") == std::string::npos);
+    check_in_sync(c, 2);
+}
+
+TEST_CASE("async, stale = downweight: a Δ past max_staleness is scaled by (1+max)/(1+s) and applied") {
+    Cluster c(2, 12, "mode = \"async\"\n[async]\nmax_staleness = 1\nstale = \"downweight\"", "int8:block=64+ef", 30);
+    c.add_peer("fast");
+    c.add_peer("slow", 1.0, hold_first_round(c, 3));
+    if (!c.run(120)) FAIL(c.all_logs());
+    INFO(c.all_logs());
+    const std::string host = c.log("host");
+    CHECK(host.find("run finished after 12 rounds") != std::string::npos);
+    CHECK(host.find("refused the pseudo-gradient") == std::string::npos);
+    const uint32_t slow = c.island_of("slow");
+    const std::size_t at = host.find("downweighted the pseudo-gradient of island " + std::to_string(slow) + " (slow) from round 0");
+    REQUIRE(at != std::string::npos);
+    const std::string line = host.substr(at, host.find('\n', at) - at);
+    const uint64_t stale = number_before(line, "updates stale");
+    CHECK(stale >= 3);
+    const double scale = std::stod(line.substr(line.rfind("scaled by ") + 10));
+    CHECK(scale == Approx(2.0 / (1.0 + static_cast<double>(stale))).epsilon(1e-3));  // (1 + max) / (1 + s)
+    // Nothing was dropped, so no island put a residual back; each update named its one Δ, in order.
+    for (const char* name : {"fast", "slow"})
+        for (const ResidualSeen& s : c.residuals(name)) CHECK(s.what != ResidualEvent::restored);
+    const std::vector<protocol::UpdateMeta> updates = c.updates();
+    REQUIRE(updates.size() == 12);
+    bool slow_applied = false;
+    for (std::size_t i = 0; i < updates.size(); ++i) {
+        CHECK(updates[i].round == i);
+        CHECK(updates[i].applied.size() == 1);
+        slow_applied = slow_applied || named(updates[i], slow, 0);
+    }
+    CHECK(slow_applied);
+    check_in_sync(c, 2);
+}
