@@ -113,6 +113,7 @@ void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fra
 // Layout: uint64 n, n floats of θ, then each fragment's optimizer state; with several fragments each
 // state is preceded by its uint64 length (one fragment: exactly the plain DiLoCo layout).
 std::vector<std::byte> GlobalModel::optimizer_states() const {
+    if (optimizers_.size() == 1) return optimizers_[0]->save_state();  // no second copy of the momentum
     std::vector<std::byte> out;
     for (const auto& o : optimizers_) {
         const std::vector<std::byte> one = o->save_state();
