@@ -45,11 +45,18 @@ TrainConfig train_config(const Setup& s, const std::string& shard, int total_ste
 
 double tokens_per_step(const Setup& s) { return static_cast<double>(s.B) * s.T; }
 
-// The most epochs any island read, each of its own shard.
-double island_epochs(const Setup& s, const std::vector<double>& tokens) {
-    double e = 0;
-    for (int i = 0; i < s.islands; ++i) e = std::max(e, tokens[i] / static_cast<double>(s.data.island_tokens[i]));
-    return e;
+// The end of every islands run: the global θ's val loss, the tokens of all islands, the most epochs
+// any island read of its own shard, and the bench's own time since t0.
+void finish_islands_row(const Setup& s, Row& row, std::span<const float> theta, const std::vector<double>& tokens,
+                        int steps_per_island, double t0) {
+    row.val_loss = val_loss(s, theta);
+    row.epochs = 0;
+    for (int i = 0; i < s.islands; ++i) {
+        row.tokens += tokens[i];
+        row.epochs = std::max(row.epochs, tokens[i] / static_cast<double>(s.data.island_tokens[i]));
+    }
+    row.steps_per_island = steps_per_island;
+    row.seconds = now_s() - t0;
 }
 
 std::vector<std::unique_ptr<IslandWorker>> make_islands(const Setup& s, const std::vector<int>& total_steps,
@@ -210,11 +217,7 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
         std::fprintf(stderr, "  %s: round %d/%d inner loss %.3f, %.1f MB so far\n", name.c_str(), r + 1, s.rounds, loss,
                      row.bytes / 1e6);
     }
-    row.val_loss = val_loss(s, global.theta());
-    for (double t : tokens) row.tokens += t;
-    row.epochs = island_epochs(s, tokens);
-    row.steps_per_island = s.rounds * s.H;
-    row.seconds = now_s() - t0;
+    finish_islands_row(s, row, global.theta(), tokens, s.rounds * s.H, t0);
     return row;
 }
 
@@ -309,11 +312,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
             sync(p, 0);
             apply_due(steps + s.tau);
         }
-    row.val_loss = val_loss(s, global.theta());
-    for (double t : tokens) row.tokens += t;
-    row.epochs = island_epochs(s, tokens);
-    row.steps_per_island = steps;
-    row.seconds = now_s() - t0;
+    finish_islands_row(s, row, global.theta(), tokens, steps, t0);
     return row;
 }
 
@@ -408,12 +407,8 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
             std::fprintf(stderr, "  %s: update %zu/%zu (island %d, staleness %llu) inner loss %.3f\n", name.c_str(), e + 1,
                          order.size(), i, static_cast<unsigned long long>(staleness), res.mean_loss);
     }
-    row.val_loss = val_loss(s, global.theta());
-    for (double t : tokens) row.tokens += t;
-    row.epochs = island_epochs(s, tokens);
-    row.steps_per_island = *std::ranges::max_element(total_steps);
+    finish_islands_row(s, row, global.theta(), tokens, *std::ranges::max_element(total_steps), t0);
     row.staleness_mean = order.empty() ? 0 : staleness_sum / static_cast<double>(order.size());
-    row.seconds = now_s() - t0;
     return row;
 }
 
