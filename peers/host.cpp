@@ -58,7 +58,7 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     eval_model_->init_weights(c.seed);
     std::vector<float> theta(eval_model_->num_params());
     eval_model_->get_params(theta);
-    global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer);
+    global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_config_));
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
     screen_ = std::make_unique<outer::NormScreen>(
         outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
@@ -286,7 +286,7 @@ rounds::RunView Host::view(Link& link) {
     }
     rounds::RunView v;
     v.round = round_;
-    v.rounds = static_cast<uint64_t>(options_.config.rounds);
+    v.rounds = run_updates(options_.config);
     v.seconds_open = seconds_since(round_started_);
     v.islands = view_;
     return v;
@@ -295,7 +295,7 @@ rounds::RunView Host::view(Link& link) {
 void Host::start_island(Link& link, const rounds::Start& start) {
     // After the last update no island is started again: it would train a round nobody waits for, and
     // miss the host's bye while sending it.
-    if (round_ >= static_cast<uint64_t>(options_.config.rounds)) return;
+    if (round_ >= run_updates(options_.config)) return;
     const auto it = peers_.find(start.key);
     if (it == peers_.end() || !it->second.welcomed) return;
     PeerState& p = it->second;
@@ -369,9 +369,10 @@ void Host::make_update(Link& link) {
         loss += c.loss / static_cast<double>(all.size());
     }
     std::vector<std::byte> update;
+    const int fragment = round_fragment(options_.config, round_);
     try {
-        update = global_->make_update(cs);  // an aggregator may refuse (trimmed, with too few)
-        global_->apply_update(update);      // θ must stay finite, or nothing changes
+        update = global_->make_update(cs, fragment);  // an aggregator may refuse (trimmed, with too few)
+        global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
     } catch (const Error& e) {
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
@@ -379,6 +380,9 @@ void Host::make_update(Link& link) {
     }
     const uint64_t ended = round_;
     ++round_;
+    if (global_->fragments() > 1)
+        log("round " + std::to_string(ended) + " updated fragment " + std::to_string(fragment) + " (" +
+            std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
     recent_theta_.emplace_back(round_, global_->hash());
     while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -520,12 +524,14 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
         log("island " + std::to_string(p.island) + " (" + p.name + ") claimed " + std::to_string(meta.tokens) +
             " tokens for round " + std::to_string(meta.round) + "; counted " + std::to_string(max_tokens) +
             " (its steps x B x T x grad_accum)");
-    const uint64_t values = compression::inspect(payload).count;  // the size first: nothing is decoded in vain
-    if (values != global_->theta().size())
-        throw Error("pseudo-gradient of " + std::to_string(values) + " values, the model has " +
-                    std::to_string(global_->theta().size()));
-    rounds::Contribution contribution{p.island, key, p.name, meta.round,
-                                      compression::decode(payload, global_->theta().size()), tokens, meta.mean_loss};
+    // The size first, nothing is decoded in vain: θ's, or in streaming mode the round's fragment's.
+    const std::size_t expected = global_->fragment(round_fragment(c, meta.round)).size;
+    const uint64_t values = compression::inspect(payload).count;
+    if (values != expected)
+        throw Error("pseudo-gradient of " + std::to_string(values) + " values, " +
+                    (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
+    rounds::Contribution contribution{p.island, key,    p.name, meta.round, compression::decode(payload, expected),
+                                      tokens,   meta.mean_loss};
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's.
     const double took = seconds_since(p.started_at) - transfer_seconds;
@@ -643,10 +649,11 @@ void Host::run(Link& link) {
     link.accept_blobs({{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}});
     const Clock::time_point join_deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.join_timeout_s));
+    const uint64_t updates = run_updates(c);
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
-        std::to_string(c.rounds) + ")");
+        std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
     publish_run(link);
-    while (!stop_ && round_ < static_cast<uint64_t>(c.rounds)) {
+    while (!stop_ && round_ < updates) {
         if (options_.status && options_.status->leave_requested()) stop_ = true;
         if (options_.status && Clock::now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
         if (options_.revoked && Clock::now() - revoked_checked_ > std::chrono::seconds(1)) {
@@ -701,8 +708,8 @@ void Host::run(Link& link) {
     log(traffic);
     publish_run(link);
     link_ = nullptr;
-    if (options_.status) options_.status->set_state(round_ >= static_cast<uint64_t>(c.rounds) ? "finished" : "stopped");
-    log(round_ >= static_cast<uint64_t>(c.rounds) ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
+    if (options_.status) options_.status->set_state(round_ >= updates ? "finished" : "stopped");
+    log(round_ >= updates ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
 }
 
 }  // namespace arch

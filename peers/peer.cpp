@@ -84,11 +84,14 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     // The data paths in the host's config are the host's: never opened here. The assignment names
     // this island's chunks by hash.
     model_ = run_model_config(c, static_cast<int>(w.data.vocab));
+    stream_.reset();
+    stream_next_.reset();
     worker_.reset();
-    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(ParamLayout(model_).num_params()), c.outer);
+    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(ParamLayout(model_).num_params()), c.outer,
+                                                     run_fragments(c, model_));
     replica_valid_ = false;
     config_ = std::move(c);
-    if (options_.status) options_.status->set_run(config_->name, config_->rounds, config_->mode, config_->islands);
+    if (options_.status) options_.status->set_run(config_->name, static_cast<int>(run_updates(*config_)), config_->mode, config_->islands);
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
         describe(model_) + ", " + std::to_string(options_.devices) + " device(s)" +
         (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
@@ -150,6 +153,7 @@ void Peer::data_ready(Link& link) {
     data_.reset();
     worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_), c.codec,
                                                      options_.devices, options_.parallel, options_.device);
+    if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha);
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 
@@ -167,6 +171,10 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
         throw Error("the state's θ hash does not match the host's");
     }
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12));
+    if (stream_) {
+        stream_->restart();  // its next round starts from this θ
+        stream_next_.reset();
+    }
     if (worker_) {
         // A resync: whatever this island sent before is settled by the state, and its error
         // feedback starts afresh (nothing it carried is known to match what was applied).
@@ -188,15 +196,21 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
         report_hash(link);
         return;
     }
-    replica_->apply_update(update);
+    const int fragment = round_fragment(*config_, meta.round);
+    replica_->apply_update(update, fragment);
     round_ = meta.round + 1;
     if (worker_)
         for (const protocol::Applied& a : meta.applied)
             if (a.island == island_) worker_->settle(a.round, true);
+    // Streaming: θ_i takes the fragment once its overlapped steps are done (stream_turn).
+    if (stream_) stream_->updated(fragment);
+    const std::string part = replica_->fragments() > 1 ? " to fragment " + std::to_string(fragment) : std::string();
+    const std::string part_hash =
+        replica_->fragments() > 1 ? ", fragment θ " + replica_->fragment_hash(fragment).substr(0, 16) : std::string();
     if (replica_->hash() != meta.theta_hash) log("θ hash differs from the host's after round " + std::to_string(meta.round));
-    else log("round " + std::to_string(meta.round) + " applied (" + std::to_string(meta.islands) + " islands" +
-             (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + "), θ " +
-             replica_->hash().substr(0, 12) + " matches the host");
+    else log("round " + std::to_string(meta.round) + " applied" + part + " (" + std::to_string(meta.islands) + " islands" +
+             (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + ")" + part_hash +
+             ", θ " + replica_->hash().substr(0, 12) + " matches the host");
     report_hash(link);
     if (timed_round_ == meta.round) {
         // Communication: from handing over the Δ to holding the update (the Δ's transfer, waiting for
@@ -227,6 +241,10 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         report_hash(link);  // the host answers with the state
         return;
     }
+    if (stream_ && stream_->busy()) {  // the last round's τ steps or merge first (stream_turn)
+        stream_next_ = m;
+        return;
+    }
     settle_dropped(m.held);
     if (options_.status) {
         options_.status->set_state("training");
@@ -239,7 +257,8 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     plan.round = m.round;
     plan.steps = static_cast<int>(m.steps);
     plan.schedule = rounds::ScheduleSpan{m.schedule_from, m.schedule_to};
-    const diloco::RoundResult result = worker_->run_round(replica_->theta(), plan, [&](const StepStats& s) {
+    const int fragment = round_fragment(*config_, m.round);
+    const auto on_step = [&](const StepStats& s) {
         ++done;
         if (options_.status) {
             options_.status->set_tokens_per_s(s.tokens_per_s);
@@ -251,18 +270,44 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
             log("round " + std::to_string(m.round) + " step " + std::to_string(done) + "/" + std::to_string(m.steps) +
                 " loss " + std::to_string(s.loss) + " lr " + std::to_string(s.lr) + " (" +
                 std::to_string(static_cast<int>(s.tokens_per_s)) + " tok/s)");
-    });
+    };
+    const diloco::RoundResult result =
+        stream_ ? stream_->run_round(*replica_, fragment, plan.schedule.value(), m.round + 1 < run_updates(*config_), on_step)
+                : worker_->run_round(replica_->theta(), plan, on_step);
     compute_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
-    steps_per_s_ = static_cast<float>(m.steps / compute_s_);
+    steps_per_s_ = static_cast<float>(result.steps / compute_s_);
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, result.mean_loss, m.steps, steps_per_s_}));
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
-    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes");
+    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +
+        (stream_ ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) +
+                       " steps, loss " + std::to_string(result.mean_loss) + ")"
+                 : std::string()));
     sent_at_ = Clock::now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
     publish(link);
+}
+
+void Peer::stream_turn(Link& link) {
+    if (stream_->overlapping()) {
+        const diloco::RoundResult r = stream_->overlap_step();
+        if (options_.status) options_.status->set_inner_loss(r.mean_loss);
+        if (options_.throttle > 0 && options_.throttle < 1.0 && steps_per_s_ > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double>((1.0 / steps_per_s_) * (1.0 / options_.throttle - 1.0)));
+        return;
+    }
+    if (stream_->merge_due()) {
+        const auto [fragment, overlapped] = stream_->merge(*replica_);
+        log("fragment " + std::to_string(fragment) + " merged into this island's θ (alpha " +
+            std::to_string(config_->alpha) + ") after " + std::to_string(overlapped) + " overlapped steps");
+    }
+    if (!stream_->busy() && stream_next_) {
+        const protocol::RoundStart next = *stream_next_;
+        stream_next_.reset();
+        on_round_start(link, next);
+    }
 }
 
 void Peer::settle_dropped(std::optional<uint64_t> held) {
@@ -307,7 +352,18 @@ bool Peer::run(Link& link, const std::string& host_key) {
             publish(link);
             published = Clock::now();
         }
-        std::optional<LinkEvent> e = link.poll(100);
+        if (stream_ && (stream_->busy() || stream_next_)) {
+            try {
+                stream_turn(link);
+            } catch (const Fatal&) {
+                throw;
+            } catch (const Error& err) {
+                log(std::string("streaming: ") + err.what() + "; the island starts its next round from θ");
+                stream_->restart();
+            }
+        }
+        // Between overlapped steps the link is only polled, not waited on.
+        std::optional<LinkEvent> e = link.poll(stream_ && stream_->overlapping() ? 0 : 100);
         if (!e) {
             // No welcome yet: the host may not be up; say hello again now and then.
             if (!config_ && Clock::now() - last_hello > std::chrono::seconds(2)) {

@@ -5,6 +5,8 @@
 // its θ hash. Its error-feedback residual follows what the host applied: a Δ that no update used
 // is undone (docs/rounds.md). It survives host trouble: after a reconnect or a "say hello first" it
 // says hello again with its round and hash, and the host resends the state if they differ.
+// In streaming mode its island trains on across rounds (peers/diloco/streaming_island.h): between
+// the τ steps after each send it polls the link, so the Δ and the update move while it trains.
 #pragma once
 
 #include <atomic>
@@ -16,6 +18,7 @@
 
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/island_worker.h"
+#include "peers/diloco/streaming_island.h"
 #include "peers/island_data.h"
 #include "peers/link.h"
 #include "peers/run_config.h"
@@ -67,6 +70,7 @@ private:
     void on_state(Link& link, std::span<const std::byte> blob);
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
+    void stream_turn(Link& link);  // streaming: one overlapped step, or the merge that follows them
     void settle_dropped(std::optional<uint64_t> held);  // every Δ no update named, except the one held
     void residual_event(ResidualEvent what, uint64_t round);
     void report_hash(Link& link);
@@ -83,6 +87,8 @@ private:
     uint64_t data_fetched_ = 0;  // tokens fetched from the host in this session
     bool data_requested_ = false;  // a data_request is out and not answered yet
     std::unique_ptr<diloco::IslandWorker> worker_;
+    std::unique_ptr<diloco::StreamingIsland> stream_;  // streaming mode: worker_ trained on across rounds
+    std::optional<protocol::RoundStart> stream_next_;  // a round_start that came before the last merge
     std::unique_ptr<diloco::GlobalModel> replica_;
     bool replica_valid_ = false;
     uint64_t round_ = 0;  // the round replica_'s θ belongs to

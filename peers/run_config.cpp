@@ -6,13 +6,14 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/param_layout.h"
 #include "core/toml_file.h"
 
 namespace arch {
 
 RunConfig parse_run_config(const std::string& text, const std::string& source) {
     const toml::table file = toml_file::parse(text, source);
-    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "wire", "deadlines"});
+    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "wire", "deadlines"});
     static const toml::table empty;
     auto section = [&](const char* name) {
         const toml::table* t = file[name].as_table();
@@ -23,7 +24,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     run.text("name", c.name);
     run.integer("rounds", c.rounds, 1, 10'000'000);
     run.integer("islands", c.islands, 1, 1024);
-    run.text_choice("mode", c.mode, {"sync", "async"});
+    run.text_choice("mode", c.mode, {"sync", "async", "streaming"});
     run.text("bind", c.bind);
     run.text("checkpoint_dir", c.checkpoint_dir);
     int64_t seed = static_cast<int64_t>(c.seed);
@@ -78,6 +79,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     async.text_choice("stale", c.stale, {"downweight", "refuse"});
     async.finish();
 
+    toml_file::Fields streaming = section("streaming");
+    streaming.integer("fragments", c.fragments, 1, 1024);
+    streaming.integer("tau", c.tau, 0, 1'000'000);
+    streaming.number("alpha", c.alpha, 0.0, 1.0);
+    streaming.finish();
+
     toml_file::Fields wire = section("wire");
     wire.text("codec", c.codec);
     wire.text("down_codec", c.outer.down_codec);
@@ -100,7 +107,25 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
         c.outer.optimizer = "delayed-nesterov";
         c.outer.period = static_cast<uint32_t>(c.islands);
     }
-    c.outer.total_updates = static_cast<uint64_t>(c.rounds);  // the decay ends at the last round
+    if (c.mode == "streaming") {
+        // A round is one fragment's sync, H / P steps apart; the τ steps trained while it travels
+        // must end before the next fragment's send.
+        if (c.steps_per_round / c.fragments <= c.tau)
+            throw Error(streaming.where("tau") + ": streaming.tau = " + std::to_string(c.tau) +
+                        " must be below inner.steps_per_round / streaming.fragments = " +
+                        std::to_string(c.steps_per_round) + " / " + std::to_string(c.fragments) +
+                        " (the steps between two fragments' syncs)");
+        // Error feedback would keep a residual per fragment that a dropped Δ must put back; Streaming
+        // DiLoCo sends fp4 without it (docs/rounds.md).
+        if (c.codec.find("+ef") != std::string::npos)
+            throw Error(wire.where("codec") + ": wire.codec '" + c.codec +
+                        "' has error feedback, which streaming mode does not take; use it without +ef (e.g. fp4+zstd:1)");
+        if (c.straggler == "fold")
+            throw Error(deadlines.where("straggler") + ": deadlines.straggler = \"fold\" would add a Δ of one fragment "
+                        "to the next round's, which is another fragment's; streaming mode drops late ones");
+    }
+    // The decay ends at the last round (each fragment's own last update in streaming mode).
+    c.outer.total_updates = static_cast<uint64_t>(c.rounds);
     // Codec and aggregator specs are parsed here so a typo fails at start, not at round 1.
     try {
         diloco::GlobalModel probe(std::vector<float>(1), c.outer);
@@ -118,6 +143,25 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
 
 RunConfig load_run_config(const std::string& path) {
     return parse_run_config(read_text_file(path), path);
+}
+
+uint64_t run_updates(const RunConfig& c) {
+    return static_cast<uint64_t>(c.rounds) * static_cast<uint64_t>(run_fragment_count(c));
+}
+
+int run_fragment_count(const RunConfig& c) { return c.mode == "streaming" ? c.fragments : 1; }
+
+std::vector<diloco::Fragment> run_fragments(const RunConfig& c, const ModelConfig& model) {
+    if (run_fragment_count(c) == 1) return {};
+    const ParamLayout layout(model);
+    if (static_cast<std::size_t>(c.fragments) > layout.num_blocks())
+        throw Error("streaming.fragments = " + std::to_string(c.fragments) + " exceeds the model's " +
+                    std::to_string(layout.num_blocks()) + " blocks (a fragment is a set of whole blocks)");
+    return diloco::make_fragments(layout.num_blocks(), layout.block_size(), layout.num_params(), c.fragments);
+}
+
+int round_fragment(const RunConfig& c, uint64_t round) {
+    return static_cast<int>(round % static_cast<uint64_t>(run_fragment_count(c)));
 }
 
 ModelConfig run_model_config(const RunConfig& c, int vocab_from_tokenizer) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/model_config.h"
 #include "core/trainer.h"
@@ -16,7 +17,7 @@ struct RunConfig {
     std::string name = "archipelago";
     int rounds = 10;
     int islands = 3;             // islands expected; round 0 starts when they have all joined
-    std::string mode = "sync";   // sync | async: the round policy (peers/rounds/, docs/rounds.md)
+    std::string mode = "sync";   // sync | async | streaming: the round policy (peers/rounds/, docs/rounds.md)
     std::string bind = "tcp://127.0.0.1:5555";
     std::string checkpoint_dir = "runs/host";
     uint64_t seed = 1337;
@@ -38,6 +39,10 @@ struct RunConfig {
     // [async] (peers/rounds/staleness.h)
     int max_staleness = 4;            // updates a pseudo-gradient may lag behind θ and still count in full
     std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more
+    // [streaming] (Streaming DiLoCo, peers/diloco/fragments.h, streaming_island.h)
+    int fragments = 4;    // P: the model in P strided fragments, one synced every H / P steps
+    int tau = 5;          // inner steps an island trains on while its fragment's Δ and update travel
+    float alpha = 0.5f;   // the merge: θ_i = α θ_i + (1 − α) θ, on the fragment, τ steps after its send
     // [wire]
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]
@@ -51,6 +56,14 @@ struct RunConfig {
 };
 
 RunConfig parse_run_config(const std::string& toml_text, const std::string& source_name);
+
+// The host's rounds: one update each. run.rounds, or in streaming mode run.rounds × fragments (a round
+// is then one fragment's sync, H / P inner steps: the run trains the same steps as a sync one).
+uint64_t run_updates(const RunConfig& c);
+int run_fragment_count(const RunConfig& c);  // P in streaming mode, else 1
+// The fragments of θ for the run's model (empty: one, the whole θ), and the one a round syncs.
+std::vector<diloco::Fragment> run_fragments(const RunConfig& c, const ModelConfig& model);
+int round_fragment(const RunConfig& c, uint64_t round);
 RunConfig load_run_config(const std::string& path);
 
 // The model and inner training settings an island derives from the run (data patterns filled by the

@@ -57,7 +57,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
         net_lg->info(text);
         status.log("net: " + text);
     };
-    status.begin("host", config.name, config.rounds, config.mode, config.islands);
+    status.begin("host", config.name, static_cast<int>(run_updates(config)), config.mode, config.islands);
 
     net::HostOptions so;
     so.bind_endpoint = config.bind;
@@ -91,7 +91,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     net::HostSocket socket(std::move(so));
     live = &socket;
     line("listening on " + socket.endpoint() + " for run " + config.name + " (" + std::to_string(config.islands) +
-         " islands, " + std::to_string(config.rounds) + " rounds, " + config.mode + ")");
+         " islands, " + std::to_string(run_updates(config)) + " rounds, " + config.mode + ")");
     HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
     if (stop_on_signal) {
         g_host = &host;
@@ -101,7 +101,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     g_host = nullptr;
     table.summary();
     line("θ " + host.theta_hash().substr(0, 16) + "; checkpoint " + config.checkpoint_dir + "/model.bin");
-    return host.round() >= static_cast<uint64_t>(config.rounds);
+    return host.round() >= run_updates(config);
 }
 
 void add_peer_flags(CLI::App& command, PeerSession& s) {

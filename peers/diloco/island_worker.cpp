@@ -47,6 +47,11 @@ RoundResult IslandWorker::run_steps(int steps, const std::function<void(const St
     return train(steps, nullptr, on_step);
 }
 
+RoundResult IslandWorker::run_steps(int steps, const rounds::ScheduleSpan& placed,
+                                    const std::function<void(const StepStats&)>& on_step) {
+    return train(steps, &placed, on_step);
+}
+
 RoundResult IslandWorker::train(int steps, const rounds::ScheduleSpan* placed,
                                 const std::function<void(const StepStats&)>& on_step) {
     RoundResult r;

@@ -66,6 +66,8 @@ public:
     // Streaming DiLoCo's pieces: run on from the island's current θ_i (no reset to θ), set θ_i, and
     // encode a fragment's Δ with the uplink codec (stream: the fragment, so each keeps its residual).
     RoundResult run_steps(int steps, const std::function<void(const StepStats&)>& on_step = {});  // no payload
+    // The same, the learning rates placed by `placed` (the host's schedule positions of these steps).
+    RoundResult run_steps(int steps, const rounds::ScheduleSpan& placed, const std::function<void(const StepStats&)>& on_step = {});
     void set_params(std::span<const float> theta);
     std::vector<std::byte> encode(std::span<const float> delta, uint64_t stream) { return codec_->encode(delta, stream); }
     // The inner AdamW moments (one device only; DES-LOC experiments average them across islands).

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "peers/rounds/async_policy.h"
+#include "peers/rounds/streaming_policy.h"
 #include "peers/rounds/sync_policy.h"
 #include "peers/run_config.h"
 
@@ -15,7 +16,9 @@ std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, std::function
     if (c.mode == "async")
         return std::make_unique<AsyncPolicy>(
             H, StalenessRule{static_cast<uint64_t>(c.max_staleness), parse_stale_action(c.stale)}, std::move(log));
-    throw Error("run.mode '" + c.mode + "' has no round policy (sync, async)");
+    if (c.mode == "streaming")
+        return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(log));
+    throw Error("run.mode '" + c.mode + "' has no round policy (sync, async, streaming)");
 }
 
 }  // namespace arch::rounds

@@ -4,8 +4,7 @@
 // A RoundPolicy decides the rest: which islands a round starts and with how many steps, what an
 // arriving pseudo-gradient becomes, when an update is made and from which contributions. It never
 // touches the network, θ or a clock: it gets a RunView and returns decisions the host carries out.
-// One file per policy: sync_policy.h, async_policy.h (streaming: later, one round per fragment, see
-// docs/rounds.md). Rules shared with bench_convergence: staleness.h, local_steps.h.
+// One file per policy: sync_policy.h, async_policy.h, streaming_policy.h (one round per fragment). Rules shared with bench_convergence: staleness.h, local_steps.h.
 #pragma once
 
 #include <cstdint>
@@ -120,7 +119,7 @@ public:
     virtual std::vector<Start> after_update(const RunView& run, bool applied) = 0;
 };
 
-// The policy for run.mode ("sync" or "async"; run_config.cpp checks the name); log: one line per event.
+// The policy for run.mode ("sync", "async" or "streaming"; run_config.cpp checks the name); log: one line per event.
 std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& config, std::function<void(const std::string&)> log);
 
 }  // namespace arch::rounds

@@ -11,7 +11,7 @@
 
 namespace arch::rounds {
 
-class SyncPolicy final : public RoundPolicy {
+class SyncPolicy : public RoundPolicy {
 public:
     SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, std::function<void(const std::string&)> log);
 
@@ -25,8 +25,11 @@ public:
     std::vector<Contribution> take_update() override;
     std::vector<Start> after_update(const RunView& run, bool applied) override;
 
+protected:
+    // What one island's round_start holds: H steps over the round's span of the schedule.
+    virtual Start start(const RunView& run, const std::string& key) const;
+
 private:
-    Start start(const RunView& run, const std::string& key) const;
     bool complete() const;                      // every island of the round delivered
     bool deadline_passed(const RunView& run);   // round_timeout_s, and no awaited Δ still moving
 

@@ -11,6 +11,7 @@
 #include "peers/rounds/async_policy.h"
 #include "peers/rounds/local_steps.h"
 #include "peers/rounds/staleness.h"
+#include "peers/rounds/streaming_policy.h"
 #include "peers/rounds/sync_policy.h"
 
 using namespace arch;
@@ -139,6 +140,34 @@ TEST_CASE("sync: a round waits for every island it started, refuses what does no
     CHECK(all[1].island == 1);
     CHECK(p.after_update(run_view(3, 10, islands), true).empty());
     CHECK_FALSE(p.open());  // the host gathers islands for the next one
+}
+
+TEST_CASE("streaming: round r syncs fragment r mod P and covers the steps between two sends, as fragment_due says") {
+    // H = 50, P = 4: the sends after steps 12, 25, 37 and 50 of each cycle.
+    CHECK(streaming_span(0, 4, 50).from == 0);
+    CHECK(streaming_span(0, 4, 50).to == 12);
+    CHECK(streaming_span(1, 4, 50).to == 25);
+    CHECK(streaming_span(3, 4, 50).from == 37);
+    CHECK(streaming_span(3, 4, 50).to == 50);
+    CHECK(streaming_span(5, 4, 50).from == 62);
+    uint64_t at = 0;
+    for (uint64_t r = 0; r < 12; ++r) {  // back to back, over the whole run
+        const ScheduleSpan s = streaming_span(r, 4, 50);
+        CHECK(s.from == at);
+        at = s.to;
+    }
+    CHECK(at == 150);
+    std::vector<std::string> log;
+    StreamingPolicy p(50, 4, 30, [&](const std::string& l) { log.push_back(l); });
+    const std::vector<IslandView> islands = {island("a", 0), island("b", 1)};
+    const RoundPolicy::Opening o = p.open_round(run_view(1, 8, islands));
+    REQUIRE(o.starts.size() == 2);
+    CHECK(o.starts[0].steps == 13);
+    CHECK(o.starts[0].schedule.from == 12);
+    CHECK(o.starts[0].schedule.to == 25);
+    CHECK_FALSE(o.starts[0].held);
+    // A late Δ is dropped, never folded into another fragment's round.
+    CHECK_THROWS_WITH(p.admit(run_view(2, 8, islands), islands[0], 1), Catch::Contains("while round 2"));
 }
 
 TEST_CASE("sync: the deadline closes a round unless a Δ is still moving; a leaver is not waited for") {

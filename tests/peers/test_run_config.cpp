@@ -43,7 +43,7 @@ TEST_CASE("wrong types and values out of range name the key and what was found")
     CHECK(refused("[inner]\nlr = -1.0\n") == "run.toml:2: inner.lr must be in (0, 10], found -1");
     CHECK(refused("[inner]\nlr = true\n") == "run.toml:2: inner.lr must be a number, found a boolean");
     CHECK(refused("[run]\nmode = \"asynk\"\n") ==
-          "run.toml:2: run.mode must be one of sync, async, found 'asynk' (did you mean 'async'?)");
+          "run.toml:2: run.mode must be one of sync, async, streaming, found 'asynk' (did you mean 'async'?)");
     CHECK(refused("[outer]\nmomentum = 1.0\n") == "run.toml:2: outer.momentum must be in [0, 0.999999], found 1");
     CHECK(refused("[deadlines]\nround_timeout_s = 0\n") ==
           "run.toml:2: deadlines.round_timeout_s must be in (0, 1e+07], found 0");
@@ -128,6 +128,32 @@ TEST_CASE("async staleness keys: defaults, ranges and choices") {
           "run.toml:2: async.stale must be one of downweight, refuse, found 'drop'");
     CHECK(refused("[async]\nmax_stale = 3\n") ==
           "run.toml:2: unknown key 'max_stale' in [async] (did you mean 'max_staleness'?)");
+}
+
+TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
+    const arch::RunConfig d = parse_run_config("", "run.toml");
+    CHECK(d.fragments == 4);
+    CHECK(d.tau == 5);
+    CHECK(d.alpha == 0.5f);
+    CHECK(arch::run_updates(d) == 10);  // sync: one update a round
+    const arch::RunConfig s = parse_run_config("[run]\nrounds = 3\nmode = \"streaming\"\n[wire]\ncodec = \"fp4+zstd:1\"\n"
+                                               "[streaming]\nfragments = 2\n", "run.toml");
+    CHECK(arch::run_updates(s) == 6);  // one update per fragment per round
+    CHECK(arch::round_fragment(s, 5) == 1);
+    CHECK(s.outer.total_updates == 3);  // each fragment's own schedule ends at the last round
+    // τ must end before the next fragment's send: H / P = 50 / 4 = 12 steps apart.
+    CHECK(refused("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n[streaming]\ntau = 12\n") ==
+          "run.toml:6: streaming.tau = 12 must be below inner.steps_per_round / streaming.fragments = 50 / 4 (the steps "
+          "between two fragments' syncs)");
+    CHECK_THAT(refused("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4+ef+zstd:1\"\n"),
+               Contains("run.toml:4: wire.codec 'fp4+ef+zstd:1' has error feedback"));
+    CHECK_THAT(refused("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n[deadlines]\nstraggler = \"fold\"\n"),
+               Contains("run.toml:6: deadlines.straggler = \"fold\""));
+    CHECK(refused("[streaming]\nalpha = 1.5\n") == "run.toml:2: streaming.alpha must be in [0, 1], found 1.5");
+    // More fragments than the model has blocks: refused when the model is known.
+    const arch::RunConfig many = parse_run_config("[run]\nmode = \"streaming\"\n[model]\nlayers = 2\n[wire]\ncodec = \"fp4\"\n"
+                                                  "[streaming]\nfragments = 3\ntau = 1\n", "run.toml");
+    CHECK_THROWS_WITH(arch::run_fragments(many, arch::run_model_config(many, 256)), Contains("exceeds the model's 2 blocks"));
 }
 
 TEST_CASE("the bundled default run config parses") {

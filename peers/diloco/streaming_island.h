@@ -1,0 +1,52 @@
+// peers/diloco/streaming_island.h: an island's side of Streaming DiLoCo (run.mode = "streaming";
+// the host's rounds: peers/rounds/streaming_policy.h). θ_i trains on across rounds and goes back to
+// θ only after a state (or in a round it is out of step with). A round trains up to the round's end in
+// the run's schedule and sends its fragment's Δ_p = θ_p − θ_i,p; then the island trains τ more steps
+// (the first of the next round) while Δ_p and the update travel, and only then merges the updated
+// fragment: θ_i,p = α θ_i,p + (1 − α) θ_p. The peer (peers/peer.cpp) polls its link between those
+// τ steps, so the transfers move while it trains. No error feedback (run_config.cpp refuses +ef).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "peers/diloco/global_model.h"
+#include "peers/diloco/island_worker.h"
+
+namespace arch::diloco {
+
+class StreamingIsland {
+public:
+    StreamingIsland(IslandWorker& worker, int tau, float alpha);
+
+    // A state replaced θ (a resync): the next round starts θ_i from it; nothing is overlapped or merged.
+    void restart();
+    // A round: its span of the schedule and the fragment it sends. Trains from where θ_i is (the τ
+    // steps overlapped since the last send count) to span.to, then encodes the fragment's Δ against
+    // the replica's θ. overlap: the τ steps follow (not after the run's last round). The result's
+    // tokens are the whole round's steps', its steps and loss those trained now.
+    RoundResult run_round(const GlobalModel& replica, int fragment, rounds::ScheduleSpan span, bool overlap,
+                          const std::function<void(const StepStats&)>& on_step = {});
+    bool overlapping() const { return overlap_left_ > 0; }
+    RoundResult overlap_step();                        // one of the τ steps after a send
+    void updated(int fragment) { merge_ = fragment; }  // the replica took an update of this fragment
+    bool merge_due() const { return merge_.has_value() && overlap_left_ == 0; }
+    // Merges the updated fragment into θ_i (merge_due() first); returns the fragment and the steps
+    // overlapped before it.
+    std::pair<int, int> merge(const GlobalModel& replica);
+    bool busy() const { return overlapping() || merge_.has_value(); }  // a round_start waits until it is not
+
+private:
+    IslandWorker& worker_;
+    int tau_;
+    float alpha_;
+    bool fresh_ = true;          // θ_i is to start from θ at the next round
+    uint64_t position_ = 0;      // the schedule position of θ_i's next step
+    int overlap_left_ = 0, overlapped_ = 0;
+    std::optional<int> merge_;   // a fragment whose update waits for the overlap to end
+    std::vector<float> full_, mine_, global_;
+};
+
+}  // namespace arch::diloco
