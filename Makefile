@@ -25,15 +25,16 @@ test: build
 	$(MAKE) fuzz
 
 # The same tests once more under AddressSanitizer + UndefinedBehaviorSanitizer (CPU code: the CUDA
-# backend is left out, its GPU tests would skip anyway and nvcc takes no sanitizer flags).
+# backend is left out, its GPU tests would skip anyway and nvcc takes no sanitizer flags; the desktop app
+# too: it reads nothing from peers, and its tests ran in the Release build).
 test-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DARCH_SANITIZE=ON -DARCH_WERROR=ON -DARCH_BENCH=OFF -DARCH_CUDA=OFF $(CMAKE_FLAGS)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DARCH_SANITIZE=ON -DARCH_WERROR=ON -DARCH_BENCH=OFF -DARCH_CUDA=OFF -DARCH_GUI=OFF $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ARCH_SANITIZED=1 ctest --output-on-failure -j 1 -LE no_asan
 
 # libFuzzer targets for every decoder, built with clang, each run for a bounded time.
 fuzz: deps
-	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCH_FUZZ=ON -DARCH_BENCH=OFF -DARCH_TESTS=OFF -DARCH_CUDA=OFF $(CMAKE_FLAGS)
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCH_FUZZ=ON -DARCH_BENCH=OFF -DARCH_TESTS=OFF -DARCH_CUDA=OFF -DARCH_GUI=OFF $(CMAKE_FLAGS)
 	cmake --build build-fuzz -j $(JOBS)
 	bash scripts/run_fuzzers.sh build-fuzz/bin
 

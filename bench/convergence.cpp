@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     s.outer.lr = 0.7f;
     s.outer.momentum = 0.9f;
     bool json = false, sweep = false;
-    std::string corpus = "bench", assign = "interleaved";
+    std::string corpus = "bench", assign = "interleaved", single_curve;
     double uplink_mbps = 20, downlink_mbps = 100, latency_ms = 50, model_bytes = 0, step_s = 0;
     std::vector<double> sweep_lr = {0.4, 0.7, 1.0}, sweep_momentum = {0.5, 0.8, 0.9};
     std::vector<std::string> only;
@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
     app.add_option("--latency-ms", latency_ms, "simulated one-way latency, ms")->check(CLI::NonNegativeNumber);
     app.add_option("--model-bytes", model_bytes, "scale the simulated traffic to a model of this many fp32 bytes (0: this one)")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--single-curve", single_curve,
+                   "speed-ups from the one-island curve in this file (the stderr of an earlier run with the same "
+                   "settings line), instead of running `single` again");
     app.add_flag("--sweep", sweep, "single (unless --only leaves it out), then diloco-fp32 over every --sweep-lr x --sweep-momentum");
     app.add_option("--sweep-lr", sweep_lr, "outer learning rates of --sweep")->delimiter(',');
     app.add_option("--sweep-momentum", sweep_momentum, "outer momenta of --sweep")->delimiter(',');
@@ -133,12 +136,14 @@ int main(int argc, char** argv) {
         s.link.byte_scale = model_bytes > 0 ? model_bytes / fp32 : 1.0;
         s.link.step_s = step_s > 0 ? step_s : measure_step_s(s);
         const double tokens = static_cast<double>(s.rounds) * s.H * s.islands * s.B * s.T;
-        std::fprintf(stderr,
-                     "bench_convergence: model %s, %d islands (%s), H=%d, %d rounds, B=%d T=%d, %.2fM tokens each run of "
-                     "%.2fM (%llu-token chunks); clock: %.3f s/step, %g/%g Mbit/s, %g ms, traffic x%.3g\n",
-                     describe(s.model).c_str(), s.islands, assign.c_str(), s.H, s.rounds, s.B, s.T, tokens / 1e6,
-                     static_cast<double>(s.data.all_tokens) / 1e6, static_cast<unsigned long long>(s.data.chunk_tokens),
-                     s.link.step_s, uplink_mbps, downlink_mbps, latency_ms, s.link.byte_scale);
+        char settings[512];
+        std::snprintf(settings, sizeof(settings),
+                      "bench_convergence: model %s, %d islands (%s), H=%d, %d rounds, B=%d T=%d, %.2fM tokens each run of "
+                      "%.2fM (%llu-token chunks); clock: %.3f s/step, %g/%g Mbit/s, %g ms, traffic x%.3g",
+                      describe(s.model).c_str(), s.islands, assign.c_str(), s.H, s.rounds, s.B, s.T, tokens / 1e6,
+                      static_cast<double>(s.data.all_tokens) / 1e6, static_cast<unsigned long long>(s.data.chunk_tokens),
+                      s.link.step_s, uplink_mbps, downlink_mbps, latency_ms, s.link.byte_scale);
+        std::fprintf(stderr, "%s\n", settings);
         auto want = [&](const std::string& n) { return only.empty() || std::ranges::count(only, n) > 0; };
         std::vector<Row> rows;
         const Row* single = nullptr;
@@ -148,6 +153,12 @@ int main(int argc, char** argv) {
             rows.push_back(std::move(r));
         };
         Row single_row;
+        if (!single_curve.empty() && !want("single")) {
+            single_row = read_single_curve(single_curve, settings);
+            single = &single_row;
+            std::fprintf(stderr, "speed-ups against the one-island curve of %s (%zu points, the same settings)\n",
+                         single_curve.c_str(), single_row.curve.size());
+        }
         if (want("single")) {  // first: every later row's speed-up is read off its curve
             single_row = run_single(s, false);
             single_row.speedup = 1;  // by definition (its curve's noise could put an earlier point lower)

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <queue>
 
@@ -409,6 +410,26 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
     }
     finish_islands_row(s, row, global.theta(), tokens, *std::ranges::max_element(total_steps), t0);
     row.staleness_mean = order.empty() ? 0 : staleness_sum / static_cast<double>(order.size());
+    return row;
+}
+
+Row read_single_curve(const std::string& path, const std::string& settings_line) {
+    // The clock (step time, link, traffic scale) changes no val loss: only what comes before it must match.
+    const std::string settings = settings_line.substr(0, settings_line.find("; clock:"));
+    std::ifstream in(path);
+    if (!in) throw Error("cannot read the one-island curve '" + path + "'");
+    Row row;
+    row.name = "single";
+    bool same = false;
+    for (std::string line; std::getline(in, line);) {
+        same = same || line.rfind(settings, 0) == 0;
+        int step = 0, steps = 0;
+        float loss = 0;
+        if (std::sscanf(line.c_str(), "  single: step %d/%d val loss %f", &step, &steps, &loss) == 3)
+            row.curve.emplace_back(step, loss);
+    }
+    if (!same) throw Error("'" + path + "' is not from a run with these settings (" + settings + ")");
+    if (row.curve.size() < 2) throw Error("'" + path + "' holds no one-island curve");
     return row;
 }
 

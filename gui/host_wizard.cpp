@@ -128,6 +128,8 @@ QWizardPage* HostWizard::training_page() {
     mode_->setObjectName("mode");
     mode_->addItem("sync (every round waits for all islands)", "sync");
     mode_->addItem("async (Delayed Nesterov, for islands of unequal speed)", "async");
+    mode_->addItem("streaming (one fragment of the model per sync, fewer bytes at once; a codec without error feedback)",
+                   "streaming");
     auto* form = new QFormLayout(page);
     form->addRow("Rounds", rounds_);
     form->addRow("Inner steps per round (H)", steps_);

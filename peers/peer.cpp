@@ -299,9 +299,11 @@ void Peer::stream_turn(Link& link) {
         return;
     }
     if (stream_->merge_due()) {
-        const auto [fragment, overlapped] = stream_->merge(*replica_);
-        log("fragment " + std::to_string(fragment) + " merged into this island's θ (alpha " +
-            std::to_string(config_->alpha) + ") after " + std::to_string(overlapped) + " overlapped steps");
+        const auto [fragments, overlapped] = stream_->merge(*replica_);
+        std::string which;
+        for (const int f : fragments) which += (which.empty() ? "" : ", ") + std::to_string(f);
+        log("fragment " + which + " merged into this island's θ (alpha " + std::to_string(config_->alpha) + ") after " +
+            std::to_string(overlapped) + " overlapped steps");
     }
     if (!stream_->busy() && stream_next_) {
         const protocol::RoundStart next = *stream_next_;

@@ -35,7 +35,9 @@ struct RunConfig {
     float lr = 2e-3f, weight_decay = 0.1f, grad_clip = 1.0f;
     int warmup = 20;
     // [outer]
-    diloco::OuterConfig outer;
+    // Outer momentum 0.5, not DiLoCo's 0.9 (tuned for H = 500): at H = 50 and 40 rounds it moved
+    // bench_convergence's diloco-fp32 from 1.44x to 2.24x over one island (docs/results.md).
+    diloco::OuterConfig outer{.momentum = 0.5f};
     // [async] (peers/rounds/staleness.h)
     int max_staleness = 4;            // updates a pseudo-gradient may lag behind θ and still count in full
     std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more

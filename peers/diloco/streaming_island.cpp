@@ -13,7 +13,7 @@ StreamingIsland::StreamingIsland(IslandWorker& worker, int tau, float alpha)
 void StreamingIsland::restart() {
     fresh_ = true;
     overlap_left_ = overlapped_ = 0;
-    merge_.reset();
+    merges_.clear();
 }
 
 RoundResult StreamingIsland::run_round(const GlobalModel& replica, int fragment, rounds::ScheduleSpan span, bool overlap,
@@ -53,20 +53,20 @@ RoundResult StreamingIsland::overlap_step() {
     return r;
 }
 
-std::pair<int, int> StreamingIsland::merge(const GlobalModel& replica) {
+std::pair<std::vector<int>, int> StreamingIsland::merge(const GlobalModel& replica) {
     if (!merge_due()) throw Error("no merge is due");
-    const int fragment = *merge_;
-    const Fragment& f = replica.fragment(fragment);
-    mine_.resize(f.size);
-    global_.resize(f.size);
     worker_.get_params(full_);
-    gather(f, full_, mine_);
-    replica.fragment_theta(fragment, global_);
-    for (std::size_t k = 0; k < f.size; ++k) mine_[k] = alpha_ * mine_[k] + (1.0f - alpha_) * global_[k];
-    scatter(f, mine_, full_);
+    for (const int fragment : merges_) {
+        const Fragment& f = replica.fragment(fragment);
+        mine_.resize(f.size);
+        global_.resize(f.size);
+        gather(f, full_, mine_);
+        replica.fragment_theta(fragment, global_);
+        for (std::size_t k = 0; k < f.size; ++k) mine_[k] = alpha_ * mine_[k] + (1.0f - alpha_) * global_[k];
+        scatter(f, mine_, full_);
+    }
     worker_.set_params(full_);
-    merge_.reset();
-    return {fragment, std::exchange(overlapped_, 0)};
+    return {std::exchange(merges_, {}), std::exchange(overlapped_, 0)};
 }
 
 }  // namespace arch::diloco

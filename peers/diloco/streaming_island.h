@@ -8,7 +8,7 @@
 #pragma once
 
 #include <functional>
-#include <optional>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -31,12 +31,13 @@ public:
                           const std::function<void(const StepStats&)>& on_step = {});
     bool overlapping() const { return overlap_left_ > 0; }
     RoundResult overlap_step();                        // one of the τ steps after a send
-    void updated(int fragment) { merge_ = fragment; }  // the replica took an update of this fragment
-    bool merge_due() const { return merge_.has_value() && overlap_left_ == 0; }
-    // Merges the updated fragment into θ_i (merge_due() first); returns the fragment and the steps
-    // overlapped before it.
-    std::pair<int, int> merge(const GlobalModel& replica);
-    bool busy() const { return overlapping() || merge_.has_value(); }  // a round_start waits until it is not
+    void updated(int fragment) { merges_.push_back(fragment); }  // the replica took an update of this fragment
+    bool merge_due() const { return !merges_.empty() && overlap_left_ == 0; }
+    // Merges the updated fragments into θ_i, in the order of their updates (merge_due() first; more than
+    // one when an update of a round this island was not in came too). Returns them, and the steps
+    // overlapped before.
+    std::pair<std::vector<int>, int> merge(const GlobalModel& replica);
+    bool busy() const { return overlapping() || !merges_.empty(); }  // a round_start waits until it is not
 
 private:
     IslandWorker& worker_;
@@ -45,7 +46,7 @@ private:
     bool fresh_ = true;          // θ_i is to start from θ at the next round
     uint64_t position_ = 0;      // the schedule position of θ_i's next step
     int overlap_left_ = 0, overlapped_ = 0;
-    std::optional<int> merge_;   // a fragment whose update waits for the overlap to end
+    std::vector<int> merges_;    // fragments whose updates wait for the overlap to end
     std::vector<float> full_, mine_, global_;
 };
 

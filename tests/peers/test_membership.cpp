@@ -49,7 +49,9 @@ std::string all_logs(Run& run, Process& host) {
 
 void stop_host(Process& host) {
     host.kill(SIGTERM);
-    CHECK(host.wait(60) == 0);
+    const int rc = host.wait(60);
+    // Its whole log (stderr too: an abort's message) when it does not stop cleanly.
+    if (rc != 0) FAIL_CHECK("the host stopped with " << rc << "\n" << host.log());
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     CHECK(d.fragments == 4);
     CHECK(d.tau == 5);
     CHECK(d.alpha == 0.5f);
+    CHECK(d.outer.momentum == 0.5f);  // the bench's winner at H = 50 (docs/run-config.md)
     CHECK(arch::run_updates(d) == 10);  // sync: one update a round
     const arch::RunConfig s = parse_run_config("[run]\nrounds = 3\nmode = \"streaming\"\n[wire]\ncodec = \"fp4+zstd:1\"\n"
                                                "[streaming]\nfragments = 2\n", "run.toml");
