@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     app.option_defaults()->always_capture_default();
     Setup s;
     s.outer.lr = 0.7f;
-    s.outer.momentum = 0.9f;
+    s.outer.momentum = 0.5f;  // run.toml's default (peers/run_config.h)
     bool json = false, sweep = false;
     std::string corpus = "bench", assign = "interleaved", single_curve;
     double uplink_mbps = 20, downlink_mbps = 100, latency_ms = 50, model_bytes = 0, step_s = 0;

@@ -29,7 +29,7 @@ struct Setup {
     ModelConfig model;
     int B = 8, T = 64, H = 50, islands = 4, rounds = 40;
     float lr = 2e-3f;               // inner AdamW peak
-    diloco::OuterConfig outer{.momentum = 0.5f};  // run.toml's defaults: lr, momentum and the outer lr schedule of the DiLoCo rows
+    diloco::OuterConfig outer;      // lr, momentum and the outer lr schedule of the DiLoCo rows
     std::string val;
     BenchData data;
     int val_batches = 64;           // windows drawn (seed 0) over the whole val split
@@ -72,12 +72,12 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
 Row run_streaming(const Setup& s, const std::string& name, const std::string& codec);
 Row run_async(const Setup& s, const std::string& name, const std::string& codec);
 
-// The steps the one-island run needs to reach `loss` (linear between its curve's points), over
-// steps_per_island; capped (at its last point) when it never gets there.
 // The one-island curve from the stderr of an earlier run ("  single: step N/M val loss X" lines),
 // which must hold the same settings line as this run's up to its clock (the clock changes no val
 // loss); throws arch::Error otherwise.
 Row read_single_curve(const std::string& path, const std::string& settings);
+// The steps the one-island run needs to reach `loss` (linear between its curve's points), over
+// steps_per_island; capped (at its last point) when it never gets there.
 void set_speedup(Row& row, const Row& single);
 
 }  // namespace arch::bench

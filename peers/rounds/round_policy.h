@@ -4,7 +4,8 @@
 // A RoundPolicy decides the rest: which islands a round starts and with how many steps, what an
 // arriving pseudo-gradient becomes, when an update is made and from which contributions. It never
 // touches the network, θ or a clock: it gets a RunView and returns decisions the host carries out.
-// One file per policy: sync_policy.h, async_policy.h, streaming_policy.h (one round per fragment). Rules shared with bench_convergence: staleness.h, local_steps.h.
+// One file per policy: sync_policy.h, async_policy.h, streaming_policy.h (one round per fragment).
+// Rules shared with bench_convergence: staleness.h, local_steps.h.
 #pragma once
 
 #include <cstdint>
