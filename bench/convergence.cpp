@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
     app.add_option("--outer-momentum", s.outer.momentum, "outer Nesterov momentum");
     app.add_option("--outer-final-lr", s.outer.final_lr, "cosine-decay the outer lr to this at the last round (<0: constant)");
     app.add_option("--outer-warmup", s.outer.lr_warmup, "outer lr warmup, in outer updates");
+    app.add_option("--warm-steps", s.warm_steps, "warm start: data-parallel steps on a shard of their own before every row")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--corpus", corpus, "bench (6.2M tokens, data/README.md) or kjv (the bundled Bible, 1.1M)")
         ->check(CLI::IsMember({"kjv", "bench"}));
     app.add_option("--assign", assign, "how islands get chunks: interleaved (IID) or contiguous (non-IID)")
@@ -124,7 +126,9 @@ int main(int argc, char** argv) {
         const PreparedCorpus prepared = corpus == "bench" ? ensure_bench_corpus() : ensure_bundled_corpus();
         s.model = model_preset("tiny", Tokenizer::load(prepared.tokenizer_path).vocab_size());
         s.val = prepared.val_pattern;
-        s.data = make_bench_data(prepared.train_pattern, s.islands, assign, static_cast<uint64_t>(s.B) * s.T + 1,
+        const uint64_t window = static_cast<uint64_t>(s.B) * s.T;
+        const uint64_t warm_tokens = s.warm_steps > 0 ? static_cast<uint64_t>(s.warm_steps) * s.islands * window + window + 1 : 0;
+        s.data = make_bench_data(prepared.train_pattern, s.islands, assign, window + 1, warm_tokens,
                                  user_data_dir() + "/bench-convergence/" + corpus);
         s.speeds = {1.0, 1.0, 0.5, 0.25};
         s.speeds.resize(static_cast<std::size_t>(s.islands), 1.0);
@@ -136,14 +140,16 @@ int main(int argc, char** argv) {
         s.link.byte_scale = model_bytes > 0 ? model_bytes / fp32 : 1.0;
         s.link.step_s = step_s > 0 ? step_s : measure_step_s(s);
         const double tokens = static_cast<double>(s.rounds) * s.H * s.islands * s.B * s.T;
+        const std::string warm = s.warm_steps > 0 ? ", warm start " + std::to_string(s.warm_steps) + " steps" : "";
         char settings[512];
         std::snprintf(settings, sizeof(settings),
                       "bench_convergence: model %s, %d islands (%s), H=%d, %d rounds, B=%d T=%d, %.2fM tokens each run of "
-                      "%.2fM (%llu-token chunks); clock: %.3f s/step, %g/%g Mbit/s, %g ms, traffic x%.3g",
+                      "%.2fM (%llu-token chunks)%s; clock: %.3f s/step, %g/%g Mbit/s, %g ms, traffic x%.3g",
                       describe(s.model).c_str(), s.islands, assign.c_str(), s.H, s.rounds, s.B, s.T, tokens / 1e6,
                       static_cast<double>(s.data.all_tokens) / 1e6, static_cast<unsigned long long>(s.data.chunk_tokens),
-                      s.link.step_s, uplink_mbps, downlink_mbps, latency_ms, s.link.byte_scale);
+                      warm.c_str(), s.link.step_s, uplink_mbps, downlink_mbps, latency_ms, s.link.byte_scale);
         std::fprintf(stderr, "%s\n", settings);
+        s.start = warm_start(s);
         auto want = [&](const std::string& n) { return only.empty() || std::ranges::count(only, n) > 0; };
         std::vector<Row> rows;
         const Row* single = nullptr;

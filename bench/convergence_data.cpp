@@ -36,10 +36,21 @@ void write_shard(const std::string& path, const std::vector<std::string>& shards
     out.finish();
 }
 
+// Island 0's first chunk, island 1's first, ..., island 0's second, ...
+std::vector<DataChunk> in_turn(const std::vector<std::vector<DataChunk>>& per_island) {
+    std::vector<DataChunk> out;
+    for (std::size_t k = 0;; ++k) {
+        bool any = false;
+        for (const auto& m : per_island)
+            if (k < m.size()) out.push_back(m[k]), any = true;
+        if (!any) return out;
+    }
+}
+
 }  // namespace
 
 BenchData make_bench_data(const std::string& train_pattern, int islands, const std::string& assign,
-                          uint64_t min_tokens, const std::string& out_dir) {
+                          uint64_t min_tokens, uint64_t warm_tokens, const std::string& out_dir) {
     const std::vector<std::string> shards = shard_paths(train_pattern);
     BenchData d;
     d.chunk_tokens = choose_chunk_tokens(count_tokens(shards), islands);
@@ -48,26 +59,34 @@ BenchData make_bench_data(const std::string& train_pattern, int islands, const s
     std::string names;  // the folder is named by the data's content and the cut
     for (const ManifestShard& s : manifest.shards) names += s.hash;
     const std::string dir = out_dir + "/" + assign + "-" + std::to_string(islands) + "-" +
-                            hash_bytes(names.data(), names.size()).substr(0, 12);
+                            hash_bytes(names.data(), names.size()).substr(0, 12) +
+                            (warm_tokens > 0 ? "-warm" + std::to_string(warm_tokens) : "");
     std::filesystem::create_directories(dir);
-    std::vector<std::vector<DataChunk>> mine;
+    std::vector<std::vector<DataChunk>> mine, warm(static_cast<std::size_t>(islands));
+    const uint64_t warm_each = (warm_tokens + static_cast<uint64_t>(islands) - 1) / static_cast<uint64_t>(islands);
     for (int i = 0; i < islands; ++i) {
         mine.push_back(assign_chunks(manifest, islands, i, how, min_tokens));
         shuffle(mine.back(), 1000 + static_cast<uint64_t>(i));
+        auto& w = warm[static_cast<std::size_t>(i)];
+        while (tokens_of(w) < warm_each && mine.back().size() > 1) {  // the end of the island's order
+            w.push_back(mine.back().back());
+            mine.back().pop_back();
+        }
+        if (tokens_of(w) < warm_each) throw Error("the corpus is too small for a warm start of " + std::to_string(warm_tokens) + " tokens");
         d.island_shards.push_back(dir + "/island_" + std::to_string(i) + ".bin");
         d.island_tokens.push_back(tokens_of(mine.back()));
         write_shard(d.island_shards.back(), shards, mine.back());
     }
-    std::vector<DataChunk> all;  // island 0's first chunk, island 1's first, ..., island 0's second, ...
-    for (std::size_t k = 0;; ++k) {
-        bool any = false;
-        for (const auto& m : mine)
-            if (k < m.size()) all.push_back(m[k]), any = true;
-        if (!any) break;
-    }
     d.all_shard = dir + "/all.bin";
+    const std::vector<DataChunk> all = in_turn(mine);
     d.all_tokens = tokens_of(all);
     write_shard(d.all_shard, shards, all);
+    if (warm_tokens > 0) {
+        d.warm_shard = dir + "/warm.bin";
+        const std::vector<DataChunk> w = in_turn(warm);
+        d.warm_tokens = tokens_of(w);
+        write_shard(d.warm_shard, shards, w);
+    }
     return d;
 }
 

@@ -85,11 +85,29 @@ void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands) 
 }  // namespace
 
 std::vector<float> initial_theta(const Setup& s) {
+    if (!s.start.empty()) return s.start;
     auto backend = make_cpu_backend();
     GPT2 model(s.model, *backend);
     model.init_weights(42);
     std::vector<float> theta(model.num_params());
     model.get_params(theta);
+    return theta;
+}
+
+std::vector<float> warm_start(const Setup& s) {
+    Setup init = s;
+    init.start.clear();
+    std::vector<float> theta = initial_theta(init);
+    if (s.warm_steps <= 0) return theta;
+    IslandWorker w(s.model, train_config(s, s.data.warm_shard, s.warm_steps, s.islands, 3), "fp32");
+    w.set_params(theta);
+    for (int done = 0; done < s.warm_steps;) {
+        const RoundResult r = w.run_steps(std::min(100, s.warm_steps - done));
+        done += r.steps;
+        std::fprintf(stderr, "  warm start: step %d/%d loss %.3f\n", done, s.warm_steps, r.mean_loss);
+    }
+    w.get_params(theta);
+    std::fprintf(stderr, "  warm start: val loss %.4f; every row starts here\n", val_loss(s, theta));
     return theta;
 }
 

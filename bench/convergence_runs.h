@@ -41,6 +41,8 @@ struct Setup {
     std::string stale = "downweight";
     std::vector<double> speeds;     // async and the sync rows' heterogeneous clock: 1, 1, 0.5, 0.25
     LinkModel link;
+    int warm_steps = 0;             // data-parallel steps on the warm shard before every row (0: none)
+    std::vector<float> start;       // θ every row starts from: warm_start's, or empty for the seed-42 init
 };
 
 struct Row {
@@ -61,8 +63,12 @@ struct Row {
     std::vector<std::pair<int, float>> curve;        // one island: (step, val loss) every eval_every steps
 };
 
-// The parameters every run starts from (seed 42) and the val loss of a θ.
+// The parameters every run starts from (s.start, else the seed-42 init) and the val loss of a θ.
 std::vector<float> initial_theta(const Setup& s);
+// The DiLoCo paper's warm start, the same for every row (single and ddp too): warm_steps data-parallel
+// steps of all the islands (their micro-batches averaged, as ddp does) from the seed-42 init, on the
+// warm shard, which no row reads.
+std::vector<float> warm_start(const Setup& s);
 float val_loss(const Setup& s, std::span<const float> theta);
 double measure_step_s(const Setup& s);  // a few B x T steps of one island, after a warm-up
 

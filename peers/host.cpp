@@ -55,9 +55,17 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
                                             static_cast<uint64_t>(c.batch) * c.seq_len + 1));
     backend_ = make_cpu_backend();
     eval_model_ = std::make_unique<GPT2>(model_config_, *backend_);
-    eval_model_->init_weights(c.seed);
     std::vector<float> theta(eval_model_->num_params());
-    eval_model_->get_params(theta);
+    if (c.init.empty()) {
+        eval_model_->init_weights(c.seed);
+        eval_model_->get_params(theta);
+    } else {
+        try {
+            theta = read_checkpoint_params(c.init, model_config_);
+        } catch (const Error& e) {
+            throw Error(std::string("model.init: ") + e.what());
+        }
+    }
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_config_));
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
     screen_ = std::make_unique<outer::NormScreen>(
@@ -65,6 +73,8 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     std::filesystem::create_directories(c.checkpoint_dir);
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
+    else if (!c.init.empty())
+        log("warm start: round 0 starts from " + c.init + ", θ " + global_->hash().substr(0, 12));
     recent_theta_.emplace_back(round_, global_->hash());
 }
 

@@ -39,6 +39,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     model.integer("heads", c.heads, 0, 1024);
     model.integer("max_seq_len", c.max_seq_len, 0, 1 << 20);
     model.integer("vocab", c.vocab, 0, 1 << 24);
+    model.text("init", c.init);
     model.finish();
 
     toml_file::Fields data = section("data");

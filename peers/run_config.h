@@ -24,6 +24,10 @@ struct RunConfig {
     // [model]
     std::string preset = "tiny";
     int layers = 0, channels = 0, heads = 0, max_seq_len = 0, vocab = 0;  // 0: the preset's / the tokenizer's
+    // A warm start: an llm.c checkpoint on the host's disk that round 0 starts from instead of the
+    // seed's random init (the DiLoCo paper starts from a pretrained model). Peers never open it: θ
+    // reaches them in the state, as always.
+    std::string init;
     // [data]
     std::string train_data;  // the host's shards (a glob); empty: the bundled corpus. Peers never open it.
     std::string val_data;    // the host's; only the host evaluates

@@ -16,6 +16,12 @@
 
 #include "compression/codec.h"
 #include "core/checkpoint.h"
+#include "core/corpus.h"
+#include "core/gpt2.h"
+#include "core/tokenizer.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "peers/diloco/global_model.h"
+#include "peers/run_config.h"
 #include "net/invite.h"
 #include "net/keys.h"
 #include "net/peer_socket.h"
@@ -30,6 +36,21 @@ using namespace arch;
 using arch::test::free_port;
 using arch::test::Process;
 using namespace arch::test;
+
+namespace {
+
+// run.toml with model.init naming `checkpoint` (the host's own file).
+void set_model_init(const Run& run, const std::string& checkpoint) {
+    std::string text = read_text_file(run.config);
+    const std::size_t at = text.find("[model]\n");
+    REQUIRE(at != std::string::npos);
+    const std::size_t old = text.find("init = ");
+    if (old != std::string::npos) text.erase(old, text.find('\n', old) + 1 - old);
+    text.insert(at + 8, "init = \"" + checkpoint + "\"\n");
+    write_file(run.config, text);
+}
+
+}  // namespace
 
 
 TEST_CASE("islands end every round bit-identical to the host; the wire holds no plaintext") {
@@ -287,4 +308,53 @@ TEST_CASE("trimmed with a dropout below its minimum: the host says so, keeps ser
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
     CHECK(p3_again->wait(30) == 0);
+}
+
+TEST_CASE("model.init: round 0 starts from the host's checkpoint, which reaches the peer over the link; a wrong one is refused") {
+    Run run(1, 1);
+    run.make_peer(1);
+    const RunConfig c = load_run_config(run.config);
+    const ModelConfig model = run_model_config(c, Tokenizer::load(ensure_bundled_corpus().tokenizer_path).vocab_size());
+    auto backend = make_cpu_backend();
+    GPT2 gpt(model, *backend);
+    gpt.init_weights(99);  // not the run's seed: θ can only come from the file
+    std::vector<float> theta(gpt.num_params());
+    gpt.get_params(theta);
+    for (std::size_t k = 0; k < theta.size(); k += 7) theta[k] += 0.25f;
+    const std::string ckpt = run.dir.file("warm.bin");
+    write_checkpoint(ckpt, model, theta);
+    const std::string expected = diloco::hash_floats(theta).substr(0, 12);
+
+    SECTION("the peer syncs to the checkpoint's θ") {
+        set_model_init(run, ckpt);
+        auto host = run.host();
+        auto p1 = run.peer(1);
+        if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
+        CHECK(p1->wait(30) == 0);
+        CHECK(host->log().find("warm start: round 0 starts from " + ckpt + ", θ " + expected) != std::string::npos);
+        CHECK(p1->log().find("synced to round 0, θ " + expected) != std::string::npos);
+        CHECK(count(p1->log(), "matches the host") == 1);
+    }
+    SECTION("a checkpoint of another model, or a truncated one, stops the host before it serves") {
+        ModelConfig other = model;
+        other.channels = 64;
+        GPT2 small(other, *backend);
+        small.init_weights(1);
+        std::vector<float> small_theta(small.num_params());
+        small.get_params(small_theta);
+        const std::string wrong = run.dir.file("wrong.bin");
+        write_checkpoint(wrong, other, small_theta);
+        std::vector<uint8_t> cut = read_file(ckpt);
+        cut.resize(cut.size() - 100);
+        const std::string truncated = run.dir.file("truncated.bin");
+        write_file(truncated, std::string(cut.begin(), cut.end()));
+        for (const std::string& bad : {wrong, truncated}) {
+            INFO(bad);
+            set_model_init(run, bad);
+            auto host = run.host();
+            CHECK(host->wait(60) != 0);
+            CHECK(host->log().find("model.init: checkpoint '" + bad + "'") != std::string::npos);
+            CHECK_FALSE(file_exists(run.dir.file("host") + "/host.state"));
+        }
+    }
 }
