@@ -36,6 +36,7 @@ TrainConfig train_config(const Setup& s, const std::string& shard, int total_ste
     t.grad_accum = grad_accum;
     t.steps = std::max(1, total_steps);
     t.schedule.max_lr = s.lr;
+    t.optimizer = s.optimizer;
     t.schedule.warmup_steps = std::max(1, t.steps / 20);
     t.schedule.total_steps = t.steps;
     t.seed = seed;

@@ -29,6 +29,7 @@ struct Setup {
     ModelConfig model;
     int B = 8, T = 64, H = 50, islands = 4, rounds = 40;
     float lr = 2e-3f;               // inner AdamW peak
+    std::string optimizer = "adamw";  // inner: adamw, or muon for the matmul weights (core/muon.h), every row
     diloco::OuterConfig outer;      // lr, momentum and the outer lr schedule of the DiLoCo rows
     std::string val;
     BenchData data;

@@ -17,6 +17,8 @@ void check_train_config(const TrainConfig& config, const ModelConfig& model) {
         throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
                     std::to_string(model.max_seq_len));
     if (config.train_pattern.empty()) throw Error("train config: no training data given");
+    if (config.optimizer != "adamw" && config.optimizer != "muon")
+        throw Error("train config: optimizer '" + config.optimizer + "' (expected adamw or muon)");
 }
 
 float mean_loss(Model& model, DataLoader& loader, int B, int T, int batches) {
@@ -38,6 +40,7 @@ Trainer::Trainer(Model& model, const TrainConfig& config) : model_(model), confi
         val_ = std::make_unique<DataLoader>(config.val_pattern, config.B, config.T, DataOrder::sequential, 0,
                                             mc.vocab_size);
     if (val_) val_start_ = val_->cursor();
+    if (config.optimizer == "muon") muon_ = std::make_unique<Muon>(ParamLayout(mc), config.muon);
     inputs_.resize(static_cast<std::size_t>(config.B) * config.T);
     targets_.resize(inputs_.size());
 }
@@ -59,7 +62,19 @@ StepStats Trainer::step(float lr) {
         throw Error("training diverged at step " + std::to_string(steps_done_ + 1) + ": loss is " +
                     std::to_string(s.loss) + " (try a lower --lr)");
     s.lr = lr;
-    s.grad_norm = model_.adamw_step(s.lr, config_.adamw);
+    if (muon_) {  // AdamW steps every tensor, then Muon redoes the matmul weights' step from θ before it
+        before_.resize(model_.num_params());
+        grads_.resize(before_.size());
+        after_.resize(before_.size());
+        model_.get_params(before_);
+        model_.get_grads(grads_);
+        s.grad_norm = model_.adamw_step(s.lr, config_.adamw);
+        model_.get_params(after_);
+        muon_->step(after_, before_, grads_, s.lr, config_.adamw.weight_decay);
+        model_.set_params(after_);
+    } else {
+        s.grad_norm = model_.adamw_step(s.lr, config_.adamw);
+    }
     s.step = ++steps_done_;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.tokens_per_s = static_cast<double>(config_.B) * config_.T * config_.grad_accum / s.seconds;
@@ -73,6 +88,7 @@ float Trainer::evaluate() {
 }
 
 void Trainer::save(const std::string& path) {
+    if (muon_) throw Error("save: Muon's momentum is not saved (Muon is a bench_convergence experiment, core/muon.h)");
     std::vector<float> params(model_.num_params());
     model_.get_params(params);
     RunState state;
@@ -86,6 +102,7 @@ void Trainer::save(const std::string& path) {
 }
 
 void Trainer::resume(const std::string& path) {
+    if (muon_) throw Error("resume: Muon's momentum is not saved (Muon is a bench_convergence experiment, core/muon.h)");
     const std::vector<float> params = read_checkpoint_params(path, model_.config());
     const RunState state = read_run_state(path + ".state", model_.num_params());
     if (state.step > config_.steps)

@@ -10,6 +10,7 @@
 #include "core/adamw.h"
 #include "core/data_loader.h"
 #include "core/model.h"
+#include "core/muon.h"
 
 namespace arch {
 
@@ -20,6 +21,8 @@ struct TrainConfig {
     int steps = 100;     // total optimizer steps (the schedule's length)
     LrSchedule schedule;
     AdamWConfig adamw;
+    std::string optimizer = "adamw";  // adamw | muon (the blocks' matmul weights by Muon, core/muon.h; not saved)
+    MuonConfig muon;
     uint64_t seed = 1337;
     DataOrder order = DataOrder::shuffled;
     std::string train_pattern;
@@ -66,6 +69,8 @@ private:
     std::unique_ptr<DataLoader> train_;
     std::unique_ptr<DataLoader> val_;
     DataCursor val_start_;  // every validation reads the same batches from here
+    std::unique_ptr<Muon> muon_;  // optimizer = muon
+    std::vector<float> before_, grads_, after_;
     std::vector<int> inputs_, targets_;
     int steps_done_ = 0;
 };

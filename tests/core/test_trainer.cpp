@@ -1,7 +1,11 @@
 // tests/core/test_trainer.cpp: the training loop: 20 steps straight equal 10 + save + resume 10 bit for
 // bit (both data orders, with gradient accumulation); the loss falls on learnable data; impossible
-// configs are refused before anything runs; the LR schedule's shape.
+// configs are refused before anything runs; the LR schedule's shape; optimizer = muon steps the
+// matmul weights by Muon and everything else by AdamW.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/gpt2.h"
@@ -178,4 +182,52 @@ TEST_CASE("the learning-rate schedule warms up linearly and decays by cosine to 
     CHECK(s.at(110) == Approx(0.1f));
     s.kind = LrSchedule::Kind::constant;
     CHECK(s.at(80) == Approx(1.0f));
+}
+
+TEST_CASE("optimizer = muon: AdamW's step everywhere but the blocks' matmul weights, which take Muon's; the loss falls") {
+    Setup s;
+    auto backend = make_cpu_backend();
+    TrainConfig c = train_config(s.dir, DataOrder::shuffled);
+    GPT2 reference(small_model(), *backend), model(small_model(), *backend);
+    reference.init_weights(5);
+    model.init_weights(5);
+    std::vector<float> theta0(model.num_params()), grads(theta0.size()), adamw(theta0.size()), muon(theta0.size());
+    model.get_params(theta0);
+    Trainer ref(reference, c);
+    c.optimizer = "muon";
+    Trainer t(model, c);
+    const float at_init = t.evaluate();
+    const StepStats a = ref.step(), b = t.step();
+    CHECK(a.loss == b.loss);
+    reference.get_grads(grads);  // the same batch and θ: the same gradients
+    reference.get_params(adamw);
+    model.get_params(muon);
+    const Muon shapes(ParamLayout(small_model()), c.muon);
+    std::vector<bool> is_matrix(theta0.size(), false);
+    for (const TensorView& m : shapes.matrices()) {
+        INFO(m.name);
+        // Step 1: momentum m = g, so u = (1 + μ) g, and NS5 normalizes the factor away.
+        std::vector<float> u(grads.begin() + static_cast<std::ptrdiff_t>(m.offset),
+                             grads.begin() + static_cast<std::ptrdiff_t>(m.offset + m.size));
+        newton_schulz(u, m.shape[0], m.shape[1], 5);
+        const float scale = 0.2f * std::sqrt(static_cast<float>(std::max(m.shape[0], m.shape[1])));
+        float worst = 0;
+        for (std::size_t k = 0; k < m.size; ++k) {
+            const float want = theta0[m.offset + k] * (1 - a.lr * c.adamw.weight_decay) - a.lr * scale * u[k];
+            worst = std::max(worst, std::abs(muon[m.offset + k] - want));
+            is_matrix[m.offset + k] = true;
+        }
+        CHECK(worst < 1e-6f);
+    }
+    CHECK(shapes.matrices().size() == 4 * 2);  // qkv, attention proj, fc, fc proj in each of 2 blocks
+    std::size_t same = 0, others = 0;
+    for (std::size_t k = 0; k < theta0.size(); ++k)
+        if (!is_matrix[k]) ++others, same += muon[k] == adamw[k];
+    CHECK(same == others);  // embeddings, biases and norms: AdamW's step, bit for bit
+
+    run_steps(t, 39);
+    CHECK(t.evaluate() < at_init - 0.4f);  // about ln(64) = 4.16 at init
+    CHECK_THROWS_WITH(t.save(s.dir.file("m.bin")), Catch::Contains("Muon's momentum is not saved"));
+    c.optimizer = "lion";
+    CHECK_THROWS_WITH(Trainer(model, c), Catch::Contains("optimizer 'lion'"));
 }
