@@ -1,6 +1,8 @@
 // core/muon.cpp: Newton-Schulz orthogonalization and the Muon step (muon.h).
 #include "core/muon.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -11,31 +13,22 @@ namespace {
 
 constexpr float kA = 3.4445f, kB = -4.7750f, kC = 2.0315f;
 
-// x (r x c, r <= c) through the quintic: A = x xᵀ, x = a x + (b A + c A²) x.
+// C (M, N) = alpha op(A) op(B) + beta C, row-major, on oneDNN's sgemm (as kernels/cpu/matmul.cpp).
+void gemm(char ta, char tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+          float* C, int ldc) {
+    if (dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
+        throw Error("newton_schulz: oneDNN sgemm failed");
+}
+
+// x (r x c, r <= c) through the quintic: A = x xᵀ, B = b A + c A², x = a x + B x.
 void iterate(std::vector<float>& x, int r, int c, int steps) {
     std::vector<float> A(static_cast<std::size_t>(r) * r), B(A.size()), next(x.size());
     for (int s = 0; s < steps; ++s) {
-#pragma omp parallel for
-        for (int i = 0; i < r; ++i)
-            for (int j = 0; j < r; ++j) {
-                double sum = 0;
-                for (int k = 0; k < c; ++k) sum += static_cast<double>(x[i * c + k]) * x[j * c + k];
-                A[i * r + j] = static_cast<float>(sum);
-            }
-#pragma omp parallel for
-        for (int i = 0; i < r; ++i)
-            for (int j = 0; j < r; ++j) {
-                double sum = 0;
-                for (int k = 0; k < r; ++k) sum += static_cast<double>(A[i * r + k]) * A[k * r + j];
-                B[i * r + j] = kB * A[i * r + j] + kC * static_cast<float>(sum);
-            }
-#pragma omp parallel for
-        for (int i = 0; i < r; ++i)
-            for (int j = 0; j < c; ++j) {
-                double sum = 0;
-                for (int k = 0; k < r; ++k) sum += static_cast<double>(B[i * r + k]) * x[k * c + j];
-                next[i * c + j] = kA * x[i * c + j] + static_cast<float>(sum);
-            }
+        gemm('N', 'T', r, r, c, 1.0f, x.data(), c, x.data(), c, 0.0f, A.data(), r);
+        for (std::size_t k = 0; k < A.size(); ++k) B[k] = kB * A[k];
+        gemm('N', 'N', r, r, r, kC, A.data(), r, A.data(), r, 1.0f, B.data(), r);
+        for (std::size_t k = 0; k < x.size(); ++k) next[k] = kA * x[k];
+        gemm('N', 'N', r, c, r, 1.0f, B.data(), r, x.data(), c, 1.0f, next.data(), c);
         x.swap(next);
     }
 }

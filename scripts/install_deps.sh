@@ -11,6 +11,7 @@ PACKAGES=(
   catch2                 # unit tests (v2)
   libzstd-dev zstd       # zstd codec stage and the bundled corpus
   libsodium-dev          # BLAKE2b checksums, keys
+  libpcre2-dev           # the split regexes of Hugging Face tokenizer.json files
   libzmq3-dev cppzmq-dev # transport
   libtomlplusplus-dev    # run.toml, invites, key files (TOML 1.0)
   nlohmann-json3-dev     # JSON: control API, HF config.json, JSON-lines logs, bench rows
