@@ -268,6 +268,8 @@ PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const
     Tokenizer tok = tokenizer_path.empty() ? train_tokenizer(input_files, vocab_size) : Tokenizer::load(tokenizer_path);
     if (!tok.can_encode())
         throw Error("corpus: tokenizer '" + tokenizer_path + "' can only decode (llm.c format); give an Archipelago tokenizer");
+    if (tok.eot_token() < 0)
+        throw Error("corpus: tokenizer '" + tokenizer_path + "' has no end-of-text token to separate documents with");
     if (tok.vocab_size() > 65536)
         throw Error("corpus: tokenizer has " + std::to_string(tok.vocab_size()) + " ids; shards hold uint16, at most 65536");
     if (tokenizer_path.empty()) tok.save(result.tokenizer_path);

@@ -1,4 +1,5 @@
-// core/tokenizer.cpp: byte-level BPE training, encoding, decoding and the two file formats.
+// core/tokenizer.cpp: byte-level BPE training, encoding, decoding and the two file formats (and a
+// tokenizer.json, handed to HfTokenizer).
 // Training counts unique pre-tokens once, then updates pair counts incrementally per merge (only the
 // words that hold the merged pair are touched). Encoding caches each distinct pre-token per call.
 // All multi-byte integers on disk are little-endian uint32 (docs/tokenizer.md).
@@ -12,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hf_tokenizer.h"
 
 namespace arch {
 
@@ -277,6 +279,7 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
     if (!can_encode_)
         throw Error("tokenizer: this tokenizer was loaded from an llm.c gpt2_tokenizer.bin, which holds "
                     "no merges, so it can only decode; train or load an Archipelago tokenizer to encode");
+    if (hf_) return hf_->encode(text);
     std::vector<int> out;
     out.reserve(text.size() / 3 + 16);
     // Cache: distinct piece -> its tokens, stored as a range of `cached`.
@@ -317,6 +320,7 @@ size_t pretoken_safe_prefix(std::string_view text) {
 // ---- files ------------------------------------------------------------------------------------
 
 void Tokenizer::save(const std::string& path) const {
+    if (hf_) throw Error("tokenizer: cannot save '" + path + "': a tokenizer.json is used from where it lies");
     if (!can_encode_)
         throw Error("tokenizer: cannot save '" + path + "': a tokenizer loaded from llm.c's format has no merges");
     std::string out(kMagic, sizeof(kMagic));
@@ -336,6 +340,21 @@ Tokenizer Tokenizer::load(const std::string& path) {
     const std::string bytes(raw.begin(), raw.end());
     const std::string where = "tokenizer '" + path + "'";
     if (bytes.size() >= 4 && read_u32(bytes, 0) == kLlmcMagic) return load_llmc(path, bytes);
+    if (const std::size_t first = bytes.find_first_not_of(" \t\r\n"); first != std::string::npos && bytes[first] == '{') {
+        Tokenizer t;
+        auto hf = std::make_shared<const HfTokenizer>(HfTokenizer::load(path));
+        t.token_bytes_.resize(static_cast<std::size_t>(hf->vocab_size()));
+        for (int id = 0; id < hf->vocab_size(); ++id) {
+            try {
+                t.token_bytes_[static_cast<std::size_t>(id)] = hf->decode_token(id);
+            } catch (const Error&) {  // an id no token has: decodes to nothing
+            }
+        }
+        t.eot_ = hf->eot_token();
+        t.can_encode_ = true;
+        t.hf_ = std::move(hf);
+        return t;
+    }
     const size_t header = sizeof(kMagic) + 16;
     if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
         throw Error(where + " is not a tokenizer file: expected the magic \"ARCHBPE\" or llm.c's 20240328 at the start");

@@ -1,12 +1,15 @@
 // core/tokenizer.h: byte-level BPE tokenizer: train on text, encode, decode, save and load.
 // Ids 0..255 are the raw bytes, then one id per merge in training order, then <|endoftext|> (eot) as
 // the last id. Text is pre-split GPT-2 style so merges never cross word/number/punctuation pieces.
-// load() also reads llm.c's gpt2_tokenizer.bin, for decoding only. File format: docs/tokenizer.md.
+// load() also reads llm.c's gpt2_tokenizer.bin, for decoding only, and Hugging Face tokenizer.json
+// files (byte-level BPE, core/hf_tokenizer.h), which then encode and decode exactly as `tokenizers`
+// does. File format: docs/tokenizer.md.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,13 +26,14 @@ class Tokenizer {
 public:
     // Learns vocab_size - 257 merges from text (257 <= vocab_size <= 65536, so ids fit uint16 shards).
     static Tokenizer train(std::string_view text, int vocab_size, const MergeProgress& progress = {});
-    static Tokenizer load(const std::string& path);  // ours or llm.c's gpt2_tokenizer.bin
-    void save(const std::string& path) const;         // ours only; throws for an llm.c tokenizer
+    static Tokenizer load(const std::string& path);  // ours, llm.c's gpt2_tokenizer.bin, or a tokenizer.json
+    void save(const std::string& path) const;         // ours only; throws for the other two
 
     // Never emits eot: the text "<|endoftext|>" is encoded as plain bytes. Throws if !can_encode().
     std::vector<int> encode(std::string_view text) const;
     std::string decode(std::span<const int> tokens) const;  // throws on an id outside the vocab
     std::string decode_token(int id) const;
+    bool is_hugging_face() const { return hf_ != nullptr; }
 
     int vocab_size() const { return static_cast<int>(token_bytes_.size()); }
     int eot_token() const { return eot_; }
@@ -48,6 +52,7 @@ private:
     std::unordered_map<uint64_t, int> merge_rank_;  // (left << 32 | right) -> merge index
     int eot_ = -1;
     bool can_encode_ = false;
+    std::shared_ptr<const class HfTokenizer> hf_;  // a tokenizer.json: encodes; token_bytes_ decode
 };
 
 // Counts pre-tokens (the pieces merges stay inside) over any number of texts, then trains.

@@ -2,7 +2,8 @@
 // which scripts/install_deps.sh creates). tests/core/hf_tokenizers.py trains a GPT-2-style and a
 // Llama-3-style byte-level BPE on the bundled Bible and writes the ids it gives the whole Bible and
 // tests/fixtures/tokenizer_adversarial.txt; ours must be identical, with and without the template's
-// special tokens, and decode back to the text. Unsupported or broken files are refused by key.
+// special tokens, and decode back to the text; so must `archipelago prepare --tokenizer` with it.
+// Unsupported or broken files are refused by key.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -11,6 +12,8 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hf_tokenizer.h"
+#include "core/token_shard.h"
+#include "core/tokenizer.h"
 #include "tests/core/temp_dir.h"
 
 using namespace arch;
@@ -57,7 +60,27 @@ TEST_CASE("tokenizer.json of GPT-2 and Llama 3 style: the ids of `tokenizers` on
             CHECK(tok.decode(ours) == texts[i]);
         }
         CHECK(tok.eot_token() == (kind == "gpt2" ? 0 : 1));  // <|endoftext|>, <|end_of_text|>
+        const Tokenizer same = Tokenizer::load(dir.file(kind + "/tokenizer.json"));  // what prepare, sample and train load
+        CHECK(same.is_hugging_face());
+        CHECK(same.encode(texts[1]) == tok.encode(texts[1]));
+        CHECK(same.decode(tok.encode(texts[1])) == texts[1]);
+        CHECK(same.eot_token() == tok.eot_token());
+        CHECK_THROWS_WITH(same.save(dir.file("copy.bin")), Catch::Contains("used from where it lies"));
     }
+    // `archipelago prepare --tokenizer tokenizer.json`: the shards hold the document's eot, then
+    // exactly the ids `tokenizers` gives the whole corpus (prepare encodes it in pieces).
+    const char* bin = std::getenv("ARCH_BIN_DIR");
+    REQUIRE(bin);
+    const std::string prepare = std::string(bin) + "/archipelago prepare --input " + corpus + " --out " + dir.file("prep") +
+                                " --tokenizer " + dir.file("llama3/tokenizer.json") + " > " + dir.file("prep.log") + " 2>&1";
+    REQUIRE(std::system(prepare.c_str()) == 0);
+    std::vector<uint16_t> shards = read_token_shard(dir.file("prep/train_000000.bin"));
+    const std::vector<uint16_t> val = read_token_shard(dir.file("prep/val_000000.bin"));
+    shards.insert(shards.end(), val.begin(), val.end());
+    std::vector<int> expected = {1};
+    const std::vector<int> theirs = read_ids(dir.file("llama3/0.ids"));
+    expected.insert(expected.end(), theirs.begin(), theirs.end());
+    CHECK(first_difference(std::vector<int>(shards.begin(), shards.end()), expected) == -1);
 }
 
 TEST_CASE("tokenizer.json files this engine cannot encode exactly are refused, naming the key") {
