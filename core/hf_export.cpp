@@ -1,4 +1,4 @@
-// core/hf_export.cpp: safetensors writer (8-byte header length, JSON header, raw little-endian F32)
+// core/hf_export.cpp: the GPT-2 tensors under Hugging Face's names (core/safetensors.h writes them)
 // and the GPT-2 config.json for transformers. Both JSON texts are nlohmann::ordered_json, so their
 // fields keep the order written here.
 #include "core/hf_export.h"
@@ -15,16 +15,11 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/param_layout.h"
+#include "core/safetensors.h"
 
 namespace arch {
 
 namespace {
-
-struct Entry {
-    std::string name;
-    std::vector<int> shape;
-    std::vector<float> data;
-};
 
 // rows x cols (row-major) -> cols x rows.
 std::vector<float> transposed(const float* src, int rows, int cols) {
@@ -35,28 +30,6 @@ std::vector<float> transposed(const float* src, int rows, int cols) {
 }
 
 std::vector<float> copied(const float* src, std::size_t n) { return std::vector<float>(src, src + n); }
-
-void write_safetensors(const std::string& path, const std::vector<Entry>& entries) {
-    nlohmann::ordered_json index = {{"__metadata__", {{"format", "pt"}}}};
-    std::size_t offset = 0;
-    for (const Entry& e : entries) {
-        const std::size_t bytes = e.data.size() * sizeof(float);
-        index[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
-        offset += bytes;
-    }
-    std::string header = index.dump();
-    while (header.size() % 8 != 0) header += ' ';
-    std::vector<uint8_t> out(8 + header.size() + offset);
-    const uint64_t header_size = header.size();
-    std::memcpy(out.data(), &header_size, 8);
-    std::memcpy(out.data() + 8, header.data(), header.size());
-    uint8_t* dst = out.data() + 8 + header.size();
-    for (const Entry& e : entries) {
-        std::memcpy(dst, e.data.data(), e.data.size() * sizeof(float));
-        dst += e.data.size() * sizeof(float);
-    }
-    write_file_atomic(path, out);
-}
 
 std::string config_json(const ModelConfig& c) {
     const nlohmann::ordered_json config = {
@@ -90,7 +63,7 @@ void export_hf_gpt2(const std::string& dir, const ModelConfig& c, std::span<cons
         throw Error("cannot create folder '" + dir + "': " + std::strerror(errno));
     const int C = c.channels;
     const float* p = params.data();
-    std::vector<Entry> entries;
+    std::vector<SafeTensorOut> entries;
     entries.push_back({"transformer.wte.weight", {c.vocab_size, C}, copied(p + layout.wte(), static_cast<std::size_t>(c.vocab_size) * C)});
     entries.push_back({"transformer.wpe.weight", {c.max_seq_len, C}, copied(p + layout.wpe(), static_cast<std::size_t>(c.max_seq_len) * C)});
     for (int l = 0; l < c.num_layers; ++l) {

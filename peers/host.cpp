@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/checkpoint.h"
+#include "core/hf_import.h"
 #include "core/corpus.h"
 #include "core/data_loader.h"
 #include "core/error.h"
@@ -31,6 +32,21 @@ constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string short_key(const std::string& key) { return key.substr(0, 8); }
+
+// θ of a warm start: model.init's llm.c checkpoint or model.init_hf's Hugging Face folder, which must
+// hold the run's model (the peers build theirs from run.toml). Errors name the key.
+std::vector<float> warm_start_theta(const RunConfig& c, const ModelConfig& model) {
+    const char* key = c.init.empty() ? "model.init_hf" : "model.init";
+    try {
+        if (!c.init.empty()) return read_checkpoint_params(c.init, model);
+        HfModel hf = import_hf(c.init_hf);
+        if (describe(hf.config) != describe(model))
+            throw Error("'" + c.init_hf + "' holds a " + describe(hf.config) + " model, the run's is " + describe(model));
+        return std::move(hf.params);
+    } catch (const Error& e) {
+        throw Error(std::string(key) + ": " + e.what());
+    }
+}
 }  // namespace
 
 Host::Host(HostOptions options) : options_(std::move(options)) {
@@ -56,15 +72,11 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     backend_ = make_cpu_backend();
     eval_model_ = std::make_unique<GPT2>(model_config_, *backend_);
     std::vector<float> theta(eval_model_->num_params());
-    if (c.init.empty()) {
+    if (c.init.empty() && c.init_hf.empty()) {
         eval_model_->init_weights(c.seed);
         eval_model_->get_params(theta);
     } else {
-        try {
-            theta = read_checkpoint_params(c.init, model_config_);
-        } catch (const Error& e) {
-            throw Error(std::string("model.init: ") + e.what());
-        }
+        theta = warm_start_theta(c, model_config_);
     }
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_config_));
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
@@ -73,8 +85,8 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     std::filesystem::create_directories(c.checkpoint_dir);
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
-    else if (!c.init.empty())
-        log("warm start: round 0 starts from " + c.init + ", θ " + global_->hash().substr(0, 12));
+    else if (!c.init.empty() || !c.init_hf.empty())
+        log("warm start: round 0 starts from " + (c.init.empty() ? c.init_hf : c.init) + ", θ " + global_->hash().substr(0, 12));
     recent_theta_.emplace_back(round_, global_->hash());
 }
 

@@ -40,6 +40,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     model.integer("max_seq_len", c.max_seq_len, 0, 1 << 20);
     model.integer("vocab", c.vocab, 0, 1 << 24);
     model.text("init", c.init);
+    model.text("init_hf", c.init_hf);
+    if (!c.init.empty() && !c.init_hf.empty())
+        throw Error(source + ": [model] init and init_hf are two warm starts; give one");
     model.finish();
 
     toml_file::Fields data = section("data");

@@ -28,6 +28,7 @@ struct RunConfig {
     // seed's random init (the DiLoCo paper starts from a pretrained model). Peers never open it: θ
     // reaches them in the state, as always.
     std::string init;
+    std::string init_hf;  // the same from a Hugging Face model folder on the host's disk (core/hf_import.h)
     // [data]
     std::string train_data;  // the host's shards (a glob); empty: the bundled corpus. Peers never open it.
     std::string val_data;    // the host's; only the host evaluates

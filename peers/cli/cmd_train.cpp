@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint.h"
+#include "core/hf_import.h"
 #include "core/corpus.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -32,7 +33,7 @@ namespace {
 
 // Everything `archipelago train` is told on its command line, bound to CLI11 in add_train.
 struct TrainFlags {
-    std::string config = "tiny", init;
+    std::string config = "tiny", init, init_hf;
     int layers = 0, channels = 0, heads = 0, max_seq_len = 0, vocab = 0;  // 0: the preset's / the tokenizer's
     std::string train_data, val_data, tokenizer, data_order = "shuffled";
     int batch = 4, seq_len = 64, grad_accum = 1, steps = 200;
@@ -72,11 +73,12 @@ Data resolve_data(const TrainFlags& f) {
     return d;
 }
 
-ModelConfig resolve_model(const TrainFlags& f, const CLI::App& cmd, const Data& data) {
-    if (!f.init.empty()) {
+ModelConfig resolve_model(const TrainFlags& f, const CLI::App& cmd, const Data& data, const HfModel* hf) {
+    if (!f.init.empty() || hf) {
+        if (!f.init.empty() && hf) throw Error("train: --init and --init-hf cannot be combined");
         for (const char* flag : {"--config", "--layers", "--channels", "--heads", "--max-seq-len", "--vocab"})
-            if (cmd.count(flag)) throw Error(std::string("train: ") + flag + " cannot be combined with --init (the checkpoint decides)");
-        return read_checkpoint_config(f.init);
+            if (cmd.count(flag)) throw Error(std::string("train: ") + flag + " cannot be combined with --init or --init-hf (the checkpoint decides)");
+        return hf ? hf->config : read_checkpoint_config(f.init);
     }
     int vocab = f.vocab;
     if (vocab == 0 && !data.tokenizer.empty()) vocab = Tokenizer::load(data.tokenizer).vocab_size();
@@ -144,7 +146,8 @@ struct Loop {
 void run_train(const TrainFlags& f, const CLI::App& cmd) {
     log::configure(f.log);
     const Data data = resolve_data(f);
-    const ModelConfig model_config = resolve_model(f, cmd, data);
+    const std::optional<HfModel> hf = f.init_hf.empty() ? std::nullopt : std::optional<HfModel>(import_hf(f.init_hf));
+    const ModelConfig model_config = resolve_model(f, cmd, data, hf ? &*hf : nullptr);
     const TrainConfig train_config = resolve_train(f, data);
     const std::string out = f.out.empty() ? user_data_dir() + "/runs/train" : f.out;
     const bool jsonl = f.log.format == "jsonl";
@@ -166,6 +169,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
         trainer.resume(ckpt);
     } else if (init) {
         trainer.set_params(read_checkpoint_params(*init, model_config));
+    } else if (hf) {
+        trainer.set_params(hf->params);
     } else {
         trainer.init_weights(train_config.seed);
     }
@@ -247,6 +252,8 @@ void add_train(CLI::App& app, int& exit_code) {
     CLI::App* cmd = app.add_subcommand("train", "train a GPT-2 on one island (this machine), from scratch or from a checkpoint");
     cmd->add_option("--config", f->config, "model preset: tiny, small or gpt2-124m")->group("Model");
     cmd->add_option("--init", f->init, "start from this llm.c checkpoint (it decides the model)")->group("Model");
+    cmd->add_option("--init-hf", f->init_hf, "start from this Hugging Face model folder (config.json + safetensors; it decides the model)")
+        ->group("Model");
     cmd->add_option("--layers", f->layers, "override the preset's layers (0: the preset's)")->check(CLI::Range(0, 1024))->group("Model");
     cmd->add_option("--channels", f->channels, "override the preset's channels")->check(CLI::Range(0, 65536))->group("Model");
     cmd->add_option("--heads", f->heads, "override the preset's heads")->check(CLI::Range(0, 1024))->group("Model");

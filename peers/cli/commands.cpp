@@ -8,6 +8,7 @@ void add_commands(CLI::App& app, int& exit_code) {
     add_prepare(app, exit_code);
     add_sample(app, exit_code);
     add_export(app, exit_code);
+    add_import(app, exit_code);
     add_keygen(app, exit_code);
     add_invite(app, exit_code);
     add_revoke(app, exit_code);

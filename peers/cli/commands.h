@@ -15,6 +15,7 @@ void add_train(CLI::App& app, int& exit_code);
 void add_prepare(CLI::App& app, int& exit_code);
 void add_sample(CLI::App& app, int& exit_code);
 void add_export(CLI::App& app, int& exit_code);
+void add_import(CLI::App& app, int& exit_code);
 void add_keygen(CLI::App& app, int& exit_code);
 void add_invite(CLI::App& app, int& exit_code);
 void add_revoke(CLI::App& app, int& exit_code);  // takes a key off the allow-list

@@ -18,6 +18,7 @@
 #include "core/checkpoint.h"
 #include "core/corpus.h"
 #include "core/gpt2.h"
+#include "core/hf_export.h"
 #include "core/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "peers/diloco/global_model.h"
@@ -39,14 +40,14 @@ using namespace arch::test;
 
 namespace {
 
-// run.toml with model.init naming `checkpoint` (the host's own file).
-void set_model_init(const Run& run, const std::string& checkpoint) {
+// run.toml with model.init (or another [model] key) naming `path` (the host's own file or folder).
+void set_model_init(const Run& run, const std::string& path, const std::string& key = "init") {
     std::string text = read_text_file(run.config);
     const std::size_t at = text.find("[model]\n");
     REQUIRE(at != std::string::npos);
-    const std::size_t old = text.find("init = ");
-    if (old != std::string::npos) text.erase(old, text.find('\n', old) + 1 - old);
-    text.insert(at + 8, "init = \"" + checkpoint + "\"\n");
+    for (const char* k : {"\ninit = ", "\ninit_hf = "})
+        if (const std::size_t old = text.find(k); old != std::string::npos) text.erase(old + 1, text.find('\n', old + 1) - old);
+    text.insert(at + 8, key + " = \"" + path + "\"\n");
     write_file(run.config, text);
 }
 
@@ -310,7 +311,7 @@ TEST_CASE("trimmed with a dropout below its minimum: the host says so, keeps ser
     CHECK(p3_again->wait(30) == 0);
 }
 
-TEST_CASE("model.init: round 0 starts from the host's checkpoint, which reaches the peer over the link; a wrong one is refused") {
+TEST_CASE("model.init and init_hf: round 0 starts from the host's checkpoint, which reaches the peer over the link; a wrong one is refused") {
     Run run(1, 1);
     run.make_peer(1);
     const RunConfig c = load_run_config(run.config);
@@ -335,6 +336,17 @@ TEST_CASE("model.init: round 0 starts from the host's checkpoint, which reaches 
         CHECK(p1->log().find("synced to round 0, θ " + expected) != std::string::npos);
         CHECK(count(p1->log(), "matches the host") == 1);
     }
+    SECTION("model.init_hf: the same θ from a Hugging Face folder") {
+        const std::string folder = run.dir.file("hf");
+        export_hf_gpt2(folder, model, theta);
+        set_model_init(run, folder, "init_hf");
+        auto host = run.host();
+        auto p1 = run.peer(1);
+        if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
+        CHECK(p1->wait(30) == 0);
+        CHECK(host->log().find("warm start: round 0 starts from " + folder + ", θ " + expected) != std::string::npos);
+        CHECK(p1->log().find("synced to round 0, θ " + expected) != std::string::npos);
+    }
     SECTION("a checkpoint of another model, or a truncated one, stops the host before it serves") {
         ModelConfig other = model;
         other.channels = 64;
@@ -356,5 +368,11 @@ TEST_CASE("model.init: round 0 starts from the host's checkpoint, which reaches 
             CHECK(host->log().find("model.init: checkpoint '" + bad + "'") != std::string::npos);
             CHECK_FALSE(file_exists(run.dir.file("host") + "/host.state"));
         }
+        const std::string folder = run.dir.file("hf-small");
+        export_hf_gpt2(folder, other, small_theta);
+        set_model_init(run, folder, "init_hf");
+        auto host = run.host();
+        CHECK(host->wait(60) != 0);
+        CHECK(host->log().find("model.init_hf: '" + folder + "' holds a L1 C64") != std::string::npos);
     }
 }
