@@ -61,6 +61,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     inner.number("weight_decay", c.weight_decay, 0.0, 10.0);
     inner.number("grad_clip", c.grad_clip, 0.0, 1e9);
     inner.integer("warmup", c.warmup, 0, 1'000'000'000);
+    inner.text_choice("optimizer", c.optimizer, {"adamw", "muon"});
     inner.integer("val_batches", c.val_batches, 1, 1'000'000);
     inner.finish();
 
@@ -191,6 +192,7 @@ TrainConfig run_train_config(const RunConfig& c, const std::string& train_patter
     t.schedule.total_steps = t.steps;
     t.adamw.weight_decay = c.weight_decay;
     t.adamw.grad_clip = c.grad_clip;
+    t.optimizer = c.optimizer;
     t.seed = island_seed;
     t.train_pattern = train_pattern;
     t.val_pattern = val_pattern;

@@ -39,6 +39,9 @@ struct RunConfig {
     int batch = 8, seq_len = 64, grad_accum = 1;
     float lr = 2e-3f, weight_decay = 0.1f, grad_clip = 1.0f;
     int warmup = 20;
+    // adamw | muon (core/muon.h, one-device islands only). Muon lowered every bench_convergence row
+    // but widened DiLoCo's gap to data parallel, and runs on fewer island kinds: AdamW stays the default.
+    std::string optimizer = "adamw";
     // [outer]
     // Outer momentum 0.5, not DiLoCo's 0.9 (tuned for H = 500): at H = 50 and 40 rounds it moved
     // bench_convergence's diloco-fp32 from 1.44x to 2.24x over one island (docs/results.md).

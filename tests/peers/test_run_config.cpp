@@ -77,6 +77,7 @@ weight_decay = 0
 grad_clip = 0.5
 warmup = 1
 val_batches = 2
+optimizer = "muon"
 [outer]
 lr = 1
 momentum = 0.5
@@ -117,6 +118,19 @@ straggler = "fold"
     CHECK(c.straggler == "fold");
     CHECK(c.max_staleness == 2);
     CHECK(c.stale == "refuse");
+    CHECK(c.optimizer == "muon");
+    CHECK(arch::run_train_config(c, "t", "v", 1).optimizer == "muon");
+}
+
+TEST_CASE("warm starts and the inner optimizer: defaults and refusals") {
+    const arch::RunConfig d = parse_run_config("", "run.toml");
+    CHECK(d.optimizer == "adamw");
+    CHECK(d.init.empty());
+    CHECK(d.init_hf.empty());
+    CHECK(parse_run_config("[model]\ninit_hf = \"/m/smol\"\n", "run.toml").init_hf == "/m/smol");
+    CHECK(refused("[inner]\noptimizer = \"sgd\"\n") == "run.toml:2: inner.optimizer must be one of adamw, muon, found 'sgd'");
+    CHECK_THROWS_WITH(parse_run_config("[model]\ninit = \"a.bin\"\ninit_hf = \"b\"\n", "run.toml"),
+                      Catch::Contains("init and init_hf are two warm starts"));
 }
 
 TEST_CASE("async staleness keys: defaults, ranges and choices") {
