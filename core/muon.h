@@ -4,7 +4,8 @@
 //   m = μ m + g;  u = g + μ m (Nesterov);  W = W (1 - lr wd) - lr · 0.2 √max(rows, cols) · NS5(u)
 // NS5 is Keller Jordan's quintic iteration on u / ‖u‖_F: each singular value σ goes to
 // aσ + bσ³ + cσ⁵ per step (a, b, c = 3.4445, -4.7750, 2.0315), pushing them all towards 1, so
-// NS5(u) ≈ U Vᵀ. An experiment of bench_convergence (docs/results.md), not a run.toml option.
+// NS5(u) ≈ U Vᵀ. run.toml inner.optimizer = "muon" and bench_convergence --inner-optimizer use it
+// (docs/results.md); one device only, and its momentum is not saved with a checkpoint.
 #pragma once
 
 #include <span>

@@ -88,7 +88,7 @@ float Trainer::evaluate() {
 }
 
 void Trainer::save(const std::string& path) {
-    if (muon_) throw Error("save: Muon's momentum is not saved (Muon is a bench_convergence experiment, core/muon.h)");
+    if (muon_) throw Error("save: Muon's momentum is not saved with a checkpoint (core/muon.h)");
     std::vector<float> params(model_.num_params());
     model_.get_params(params);
     RunState state;
@@ -102,7 +102,7 @@ void Trainer::save(const std::string& path) {
 }
 
 void Trainer::resume(const std::string& path) {
-    if (muon_) throw Error("resume: Muon's momentum is not saved (Muon is a bench_convergence experiment, core/muon.h)");
+    if (muon_) throw Error("resume: Muon's momentum is not saved with a checkpoint (core/muon.h)");
     const std::vector<float> params = read_checkpoint_params(path, model_.config());
     const RunState state = read_run_state(path + ".state", model_.num_params());
     if (state.step > config_.steps)
