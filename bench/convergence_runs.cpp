@@ -83,22 +83,25 @@ void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands) 
     for (auto& w : islands) w->set_adamw_state(m_sum, v_sum);
 }
 
-}  // namespace
-
-std::vector<float> initial_theta(const Setup& s) {
-    if (!s.start.empty()) return s.start;
+// The seed-42 init every run starts from without a warm start.
+std::vector<float> seed_theta(const ModelConfig& config) {
     auto backend = make_cpu_backend();
-    GPT2 model(s.model, *backend);
+    GPT2 model(config, *backend);
     model.init_weights(42);
     std::vector<float> theta(model.num_params());
     model.get_params(theta);
     return theta;
 }
 
+}  // namespace
+
+std::vector<float> initial_theta(const Setup& s) {
+    if (!s.start.empty()) return s.start;
+    return seed_theta(s.model);
+}
+
 std::vector<float> warm_start(const Setup& s) {
-    Setup init = s;
-    init.start.clear();
-    std::vector<float> theta = initial_theta(init);
+    std::vector<float> theta = seed_theta(s.model);
     if (s.warm_steps <= 0) return theta;
     IslandWorker w(s.model, train_config(s, s.data.warm_shard, s.warm_steps, s.islands, 3), "fp32");
     w.set_params(theta);

@@ -21,14 +21,6 @@ namespace arch {
 
 namespace {
 
-// rows x cols (row-major) -> cols x rows.
-std::vector<float> transposed(const float* src, int rows, int cols) {
-    std::vector<float> out(static_cast<std::size_t>(rows) * cols);
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) out[static_cast<std::size_t>(c) * rows + r] = src[static_cast<std::size_t>(r) * cols + c];
-    return out;
-}
-
 std::vector<float> copied(const float* src, std::size_t n) { return std::vector<float>(src, src + n); }
 
 std::string config_json(const ModelConfig& c) {
@@ -53,6 +45,13 @@ std::string config_json(const ModelConfig& c) {
 }
 
 }  // namespace
+
+std::vector<float> transposed(const float* src, int rows, int cols) {
+    std::vector<float> out(static_cast<std::size_t>(rows) * cols);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) out[static_cast<std::size_t>(c) * rows + r] = src[static_cast<std::size_t>(r) * cols + c];
+    return out;
+}
 
 void export_hf_gpt2(const std::string& dir, const ModelConfig& c, std::span<const float> params) {
     ParamLayout layout(c);

@@ -6,6 +6,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/model_config.h"
 
@@ -13,5 +14,9 @@ namespace arch {
 
 // params in ParamLayout order. Creates dir if needed; files are written atomically.
 void export_hf_gpt2(const std::string& dir, const ModelConfig& config, std::span<const float> params);
+
+// rows x cols (row-major) -> cols x rows: our (out, in) matmul weights to HF's Conv1D (in, out), and
+// back (core/hf_import.h).
+std::vector<float> transposed(const float* src, int rows, int cols);
 
 }  // namespace arch

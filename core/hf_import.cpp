@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hf_export.h"
 #include "core/param_layout.h"
 #include "core/safetensors.h"
 
@@ -91,13 +92,6 @@ void key_is(const json& c, const char* key, const T& want, const std::string& so
     if (!same) throw Error(source + ": '" + std::string(key) + "' = " + c.at(key).dump() + " is not supported (" + why + ")");
 }
 
-std::vector<float> transposed(const std::vector<float>& src, int rows, int cols) {
-    std::vector<float> out(src.size());
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) out[static_cast<std::size_t>(c) * rows + r] = src[static_cast<std::size_t>(r) * cols + c];
-    return out;
-}
-
 HfModel import_gpt2(const std::string& dir, const json& c, const std::string& source) {
     HfModel m;
     m.architecture = "GPT2LMHeadModel";
@@ -130,15 +124,15 @@ HfModel import_gpt2(const std::string& dir, const json& c, const std::string& so
         const std::string h = p + "h." + std::to_string(l) + ".";
         put(o.ln1w, t.read(h + "ln_1.weight", {C}));
         put(o.ln1b, t.read(h + "ln_1.bias", {C}));
-        put(o.qkvw, transposed(t.read(h + "attn.c_attn.weight", {C, 3 * C}), C, 3 * C));
+        put(o.qkvw, transposed(t.read(h + "attn.c_attn.weight", {C, 3 * C}).data(), C, 3 * C));
         put(o.qkvb, t.read(h + "attn.c_attn.bias", {3 * C}));
-        put(o.attprojw, transposed(t.read(h + "attn.c_proj.weight", {C, C}), C, C));
+        put(o.attprojw, transposed(t.read(h + "attn.c_proj.weight", {C, C}).data(), C, C));
         put(o.attprojb, t.read(h + "attn.c_proj.bias", {C}));
         put(o.ln2w, t.read(h + "ln_2.weight", {C}));
         put(o.ln2b, t.read(h + "ln_2.bias", {C}));
-        put(o.fcw, transposed(t.read(h + "mlp.c_fc.weight", {C, 4 * C}), C, 4 * C));
+        put(o.fcw, transposed(t.read(h + "mlp.c_fc.weight", {C, 4 * C}).data(), C, 4 * C));
         put(o.fcb, t.read(h + "mlp.c_fc.bias", {4 * C}));
-        put(o.fcprojw, transposed(t.read(h + "mlp.c_proj.weight", {4 * C, C}), 4 * C, C));
+        put(o.fcprojw, transposed(t.read(h + "mlp.c_proj.weight", {4 * C, C}).data(), 4 * C, C));
         put(o.fcprojb, t.read(h + "mlp.c_proj.bias", {C}));
     }
     put(layout.lnfw(), t.read(p + "ln_f.weight", {C}));

@@ -9,11 +9,11 @@
 #include <filesystem>
 
 #include "core/checkpoint.h"
-#include "core/hf_import.h"
 #include "core/corpus.h"
 #include "core/data_loader.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hf_import.h"
 #include "core/token_shard.h"
 #include "core/tokenizer.h"
 #include "core/trainer.h"
