@@ -16,6 +16,7 @@
 #include "core/install_paths.h"
 #include "core/param_layout.h"
 #include "core/tokenizer.h"
+#include "peers/run_config.h"
 
 using namespace arch;
 using namespace arch::bench;
@@ -71,8 +72,16 @@ int main(int argc, char** argv) {
                  "data parallel and DiLoCo variants on the same tokens"};
     app.option_defaults()->always_capture_default();
     Setup s;
-    s.outer.lr = 0.7f;
-    s.outer.momentum = 0.5f;  // run.toml's default (peers/run_config.h)
+    // The DiLoCo rows start from run.toml's defaults (peers/run_config.h): the outer optimizer,
+    // DES-LOC's moment sync, the streaming and async settings.
+    const RunConfig run_defaults;
+    s.outer = run_defaults.outer;
+    s.desloc = run_defaults.sync_moments_every;
+    s.fragments = run_defaults.fragments;
+    s.tau = run_defaults.tau;
+    s.alpha = run_defaults.alpha;
+    s.max_staleness = run_defaults.max_staleness;
+    s.stale = run_defaults.stale;
     bool json = false, sweep = false;
     std::string corpus = "bench", assign = "interleaved", single_curve;
     double uplink_mbps = 20, downlink_mbps = 100, latency_ms = 50, model_bytes = 0, step_s = 0;
@@ -106,7 +115,9 @@ int main(int argc, char** argv) {
     app.add_option("--tau", s.tau, "streaming: inner steps a fragment's update takes to arrive (overlap)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--alpha", s.alpha, "streaming: merge, θ_local <- α θ_local + (1 - α) θ_global")->check(CLI::Range(0.0, 1.0));
-    app.add_option("--desloc", s.desloc, "DiLoCo rows: average AdamW's moments over the islands every K rounds (DES-LOC; 0: never)")
+    app.add_option("--desloc", s.desloc,
+                   "DiLoCo rows: average AdamW's moments over the islands every K rounds (DES-LOC, run.toml's "
+                   "outer.sync_moments_every; 0: never)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--max-staleness", s.max_staleness, "async: updates a pseudo-gradient may be behind")
         ->check(CLI::NonNegativeNumber);

@@ -70,17 +70,19 @@ std::vector<std::unique_ptr<IslandWorker>> make_islands(const Setup& s, const st
     return out;
 }
 
-// DES-LOC's moment sync: every island's AdamW m and v replaced by their mean over the islands.
-void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands) {
+// DES-LOC's moment sync: every island's AdamW m and v replaced by their mean over the islands,
+// weighted by the tokens of each island's Δ and summed in island order, as the host's MomentPool does.
+void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands, const std::vector<double>& tokens) {
     const std::size_t n = islands.front()->num_params();
-    std::vector<float> m(n), v(n), m_sum(n, 0.0f), v_sum(n, 0.0f);
-    for (auto& w : islands) {
-        w->get_adamw_state(m, v);
-        for (std::size_t k = 0; k < n; ++k) m_sum[k] += m[k], v_sum[k] += v[k];
+    std::vector<float> m(n), v(n), m_mean(n, 0.0f), v_mean(n, 0.0f);
+    double total = 0;
+    for (double t : tokens) total += t;
+    for (std::size_t i = 0; i < islands.size(); ++i) {
+        islands[i]->get_adamw_state(m, v);
+        const float w = static_cast<float>(tokens[i] / total);
+        for (std::size_t k = 0; k < n; ++k) m_mean[k] += w * m[k], v_mean[k] += w * v[k];
     }
-    const float inv = 1.0f / static_cast<float>(islands.size());
-    for (std::size_t k = 0; k < n; ++k) m_sum[k] *= inv, v_sum[k] *= inv;
-    for (auto& w : islands) w->set_adamw_state(m_sum, v_sum);
+    for (auto& w : islands) w->set_adamw_state(m_mean, v_mean);
 }
 
 // The seed-42 init every run starts from without a warm start.
@@ -227,7 +229,7 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
         double down = static_cast<double>(update.size());
         row.bytes += down * s.islands;
         if (s.desloc > 0 && (r + 1) % s.desloc == 0) {
-            average_adamw_moments(islands);  // DES-LOC: each island sends m and v and gets their mean
+            average_adamw_moments(islands, weights);  // DES-LOC: each island sends m and v and gets their mean
             const double moments = 2.0 * static_cast<double>(global.theta().size()) * sizeof(float);
             up += moments;
             down += moments;

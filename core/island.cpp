@@ -247,17 +247,7 @@ void Island::save(const std::string& path) {
     state.train_cursor = train_->cursor();
     state.m.resize(layout_.num_params());
     state.v.resize(layout_.num_params());
-    if (devices_[0]->whole) {
-        devices_[0]->whole->get_adamw_state(state.m, state.v);
-    } else if (parallel_ == Parallel::ddp) {
-        devices_[0]->adamw->get_state(state.m, state.v);
-    } else {
-        run_on_devices([&](int r) {
-            Zero3Store& z = *devices_[r]->zero3;
-            z.gather_to_host(z.shard_m(), r == 0 ? std::span<float>(state.m) : std::span<float>());
-            z.gather_to_host(z.shard_v(), r == 0 ? std::span<float>(state.v) : std::span<float>());
-        });
-    }
+    get_adamw_state(state.m, state.v);
     write_checkpoint(path, model_config_, params);
     write_run_state(path + ".state", state);
 }
@@ -270,18 +260,46 @@ void Island::resume(const std::string& path) {
                     ", beyond the configured " + std::to_string(config_.steps) + " steps");
     train_->seek(state.train_cursor);  // validates before anything else changes
     set_params(params);
+    set_moments(state.m, state.v, state.step);
+    steps_done_ = state.step;
+}
+
+void Island::get_adamw_state(std::span<float> m, std::span<float> v) {
+    if (m.size() != layout_.num_params() || v.size() != layout_.num_params())
+        throw Error("get_adamw_state: buffers of " + std::to_string(m.size()) + " and " + std::to_string(v.size()) +
+                    " values, the model has " + std::to_string(layout_.num_params()));
+    if (devices_[0]->whole) {
+        devices_[0]->whole->get_adamw_state(m, v);
+    } else if (parallel_ == Parallel::ddp) {
+        devices_[0]->adamw->get_state(m, v);  // identical on every rank
+    } else {
+        run_on_devices([&](int r) {
+            Zero3Store& z = *devices_[r]->zero3;
+            z.gather_to_host(z.shard_m(), r == 0 ? m : std::span<float>());
+            z.gather_to_host(z.shard_v(), r == 0 ? v : std::span<float>());
+        });
+    }
+}
+
+void Island::set_adamw_state(std::span<const float> m, std::span<const float> v) {
+    if (m.size() != layout_.num_params() || v.size() != layout_.num_params())
+        throw Error("set_adamw_state: " + std::to_string(m.size()) + " and " + std::to_string(v.size()) +
+                    " values, the model has " + std::to_string(layout_.num_params()));
+    set_moments(m, v, std::nullopt);
+}
+
+void Island::set_moments(std::span<const float> m, std::span<const float> v, std::optional<int> steps) {
     for (auto& d : devices_) {
         if (d->whole) {
-            d->whole->set_adamw_state(state.m, state.v, state.step);
+            d->whole->set_adamw_state(m, v, steps.value_or(d->whole->adamw_steps()));
         } else if (d->adamw) {
-            d->adamw->set_state(state.m, state.v, state.step);
+            d->adamw->set_state(m, v, steps.value_or(d->adamw->steps_taken()));
         } else {
-            d->zero3->scatter_from_host(state.m, d->zero3->shard_m());
-            d->zero3->scatter_from_host(state.v, d->zero3->shard_v());
-            d->zero3->set_steps_taken(state.step);
+            d->zero3->scatter_from_host(m, d->zero3->shard_m());
+            d->zero3->scatter_from_host(v, d->zero3->shard_v());
+            if (steps) d->zero3->set_steps_taken(*steps);
         }
     }
-    steps_done_ = state.step;
 }
 
 std::vector<DeviceMemory> Island::memory() const {

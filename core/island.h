@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ public:
     int steps_done() const { return steps_done_; }
     bool has_val() const { return val_ != nullptr; }
 
+    // The inner AdamW moments m and v, whole vectors in ParamLayout order (ZeRO-3 gathers and
+    // scatters them; DDP devices hold identical copies). set keeps the step count: DES-LOC replaces
+    // the moments in the middle of a run (peers/moment_sync.h).
+    void get_adamw_state(std::span<float> m, std::span<float> v);
+    void set_adamw_state(std::span<const float> m, std::span<const float> v);
+
     // Same files as Trainer::save / resume (checkpoint + CKPT.state), so runs move between modes.
     void save(const std::string& path);
     void resume(const std::string& path);
@@ -76,6 +83,7 @@ private:
     void open_data();
     void run_on_devices(const std::function<void(int)>& fn);
     void read_batches(DataLoader& loader, int count);
+    void set_moments(std::span<const float> m, std::span<const float> v, std::optional<int> steps);  // none: keep each's
 
     ModelConfig model_config_;
     TrainConfig config_;

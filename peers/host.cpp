@@ -33,6 +33,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::string short_key(const std::string& key) { return key.substr(0, 8); }
 
+// What the islands sent the host: pseudo-gradients, and DES-LOC's moments.
+uint64_t uplink_bytes(const Link& link) {
+    return link.bytes_received(Type::pseudo_grad) + link.bytes_received(Type::moments);
+}
+
 // θ of a warm start: model.init's llm.c checkpoint or model.init_hf's Hugging Face folder, which must
 // hold the run's model (the peers build theirs from run.toml). Errors name the key.
 std::vector<float> warm_start_theta(const RunConfig& c, const ModelConfig& model) {
@@ -70,7 +75,7 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
         assignment_.push_back(assign_chunks(manifest_, c.islands, i, parse_data_assign(c.assign),
                                             static_cast<uint64_t>(c.batch) * c.seq_len + 1));
     backend_ = make_cpu_backend();
-    eval_model_ = std::make_unique<GPT2>(model_config_, *backend_);
+    eval_model_ = make_transformer(model_config_, *backend_);
     std::vector<float> theta(eval_model_->num_params());
     if (c.init.empty() && c.init_hf.empty()) {
         eval_model_->init_weights(c.seed);
@@ -82,6 +87,7 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
     screen_ = std::make_unique<outer::NormScreen>(
         outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
+    if (c.sync_moments_every > 0) moments_ = std::make_unique<MomentPool>(c, global_->theta().size());
     std::filesystem::create_directories(c.checkpoint_dir);
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
@@ -325,6 +331,7 @@ void Host::start_island(Link& link, const rounds::Start& start) {
     p.started_round = round_;
     p.started_at = Clock::now();
     p.started_steps = start.steps;
+    if (moments_) moments_->drop(start.key);  // anything it sent before this round_start is stale
     protocol::RoundStart m{round_, start.steps, global_->hash(), start.schedule.from, start.schedule.to, start.held};
     link.send(start.key, Type::round_start, round_, protocol::encode(m));
 }
@@ -363,7 +370,7 @@ bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
 void Host::start_round(Link& link) {
     raw_bytes_round_ = 0;
     round_started_ = row_started_ = Clock::now();
-    bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);
+    bytes_up_mark_ = uplink_bytes(link);
     const rounds::RoundPolicy::Opening opening = policy_->open_round(view(link));
     start_islands(link, opening.starts);
     log("round " + std::to_string(round_) + " started with " + std::to_string(opening.islands) + " islands");
@@ -411,10 +418,23 @@ void Host::make_update(Link& link) {
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
     try_save_checkpoint();
     const float val = evaluate();
+    MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
+    if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
     protocol::Writer w;
-    protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied)};
+    protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied),
+                              moments.islands};
     w.bytes(protocol::encode(meta));
     w.bytes(update);
+    if (!moments.islands.empty()) {
+        protocol::encode_moments(ended, moments.m, moments.v, w.bytes_in_place(protocol::moments_bytes(moments.m.size())));
+        std::string which;
+        for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
+        log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
+            " (weighted by tokens), moments " + moments.hash.substr(0, 16));
+        moments = {};
+    } else if (moments_ && moments_round(options_.config, ended)) {
+        log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
+    }
     const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
     for (auto& [key, p] : peers_)
         if (p.welcomed) send_update(link, key, ended, blob);
@@ -423,12 +443,12 @@ void Host::make_update(Link& link) {
     row.islands = static_cast<int>(all.size());
     row.mean_inner_loss = static_cast<float>(loss);
     row.val_loss = val;
-    row.bytes_up = link.bytes_received(Type::pseudo_grad) - bytes_up_mark_;
+    row.bytes_up = uplink_bytes(link) - bytes_up_mark_;
     row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
     down_bytes_round_ = 0;
     row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
     row.seconds = seconds_since(row_started_);
-    bytes_up_mark_ = link.bytes_received(Type::pseudo_grad);  // the next row counts from here
+    bytes_up_mark_ = uplink_bytes(link);  // the next row counts from here
     raw_bytes_round_ = 0;
     row_started_ = Clock::now();
     if (options_.on_round) options_.on_round(row);
@@ -507,6 +527,7 @@ void Host::revoke(Link& link, const std::string& key) {
         publish(key);
     }
     awaiting_state_.erase(key);
+    if (moments_) moments_->drop(key);
     const bool in_round = policy_->on_gone(key, true);  // what it sent that is not applied yet goes with it
     std::string freed;
     if (index != island_of_.end()) {
@@ -567,6 +588,14 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     if (a.restart) start_island(link, *a.restart);
 }
 
+void Host::on_moments(const std::string& key, std::span<const std::byte> blob) {
+    if (!moments_) throw Error("moments in a run that syncs none (outer.sync_moments_every = 0)");
+    const PeerState& p = peers_[key];
+    moments_->accept(key, blob, p.busy, p.started_round, round_);  // role, round, size, finite: or nothing is kept
+    raw_bytes_round_ += static_cast<double>(blob.size());          // fp32 already: the round's ratio counts them as sent
+    publish(key, blob.size(), 0);
+}
+
 void Host::handle(Link& link, const LinkEvent& e) {
     auto it = peers_.find(e.peer);
     if (e.kind == LinkEvent::Kind::connected) {
@@ -598,6 +627,9 @@ void Host::handle(Link& link, const LinkEvent& e) {
     switch (e.type) {
         case Type::pseudo_grad:
             on_pseudo_grad(link, e.peer, e.payload, e.transfer_seconds);
+            break;
+        case Type::moments:
+            on_moments(e.peer, e.payload);
             break;
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
@@ -664,11 +696,14 @@ bool Host::barrier_passed(Link& link) const {
 void Host::run(Link& link) {
     const RunConfig& c = options_.config;
     link_ = &link;
-    // Peers send the host one kind of blob: a pseudo-gradient, at most twice its fp32 size (topk with a
+    // Peers send the host two kinds of blob: a pseudo-gradient, at most twice its fp32 size (topk with a
     // large frac stores an index beside each value; zstd's worst case and the headers fit in the
-    // margin). A transfer declaring more is refused unread.
+    // margin), and with DES-LOC on its moments: exactly m and v in fp32 and a 16-byte header. A
+    // transfer declaring more is refused unread.
     const uint64_t fp32_bytes = 4 * static_cast<uint64_t>(global_->theta().size());
-    link.accept_blobs({{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}});
+    std::map<Type, uint64_t> accepted{{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}};
+    if (moments_) accepted[Type::moments] = protocol::moments_bytes(global_->theta().size());
+    link.accept_blobs(accepted);
     const Clock::time_point join_deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.join_timeout_s));
     const uint64_t updates = run_updates(c);
@@ -709,7 +744,7 @@ void Host::run(Link& link) {
     while (!stop_ && !all_synced() && (Clock::now() < drain_until || !barrier_passed(link))) {
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
-                if (e->type != Type::pseudo_grad) handle(link, *e);
+                if (e->type != Type::pseudo_grad && e->type != Type::moments) handle(link, *e);
             } catch (const Error& err) {
                 log(std::string("rejected a message while finishing: ") + err.what());
             }
@@ -722,8 +757,8 @@ void Host::run(Link& link) {
     }
     for (int i = 0; i < 10; ++i) link.poll(20);  // hand the byes to the socket before it closes
     std::string traffic = "bytes on the wire by message type (sent/received):";
-    for (Type t : {Type::hello, Type::welcome, Type::round_start, Type::pseudo_grad, Type::update, Type::hash_report,
-                   Type::state, Type::data_request, Type::data, Type::bye})
+    for (Type t : {Type::hello, Type::welcome, Type::round_start, Type::pseudo_grad, Type::moments, Type::update,
+                   Type::hash_report, Type::state, Type::data_request, Type::data, Type::bye})
         if (link.bytes_sent(t) + link.bytes_received(t) > 0)
             traffic += std::string(" ") + protocol::type_name(t) + " " + std::to_string(link.bytes_sent(t)) + "/" +
                        std::to_string(link.bytes_received(t));

@@ -3,7 +3,8 @@
 // the event loop of the rounds, checks and decodes pseudo-gradients, screens and aggregates them
 // through outer_optimizer, sends the update everyone applies (naming the contributions it used),
 // checks the islands' θ hashes, checkpoints every round, and brings late joiners and restarted peers
-// up to date with the full state. How rounds go (which islands start, with how many steps, what an
+// up to date with the full state. With DES-LOC on, the updates of its rounds also carry the mean of
+// the islands' AdamW moments (peers/moment_sync.h). How rounds go (which islands start, with how many steps, what an
 // update holds) is its round policy's (peers/rounds/round_policy.h): the host knows no mode.
 // Restart: a host started on the same checkpoint folder resumes from the last finished round.
 #pragma once
@@ -21,10 +22,11 @@
 
 #include "core/backend.h"
 #include "core/data_manifest.h"
-#include "core/gpt2.h"
+#include "core/transformer.h"
 #include "outer_optimizer/screening.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
+#include "peers/moment_sync.h"
 #include "peers/rate_limit.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
@@ -91,6 +93,7 @@ private:
     // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
+    void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
     // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
     // one under way (bytes, begun at `since`; none: 0) is not older than its bytes at the link's
     // measured rate (at least 100 kB/s assumed), twice, plus the margin. A transfer just finished
@@ -125,7 +128,7 @@ private:
     ModelConfig model_config_;
     std::unique_ptr<diloco::GlobalModel> global_;
     std::unique_ptr<Backend> backend_;
-    std::unique_ptr<GPT2> eval_model_;
+    std::unique_ptr<Transformer> eval_model_;
     std::string val_pattern_;
     std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
     DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
@@ -141,6 +144,7 @@ private:
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
+    std::unique_ptr<MomentPool> moments_;         // DES-LOC (outer.sync_moments_every > 0), else null
     std::chrono::steady_clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
     std::chrono::steady_clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
     std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then

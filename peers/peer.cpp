@@ -1,6 +1,7 @@
 // peers/peer.cpp: the peer daemon's event loop.
 #include "peers/peer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "core/param_layout.h"
 #include "peers/control/run_status.h"
+#include "peers/moment_sync.h"
 
 namespace arch {
 
@@ -45,7 +47,7 @@ void Peer::publish(Link& link) {
         row.island = island_;
         row.devices = static_cast<uint32_t>(options_.devices);
         row.steps_per_s = steps_per_s_;
-        row.bytes_up = link.bytes_sent(Type::pseudo_grad);
+        row.bytes_up = link.bytes_sent(Type::pseudo_grad) + link.bytes_sent(Type::moments);
         row.bytes_down = link.bytes_received(Type::update) + link.bytes_received(Type::state);
         row.connected = config_.has_value();
         row.in_sync = replica_valid_;
@@ -187,8 +189,16 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
 
 void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     protocol::Reader r(blob, "update");
-    const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(4096));
+    const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(1 << 16));
     const std::vector<std::byte> update = r.bytes(blob.size());
+    std::optional<protocol::Moments> moments;  // DES-LOC: checked whole before anything changes
+    if (!meta.moments_from.empty()) {
+        if (!replica_) throw Error("an update before the welcome");
+        moments = protocol::decode_moments(r.view(blob.size()), replica_->theta().size());
+        if (moments->round != meta.round)
+            throw Error("the moments of round " + std::to_string(moments->round) + " in the update of round " +
+                        std::to_string(meta.round));
+    }
     r.finish();
     if (!replica_valid_ || meta.round != round_) {
         log("update for round " + std::to_string(meta.round) + " but θ is at round " + std::to_string(round_) +
@@ -204,6 +214,7 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
             if (a.island == island_) worker_->settle(a.round, true);
     // Streaming: θ_i takes the fragment once its overlapped steps are done (stream_turn).
     if (stream_) stream_->updated(fragment);
+    if (worker_ && moments_round(*config_, meta.round)) take_moments(meta, moments);
     const std::string part = replica_->fragments() > 1 ? " to fragment " + std::to_string(fragment) : std::string();
     const std::string part_hash =
         replica_->fragments() > 1 ? ", fragment θ " + replica_->fragment_hash(fragment).substr(0, 16) : std::string();
@@ -276,6 +287,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
                 : worker_->run_round(replica_->theta(), plan, on_step);
     compute_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
     steps_per_s_ = static_cast<float>(result.steps / compute_s_);
+    if (moments_round(*config_, m.round)) send_moments(link, m.round);
     protocol::Writer w;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, result.mean_loss, m.steps, steps_per_s_}));
     w.bytes(result.payload);
@@ -288,6 +300,29 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
     publish(link);
+}
+
+void Peer::send_moments(Link& link, uint64_t round) {
+    // Before the Δ (one ordered queue): the host holds them when that Δ may close the round.
+    const std::size_t n = worker_->num_params();
+    std::vector<float> m(n), v(n);
+    worker_->get_adamw_state(m, v);
+    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode_moments(round, m, v));
+    link.send_blob(host_, Type::moments, round, blob);
+    log("round " + std::to_string(round) + " sent AdamW moments: " + std::to_string(blob->size()) + " bytes");
+}
+
+void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::Moments>& mean) {
+    const bool used = std::find(meta.moments_from.begin(), meta.moments_from.end(), island_) != meta.moments_from.end();
+    if (!used || !mean) {
+        log("round " + std::to_string(meta.round) + ": the update holds no moments of this island; it keeps its own");
+        return;
+    }
+    worker_->set_adamw_state(mean->m, mean->v);
+    std::vector<float> m(mean->m.size()), v(mean->v.size());  // what the island holds now
+    worker_->get_adamw_state(m, v);
+    log("round " + std::to_string(meta.round) + ": AdamW moments replaced by the mean of " +
+        std::to_string(meta.moments_from.size()) + " islands, moments " + moments_hash(m, v).substr(0, 16));
 }
 
 void Peer::stream_turn(Link& link) {

@@ -5,6 +5,8 @@
 // its θ hash. Its error-feedback residual follows what the host applied: a Δ that no update used
 // is undone (docs/rounds.md). It survives host trouble: after a reconnect or a "say hello first" it
 // says hello again with its round and hash, and the host resends the state if they differ.
+// With DES-LOC on (outer.sync_moments_every) it sends its AdamW moments before the Δ of every K-th
+// round, and takes the mean the update carries if the host used them (peers/moment_sync.h).
 // In streaming mode its island trains on across rounds (peers/diloco/streaming_island.h): between
 // the τ steps after each send it polls the link, so the Δ and the update move while it trains.
 #pragma once
@@ -70,6 +72,8 @@ private:
     void on_state(Link& link, std::span<const std::byte> blob);
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
+    void send_moments(Link& link, uint64_t round);  // DES-LOC: the island's AdamW m and v, before its Δ
+    void take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::Moments>& mean);
     void stream_turn(Link& link);  // streaming: one overlapped step, or the merge that follows them
     void settle_dropped(std::optional<uint64_t> held);  // every Δ no update named, except the one held
     void residual_event(ResidualEvent what, uint64_t round);

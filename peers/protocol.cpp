@@ -1,6 +1,7 @@
 // peers/protocol.cpp: payload encoding and validated decoding.
 #include "peers/protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,6 +22,7 @@ const char* type_name(Type t) {
         case Type::bye: return "bye";
         case Type::data_request: return "data_request";
         case Type::data: return "data";
+        case Type::moments: return "moments";
     }
     return "unknown";
 }
@@ -80,6 +82,16 @@ std::vector<std::byte> Reader::bytes(std::size_t max_len) {
     std::vector<std::byte> b(n);
     raw(b.data(), n);
     return b;
+}
+std::span<const std::byte> Reader::view(std::size_t max_len) {
+    const uint64_t n = u64();
+    if (n > max_len) throw Error(std::string(what_) + ": blob of " + std::to_string(n) + " bytes exceeds " + std::to_string(max_len));
+    if (n > in_.size() - pos_)
+        throw Error(std::string(what_) + ": message truncated (needs " + std::to_string(pos_ + n) + " bytes, has " +
+                    std::to_string(in_.size()) + ")");
+    const std::span<const std::byte> out = in_.subspan(pos_, n);
+    pos_ += n;
+    return out;
 }
 void Reader::finish() const {
     if (pos_ != in_.size())
@@ -253,6 +265,8 @@ std::vector<std::byte> encode(const UpdateMeta& m) {
         w.u32(a.island);
         w.u64(a.round);
     }
+    w.u32(static_cast<uint32_t>(m.moments_from.size()));
+    for (const uint32_t island : m.moments_from) w.u32(island);
     return w.take();
 }
 UpdateMeta decode_update(std::span<const std::byte> b) {
@@ -271,6 +285,16 @@ UpdateMeta decode_update(std::span<const std::byte> b) {
         a.round = r.u64();
         if (a.round > m.round) throw Error("update: a contribution of round " + std::to_string(a.round) + " in the update of " + std::to_string(m.round));
         m.applied.push_back(a);
+    }
+    const uint32_t k = r.u32();
+    if (k > n) throw Error("update: moments of " + std::to_string(k) + " islands in an update of " + std::to_string(n));
+    for (uint32_t i = 0; i < k; ++i) {
+        const uint32_t island = r.u32();
+        if (!std::any_of(m.applied.begin(), m.applied.end(), [&](const Applied& a) { return a.island == island; }))
+            throw Error("update: moments of island " + std::to_string(island) + ", which it does not name as used");
+        if (!m.moments_from.empty() && island <= m.moments_from.back())
+            throw Error("update: the islands of its moments are not in increasing order");
+        m.moments_from.push_back(island);
     }
     r.finish();
     return m;
@@ -361,6 +385,57 @@ std::string decode_reason(std::span<const std::byte> b) {
     std::string s = r.str(4096);
     r.finish();
     return s;
+}
+
+std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v) {
+    std::vector<std::byte> out(moments_bytes(m.size()));
+    encode_moments(round, m, v, out);
+    return out;
+}
+
+void encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v, std::span<std::byte> out) {
+    if (m.size() != v.size() || out.size() != moments_bytes(m.size()))
+        throw Error("moments: m of " + std::to_string(m.size()) + " values, v of " + std::to_string(v.size()) + ", " +
+                    std::to_string(out.size()) + " bytes to write them into");
+    const uint64_t count = m.size();
+    std::memcpy(out.data(), &round, 8);
+    std::memcpy(out.data() + 8, &count, 8);
+    if (count == 0) return;
+    std::memcpy(out.data() + 16, m.data(), 4 * count);
+    std::memcpy(out.data() + 16 + 4 * count, v.data(), 4 * count);
+}
+
+uint64_t moments_round(std::span<const std::byte> b) {
+    if (b.size() < 16) throw Error("moments: " + std::to_string(b.size()) + " bytes, not even its header");
+    uint64_t round = 0;
+    std::memcpy(&round, b.data(), 8);
+    return round;
+}
+
+Moments decode_moments(std::span<const std::byte> b, std::size_t params) {
+    // The size first, so nothing is copied in vain: exactly two vectors of the model's size.
+    if (b.size() != moments_bytes(params))
+        throw Error("moments of " + std::to_string(b.size()) + " bytes, the model's take " +
+                    std::to_string(moments_bytes(params)) + " (m and v of " + std::to_string(params) + " fp32 values)");
+    Moments out;
+    out.round = moments_round(b);
+    uint64_t count = 0;
+    std::memcpy(&count, b.data() + 8, 8);
+    if (count != params)
+        throw Error("moments of " + std::to_string(count) + " values, the model has " + std::to_string(params));
+    out.m.resize(params);
+    out.v.resize(params);
+    if (params > 0) {
+        std::memcpy(out.m.data(), b.data() + 16, 4 * params);
+        std::memcpy(out.v.data(), b.data() + 16 + 4 * params, 4 * params);
+    }
+    for (std::size_t k = 0; k < params; ++k) {
+        if (!std::isfinite(out.m[k])) throw Error("moments: m[" + std::to_string(k) + "] is not finite");
+        if (!std::isfinite(out.v[k]) || out.v[k] < 0)
+            throw Error("moments: v[" + std::to_string(k) + "] = " + std::to_string(out.v[k]) +
+                        " (a second moment is finite and not negative)");
+    }
+    return out;
 }
 
 }  // namespace arch::protocol

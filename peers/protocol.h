@@ -17,8 +17,9 @@
 namespace arch::protocol {
 
 // 2: the welcome carries the data assignment; 3: round_start places the steps in the lr schedule and
-// names a Δ still held, an update names the contributions it applied.
-constexpr uint32_t kProtocolVersion = 3;
+// names a Δ still held, an update names the contributions it applied; 4: DES-LOC's `moments`, and the
+// update's mean of them.
+constexpr uint32_t kProtocolVersion = 4;
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.
@@ -33,6 +34,7 @@ enum class Type : uint16_t {
     bye = 0x0108,          // both ways: leaving
     data_request = 0x0109, // peer -> host: send me these chunks of my data assignment
     data = 0x010A,         // host -> peer: (transfer) the tokens of requested chunks, or why not
+    moments = 0x010B,      // peer -> host: (transfer) DES-LOC: the island's inner AdamW m and v after round r
 };
 const char* type_name(Type t);
 
@@ -65,6 +67,7 @@ public:
     double f64();
     std::string str(std::size_t max_len = 1 << 20);
     std::vector<std::byte> bytes(std::size_t max_len);
+    std::span<const std::byte> view(std::size_t max_len);  // the same field, not copied: valid while the input is
     void finish() const;  // throws unless every byte was consumed
 
 private:
@@ -137,6 +140,9 @@ struct UpdateMeta {
     uint32_t islands = 0;      // contributions aggregated
     float val_loss = -1;       // host's val loss of the new θ (-1: not measured)
     std::vector<Applied> applied;  // the contributions it used, in the order aggregated (islands of them)
+    // DES-LOC: the islands (each one of `applied`, in island order) whose moments the update's mean
+    // holds; empty: the update carries no moments. Those islands replace theirs with the mean.
+    std::vector<uint32_t> moments_from;
 };
 struct StateMeta {
     uint64_t round = 0;        // θ is the state at the start of this round
@@ -146,6 +152,24 @@ struct HashReport {
     uint64_t round = 0;
     std::string theta_hash;
 };
+// DES-LOC (run.toml outer.sync_moments_every; peers/moment_sync.h): an island's inner AdamW moments
+// after the round it trained (peer -> host: a `moments` blob, sent just before that round's
+// pseudo-gradient), or their mean (host -> peer: the last section of the update). Raw fp32: v spans
+// many orders of magnitude within a block, an 8- or 4-bit block code would round its small values to
+// 0, and AdamW divides by sqrt(v).
+struct Moments {
+    uint64_t round = 0;    // the round the island trained; in an update, the round the update ends
+    std::vector<float> m, v;
+};
+// The exact encoded size for a model of `params` parameters: u64 round, u64 count, m, then v.
+constexpr uint64_t moments_bytes(uint64_t params) { return 16 + 8 * params; }
+std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v);
+// The same into `out` (moments_bytes(m.size()) bytes, e.g. Writer::bytes_in_place), with no copy beside it.
+void encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v, std::span<std::byte> out);
+// Refuses any size but moments_bytes(params), a count other than params, a non-finite m or v, and a
+// negative v (a second moment; AdamW would take its square root).
+Moments decode_moments(std::span<const std::byte> b, std::size_t params);
+uint64_t moments_round(std::span<const std::byte> b);  // the round field alone, before decoding the rest
 
 std::vector<std::byte> encode(const Hello& m);
 std::vector<std::byte> encode(const Welcome& m);

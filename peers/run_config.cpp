@@ -77,6 +77,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     outer.text("aggregator", c.outer.aggregator);
     outer.text_choice("screen", c.outer.screen, {"clip", "reject", "off"});
     outer.number("screen_factor", c.outer.screen_factor, 1.0, 1e9, true);
+    const bool moments_set = outer.has("sync_moments_every");
+    outer.integer("sync_moments_every", c.sync_moments_every, 0, 1'000'000);
     outer.finish();
 
     toml_file::Fields async = section("async");
@@ -102,6 +104,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     deadlines.text_choice("straggler", c.straggler, {"drop", "fold"});
     deadlines.finish();
 
+    // DES-LOC's moments follow a sync round's Δs: an async update holds one island's Δ from another
+    // θ, and a streaming island never restarts from θ, so neither has a round the moments belong to.
+    if (c.mode != "sync") {
+        if (moments_set && c.sync_moments_every > 0)
+            throw Error(outer.where("sync_moments_every") + ": outer.sync_moments_every = " +
+                        std::to_string(c.sync_moments_every) + " is for sync mode; " + c.mode +
+                        " mode does not sync AdamW moments (set it to 0, or leave it out)");
+        c.sync_moments_every = 0;
+    }
     if (c.mode == "async") {
         // Async applies each pseudo-gradient as its own update: an aggregator that needs several
         // (trimmed drops the largest and smallest) could never finish a round.

@@ -46,6 +46,10 @@ struct RunConfig {
     // Outer momentum 0.5, not DiLoCo's 0.9 (tuned for H = 500): at H = 50 and 40 rounds it moved
     // bench_convergence's diloco-fp32 from 1.44x to 2.24x over one island (docs/results.md).
     diloco::OuterConfig outer{.momentum = 0.5f};
+    // DES-LOC: every this many sync rounds each island also sends its inner AdamW m and v, and the
+    // islands whose Δ the update used take their token-weighted mean (peers/moment_sync.h); 0: never.
+    // Sync mode only: async and streaming refuse it, and leave it at 0 when run.toml does not set it.
+    int sync_moments_every = 4;
     // [async] (peers/rounds/staleness.h)
     int max_staleness = 4;            // updates a pseudo-gradient may lag behind θ and still count in full
     std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more

@@ -28,14 +28,14 @@ void IslandWorker::get_params(std::span<float> out) {
     else model_->get_params(out);
 }
 
-void IslandWorker::get_adamw_state(std::span<float> m, std::span<float> v) const {
-    if (!model_) throw Error("the AdamW moments of an island of several devices are sharded; not available here");
-    model_->get_adamw_state(m, v);
+void IslandWorker::get_adamw_state(std::span<float> m, std::span<float> v) {
+    if (island_) island_->get_adamw_state(m, v);
+    else model_->get_adamw_state(m, v);
 }
 
 void IslandWorker::set_adamw_state(std::span<const float> m, std::span<const float> v) {
-    if (!model_) throw Error("the AdamW moments of an island of several devices are sharded; not available here");
-    model_->set_adamw_state(m, v, model_->adamw_steps());
+    if (island_) island_->set_adamw_state(m, v);
+    else model_->set_adamw_state(m, v, model_->adamw_steps());
 }
 
 void IslandWorker::set_params(std::span<const float> theta) {

@@ -1,9 +1,10 @@
 // peers/diloco/island_worker.h: one island's side of a DiLoCo round: start from the global θ, run H
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
 // uplink codec (its error-feedback residual persists across rounds, and is put back as it was when
-// the host did not apply a Δ: settle()). Inner AdamW state stays here
-// and is never exchanged. An island of several devices (CPU threads: DDP or ZeRO-3, core/island.h)
-// trains each step together; one device uses the plain Trainer, on the CPU or one GPU ("cuda:N"),
+// the host did not apply a Δ: settle()). Inner AdamW state stays here, except that DES-LOC rounds
+// replace its moments with the islands' mean (get/set_adamw_state). An island of several devices
+// (CPU threads: DDP or ZeRO-3, core/island.h) trains each step together; one device uses the plain
+// Trainer, on the CPU or one GPU ("cuda:N"),
 // where the pseudo-gradient is also encoded on the GPU when the codec allows it.
 #pragma once
 
@@ -70,8 +71,10 @@ public:
     RoundResult run_steps(int steps, const rounds::ScheduleSpan& placed, const std::function<void(const StepStats&)>& on_step = {});
     void set_params(std::span<const float> theta);
     std::vector<std::byte> encode(std::span<const float> delta, uint64_t stream) { return codec_->encode(delta, stream); }
-    // The inner AdamW moments (one device only; DES-LOC experiments average them across islands).
-    void get_adamw_state(std::span<float> m, std::span<float> v) const;
+    // The inner AdamW moments m and v, whole vectors (an island of several devices gathers and
+    // scatters them). DES-LOC (outer.sync_moments_every) replaces them with the islands' mean; set
+    // keeps the step count.
+    void get_adamw_state(std::span<float> m, std::span<float> v);
     void set_adamw_state(std::span<const float> m, std::span<const float> v);
     std::size_t num_params() const { return delta_.size(); }
     void get_params(std::span<float> out);  // the island's current θ_i

@@ -86,6 +86,7 @@ struct HandPeer {
     std::unique_ptr<net::PeerSocket> socket;
     std::unique_ptr<PeerLink> link;
     std::string host_key;
+    uint32_t island = 0;  // the island index its welcome gave it
 
     HandPeer(const Run& run, int i) : invite(net::Invite::load(run.invite(i))), host_key(invite.host_public_key) {
         net::PeerOptions so;
@@ -117,7 +118,9 @@ struct HandPeer {
         protocol::Hello hello;
         hello.name = name;
         link->send(host_key, protocol::Type::hello, 0, protocol::encode(hello));
-        REQUIRE(wait_event(protocol::Type::welcome, 60));
+        const std::optional<LinkEvent> welcome = wait_event(protocol::Type::welcome, 60);
+        REQUIRE(welcome);
+        island = protocol::decode_welcome(welcome->payload).island_index;
         const std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
         REQUIRE(state);
         protocol::Reader reader(state->payload, "state");

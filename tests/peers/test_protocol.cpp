@@ -1,8 +1,10 @@
-// tests/peers/test_protocol.cpp: the run protocol's round_start and update as version 3 has them: the
-// lr schedule placement and a held Δ in round_start, the contributions an update used; each round
-// trips, and a malformed one is refused with its reason.
+// tests/peers/test_protocol.cpp: the run protocol's round_start and update as version 4 has them: the
+// lr schedule placement and a held Δ in round_start, the contributions an update used, DES-LOC's
+// moments and the islands whose moments an update holds; each round trips, and a malformed one is
+// refused with its reason.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -15,13 +17,15 @@ using Catch::Contains;
 namespace {
 const std::string kHash(64, 'a');
 
-std::vector<std::byte> update_meta(uint32_t islands, const std::vector<Applied>& applied, uint64_t round = 5) {
+std::vector<std::byte> update_meta(uint32_t islands, const std::vector<Applied>& applied, uint64_t round = 5,
+                                   const std::vector<uint32_t>& moments_from = {}) {
     UpdateMeta m;
     m.round = round;
     m.theta_hash = kHash;
     m.islands = islands;
     m.val_loss = 3.5f;
     m.applied = applied;
+    m.moments_from = moments_from;
     return encode(m);
 }
 }  // namespace
@@ -68,8 +72,8 @@ TEST_CASE("an update names the contributions it used, as many as it counts, none
     CHECK_THROWS_WITH(decode_update(update_meta(2, used)), Contains("names 3 contributions, counts 2"));
     CHECK_THROWS_WITH(decode_update(update_meta(1, {{1, 6}})), Contains("of round 6 in the update of 5"));
     std::vector<std::byte> huge = update_meta(0, {});
-    const uint32_t n = kMaxApplied + 1;  // the count field, the last 4 bytes
-    std::memcpy(huge.data() + huge.size() - 4, &n, 4);
+    const uint32_t n = kMaxApplied + 1;  // the count field, before the moments' count (the last 4 bytes)
+    std::memcpy(huge.data() + huge.size() - 8, &n, 4);
     CHECK_THROWS_WITH(decode_update(huge), Contains("contributions named"));
 }
 
@@ -77,5 +81,36 @@ TEST_CASE("a hello of another protocol version is refused with both versions") {
     Hello h;
     h.name = "old";
     h.protocol_version = 2;
-    CHECK_THROWS_WITH(decode_hello(encode(h)), Contains("protocol version 2, this host speaks 3"));
+    CHECK_THROWS_WITH(decode_hello(encode(h)), Contains("protocol version 2, this host speaks 4"));
+}
+
+TEST_CASE("DES-LOC: moments are exactly m and v of the model's size, finite, v not negative; an update names whose it holds") {
+    const std::vector<float> m = {0.5f, -1e-3f, 0.0f}, v = {1e-8f, 0.0f, 2.0f};
+    const std::vector<std::byte> b = encode_moments(7, m, v);
+    CHECK(b.size() == moments_bytes(3));
+    CHECK(moments_round(b) == 7);
+    const Moments back = decode_moments(b, 3);
+    CHECK(back.round == 7);
+    CHECK(back.m == m);
+    CHECK(back.v == v);
+    CHECK_THROWS_WITH(decode_moments(b, 4), Contains("moments of 40 bytes, the model's take 48"));
+    std::vector<std::byte> longer = b;
+    longer.push_back(std::byte{0});
+    CHECK_THROWS_WITH(decode_moments(longer, 3), Contains("the model's take 40"));
+    auto poke = [&](std::size_t value_index, float x) {  // m[0..2], then v[0..2]
+        std::vector<std::byte> bad = b;
+        std::memcpy(bad.data() + 16 + 4 * value_index, &x, 4);
+        return bad;
+    };
+    CHECK_THROWS_WITH(decode_moments(poke(1, std::nanf("")), 3), Contains("m[1] is not finite"));
+    CHECK_THROWS_WITH(decode_moments(poke(5, INFINITY), 3), Contains("v[2]"));
+    CHECK_THROWS_WITH(decode_moments(poke(3, -1e-9f), 3), Contains("v[0]"));
+    CHECK_THROWS_AS(moments_round(std::vector<std::byte>(15)), Error);
+
+    const std::vector<Applied> used = {{0, 5}, {2, 5}, {3, 4}};
+    CHECK(decode_update(update_meta(3, used, 5, {0, 2})).moments_from == std::vector<uint32_t>{0, 2});
+    CHECK(decode_update(update_meta(3, used)).moments_from.empty());
+    CHECK_THROWS_WITH(decode_update(update_meta(3, used, 5, {1})), Contains("island 1, which it does not name"));
+    CHECK_THROWS_WITH(decode_update(update_meta(3, used, 5, {2, 0})), Contains("increasing order"));
+    CHECK_THROWS_WITH(decode_update(update_meta(3, used, 5, {0, 2, 3, 0})), Contains("moments of 4 islands"));
 }

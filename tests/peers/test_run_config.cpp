@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "peers/moment_sync.h"
 #include "peers/run_config.h"
 
 using arch::parse_run_config;
@@ -175,4 +176,32 @@ TEST_CASE("the bundled default run config parses") {
     const arch::RunConfig c = arch::load_run_config("data/demo-run.toml");
     CHECK(c.name == "kjv-demo");
     CHECK(c.islands == 3);
+}
+
+TEST_CASE("DES-LOC's outer.sync_moments_every: default, range, and the modes that do not take it") {
+    const arch::RunConfig d = parse_run_config("", "run.toml");
+    CHECK(d.sync_moments_every == 4);
+    CHECK(parse_run_config("[outer]\nsync_moments_every = 0\n", "run.toml").sync_moments_every == 0);
+    CHECK(parse_run_config("[outer]\nsync_moments_every = 1\n", "run.toml").sync_moments_every == 1);
+    CHECK(refused("[outer]\nsync_moments_every = -1\n") ==
+          "run.toml:2: outer.sync_moments_every must be in [0, 1000000], found -1");
+    CHECK_THAT(refused("[outer]\nsync_moments_every = 2.5\n"),
+               Contains("run.toml:2: outer.sync_moments_every must be an integer"));
+    // Async and streaming have no round the moments belong to: off there unless set, refused if set.
+    CHECK(parse_run_config("[run]\nmode = \"async\"\n", "run.toml").sync_moments_every == 0);
+    CHECK(parse_run_config("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n", "run.toml").sync_moments_every == 0);
+    CHECK(parse_run_config("[run]\nmode = \"async\"\n[outer]\nsync_moments_every = 0\n", "run.toml").sync_moments_every == 0);
+    CHECK(refused("[run]\nmode = \"async\"\n[outer]\nsync_moments_every = 4\n") ==
+          "run.toml:4: outer.sync_moments_every = 4 is for sync mode; async mode does not sync AdamW moments (set it "
+          "to 0, or leave it out)");
+    CHECK_THAT(refused("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n[outer]\nsync_moments_every = 2\n"),
+               Contains("run.toml:6: outer.sync_moments_every = 2 is for sync mode; streaming mode"));
+    // The rounds that carry them: K − 1, 2K − 1, ... (bench_convergence's --desloc K).
+    CHECK_FALSE(arch::moments_round(d, 0));
+    CHECK_FALSE(arch::moments_round(d, 2));
+    CHECK(arch::moments_round(d, 3));
+    CHECK_FALSE(arch::moments_round(d, 4));
+    CHECK(arch::moments_round(d, 7));
+    CHECK(arch::moments_round(1, 0));
+    CHECK_FALSE(arch::moments_round(0, 3));
 }

@@ -1,0 +1,75 @@
+// peers/moment_sync.cpp: MomentPool, DES-LOC's moments in the host (moment_sync.h).
+#include "peers/moment_sync.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "peers/diloco/global_model.h"
+#include "peers/protocol.h"
+#include "peers/run_config.h"
+
+namespace arch {
+
+bool moments_round(int every, uint64_t round) {
+    return every > 0 && (round + 1) % static_cast<uint64_t>(every) == 0;
+}
+
+bool moments_round(const RunConfig& c, uint64_t round) { return moments_round(c.sync_moments_every, round); }
+
+std::string moments_hash(std::span<const float> m, std::span<const float> v) {
+    const std::string both = diloco::hash_floats(m) + diloco::hash_floats(v);
+    return diloco::hash_bytes(std::as_bytes(std::span(both.data(), both.size())));
+}
+
+MomentPool::MomentPool(const RunConfig& config, std::size_t params) : every_(config.sync_moments_every), params_(params) {}
+
+void MomentPool::accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta,
+                        uint64_t started_round, uint64_t round) {
+    // Role and round before anything is decoded.
+    const uint64_t of = protocol::moments_round(blob);
+    if (!moments_round(every_, of))
+        throw Error("moments for round " + std::to_string(of) + ", which carries none (outer.sync_moments_every = " +
+                    std::to_string(every_) + ")");
+    if (of != started_round || of != round)
+        throw Error("moments for round " + std::to_string(of) + ", but this island was started on round " +
+                    std::to_string(started_round) + " and the round in progress is " + std::to_string(round));
+    if (!awaiting_delta)
+        throw Error("moments for round " + std::to_string(of) + " after its pseudo-gradient (they come before it)");
+    if (const auto it = held_.find(key); it != held_.end() && it->second.round == of)
+        throw Error("a second set of moments for round " + std::to_string(of));
+    protocol::Moments mv = protocol::decode_moments(blob, params_);  // exact size, finite, v >= 0
+    held_[key] = Held{mv.round, std::move(mv.m), std::move(mv.v)};
+}
+
+void MomentPool::drop(const std::string& key) { held_.erase(key); }
+
+MomentPool::Mean MomentPool::take(std::span<const rounds::Contribution> used, uint64_t round) {
+    Mean mean;
+    std::vector<const rounds::Contribution*> with;
+    double total = 0;
+    for (const rounds::Contribution& c : used) {
+        const auto it = held_.find(c.key);
+        if (c.round != round || it == held_.end() || it->second.round != round) continue;
+        with.push_back(&c);
+        total += c.tokens;
+    }
+    std::sort(with.begin(), with.end(), [](auto* a, auto* b) { return a->island < b->island; });
+    if (!with.empty() && total > 0) {
+        mean.m.assign(params_, 0.0f);
+        mean.v.assign(params_, 0.0f);
+        for (const rounds::Contribution* c : with) {  // in island order: the same sum on any host
+            const Held& h = held_.at(c->key);
+            const float w = static_cast<float>(c->tokens / total);
+            for (std::size_t k = 0; k < params_; ++k) {
+                mean.m[k] += w * h.m[k];
+                mean.v[k] += w * h.v[k];
+            }
+            mean.islands.push_back(c->island);
+        }
+        mean.hash = moments_hash(mean.m, mean.v);
+    }
+    held_.clear();
+    return mean;
+}
+
+}  // namespace arch

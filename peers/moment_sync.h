@@ -1,0 +1,59 @@
+// peers/moment_sync.h: DES-LOC in the host (run.toml outer.sync_moments_every = K; docs/rounds.md,
+// "DES-LOC"): in every K-th sync round each island sends its inner AdamW moments m and v just before
+// its Δ; the host keeps them until the round's update, which carries their token-weighted mean over
+// the islands whose Δ it used. It sees no network and no model: the host hands it checked facts and
+// blobs. Memory: one set of moments (2 model sizes of fp32) per admitted island, until the update.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "peers/rounds/round_policy.h"
+
+namespace arch {
+
+struct RunConfig;  // peers/run_config.h
+
+// Whether `round` carries moments: K > 0 and round + 1 a multiple of K (rounds K − 1, 2K − 1, ...,
+// as bench_convergence's --desloc). run_config.cpp leaves K at 0 outside sync mode.
+bool moments_round(const RunConfig& c, uint64_t round);
+bool moments_round(int every, uint64_t round);  // the same with K given
+
+// BLAKE2b-256 of the hex BLAKE2b-256 hashes of m's and v's fp32 bytes: what host and islands log.
+std::string moments_hash(std::span<const float> m, std::span<const float> v);
+
+class MomentPool {
+public:
+    MomentPool(const RunConfig& config, std::size_t params);
+
+    // A `moments` blob from the island `key`, started on `started_round` and not answered yet with
+    // its Δ (`awaiting_delta`), while the host is at round `round`. Throws the reason to refuse it,
+    // holding nothing: a round that carries no moments, another round than the island's and the
+    // one in progress, moments after the Δ or twice, a wrong size, a non-finite m or v, a negative v.
+    void accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta, uint64_t started_round,
+                uint64_t round);
+    void drop(const std::string& key);  // a new round_start for it (what it sent is stale), or it was revoked
+
+    struct Mean {
+        std::vector<uint32_t> islands;  // whose moments it holds, increasing; empty: none arrived
+        std::vector<float> m, v;
+        std::string hash;               // moments_hash(m, v)
+    };
+    // The update of `round` used `used` (after screening): the mean of the moments of those trained
+    // on `round` that sent theirs, weighted by the tokens each Δ counted for. Forgets everything held.
+    Mean take(std::span<const rounds::Contribution> used, uint64_t round);
+
+private:
+    struct Held {
+        uint64_t round = 0;
+        std::vector<float> m, v;
+    };
+    int every_;  // K
+    std::size_t params_;
+    std::map<std::string, Held> held_;  // by island key, at most one each
+};
+
+}  // namespace arch
