@@ -1,9 +1,11 @@
-// bench/gpu_train.cpp: GPT-2 training throughput on one GPU (bf16, kernels/cuda): ms per step,
-// tokens/s, MFU against the GPU's dense bf16 peak, and peak device memory, for the largest batch that
-// fits (tries B = 32, 16, 8, ... at the given T). MFU uses llm.c's count: 6 N + 6 L C T FLOPs per
-// token (N = all parameters, padded vocab included). Tokens are random ids (throughput only).
-// Usage: bench_gpu_train [--config gpt2-124m] [--vocab 50257] [--B 32] [--T 1024] [--steps 50]
-//                        [--attention fused|unfused|both] [--json]
+// bench/gpu_train.cpp: training throughput of a GPT-2 or Llama-family model on one GPU (bf16,
+// kernels/cuda): ms per step, tokens/s, MFU against the GPU's dense bf16 peak, and peak device
+// memory, for the largest batch that fits (tries B = 32, 16, 8, ... at the given T). MFU uses
+// llm.c's count: 6 N + 6 L C T FLOPs per token (N = all parameters, padded vocab included; the
+// attention term counts the NH query heads, so grouped KV heads do not change it). Tokens are random
+// ids (throughput only).
+// Usage: bench_gpu_train [--config gpt2-124m|smollm-135m|...] [--vocab V] [--B 32] [--T 1024]
+//                        [--steps 50] [--attention fused|unfused|both] [--json]
 // Without a usable GPU it prints "SKIPPED: <reason>" and exits 0.
 #include <cuda_runtime_api.h>
 
@@ -17,7 +19,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_gpt2.h"
+#include "kernels/cuda/cuda_model.h"
 #include "kernels/cuda/cuda_info.h"
 
 using namespace arch;
@@ -35,7 +37,7 @@ struct Row {
 Row run(const ModelConfig& config, cuda::AttentionKind kind, int B, int T, int steps, double peak_tflops) {
     cuda::CudaModelOptions options;
     options.attention = kind;
-    auto model = cuda::make_cuda_gpt2(config, options);
+    auto model = cuda::make_cuda_model(config, options);
     model->init_weights(1);
     Rng rng(7);
     std::vector<int> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());
@@ -81,13 +83,15 @@ Row run(const ModelConfig& config, cuda::AttentionKind kind, int B, int T, int s
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"bench_gpu_train: GPT-2 training ms/step, tokens/s, MFU and peak memory on one GPU"};
+    CLI::App app{"bench_gpu_train: training ms/step, tokens/s, MFU and peak memory on one GPU"};
     app.option_defaults()->always_capture_default();
     std::string config_name = "gpt2-124m", attention = "both";
-    int vocab = 50257, B = 32, T = 1024, steps = 50;
+    int vocab = 0, B = 32, T = 1024, steps = 50;
     bool json = false;
-    app.add_option("--config", config_name, "model config: tiny, small, gpt2-124m");
-    app.add_option("--vocab", vocab, "vocabulary size V (padded to Vp by the model)")->check(bench::at_least_one());
+    app.add_option("--config", config_name,
+                   "model config: tiny, small, gpt2-124m, llama-tiny, smollm-135m");
+    app.add_option("--vocab", vocab, "vocabulary size V (padded to Vp by the model); 0: the preset's")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--B", B, "largest batch to try; halved until it fits")->check(bench::at_least_one());
     app.add_option("--T", T, "sequence length")->check(bench::at_least_one());
     app.add_option("--steps", steps, "steps per row; the median after the first five is reported")
@@ -132,7 +136,8 @@ int main(int argc, char** argv) {
                         r.loss_last);
         if (json)
             for (const Row& r : rows)
-                bench::print_row({{"attention", r.attention},
+                bench::print_row({{"config", config_name},
+                                  {"attention", r.attention},
                                   {"B", r.B},
                                   {"T", r.T},
                                   {"ms_per_step", bench::rounded(r.ms, 3)},

@@ -1,12 +1,15 @@
 // kernels/cuda/attention_fused.cu: flash-style causal self-attention (FlashAttention-2's
-// algorithm), bf16 in and out, fp32 accumulators and softmax statistics, tensor cores through
-// nvcuda::wmma (bf16 16x16x16). Forward: a block owns 64 query rows of one (b, h) (4 warps x 16
-// rows), streams 64-key tiles of K and V through shared memory with an online softmax, and writes O
-// (B,T,C) and the log-sum-exp (B,NH,T) fp32. Backward recomputes P = exp(S - lse): delta_i = dO_i .
-// O_i, then dQ (a block per query tile, loop over key tiles <= it) and dK, dV (a block per key
-// tile, loop over query tiles >= it), so every output element is written once by one thread: no
-// atomics, same bits on every rerun. hs is a template (32, 64, 128). Fragments move through shared
-// memory only (load/store_matrix_sync), so no fragment layout is assumed.
+// algorithm) with grouped KV heads, bf16 in and out, fp32 accumulators and softmax statistics,
+// tensor cores through nvcuda::wmma (bf16 16x16x16). inp rows are (NH+2KV)hs wide: q heads, k
+// heads, v heads; query head h reads KV head h / (NH/KV). Forward: a block owns 64 query rows of
+// one (b, h) (4 warps x 16 rows), streams 64-key tiles of K and V through shared memory with an
+// online softmax, and writes O (B,T,C) and the log-sum-exp (B,NH,T) fp32. Backward recomputes P =
+// exp(S - lse): delta_i = dO_i . O_i, then dQ (a block per query tile, loop over key tiles <= it)
+// and dK, dV (a block per key tile of one KV head, looping over its group's query heads in order
+// and, inside, over query tiles >= it), so every output element is written once by one thread: no
+// atomics, same bits on every rerun. KV = NH runs GPT-2's exact loops. hs is a template (32, 64,
+// 128). Fragments move through shared memory only (load/store_matrix_sync), so no fragment layout
+// is assumed.
 #include <cuda_bf16.h>
 #include <mma.h>
 
@@ -55,6 +58,26 @@ struct Layout {
     // After the backward loops, two tiles (2 * kTileBytes) hold a block's 64 x hs fp32 result.
     static_assert(2 * kTileBytes >= kWarps * 16 * kOLd * 4,
                   "result staging does not fit two tiles");
+};
+
+// Where batch b's heads start in inp (B,T,(NH+2KV)HS): q head h, and the k and v heads that query
+// head h reads (h / (NH/KV)). Row stride rs elements.
+template <int HS>
+struct Heads {
+    const bf16* base;
+    std::size_t rs;
+    int C, KV, group;
+    __device__ Heads(const bf16* inp, int b, int T, int NH, int kv)
+        : rs(static_cast<std::size_t>(NH + 2 * kv) * HS), C(NH * HS), KV(kv), group(NH / kv) {
+        base = inp + static_cast<std::size_t>(b) * T * rs;
+    }
+    __device__ const bf16* q(int h) const { return base + static_cast<std::size_t>(h) * HS; }
+    __device__ const bf16* k(int h) const {
+        return base + C + static_cast<std::size_t>(h / group) * HS;
+    }
+    __device__ const bf16* v(int h) const {
+        return base + C + static_cast<std::size_t>(KV + h / group) * HS;
+    }
 };
 
 // dst (64 x HS, ld HS+8) = rows t0..t0+63 of src (row stride row_stride elements); rows >= T are
@@ -132,7 +155,8 @@ __device__ void store_acc(float* stage, const FragC (&acc)[HS / 16]) {
 template <int HS>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(bf16* __restrict__ out, float* __restrict__ lse,
-                             const bf16* __restrict__ inp, int T, int NH, float scale_log2) {
+                             const bf16* __restrict__ inp, int T, int NH, int KV,
+                             float scale_log2) {
     using L = Layout<HS>;
     extern __shared__ __align__(128) unsigned char smem[];
     bf16* qs = reinterpret_cast<bf16*>(smem);
@@ -150,9 +174,9 @@ __global__ void __launch_bounds__(kThreads)
     const int qtile = static_cast<int>(gridDim.y) - 1 - static_cast<int>(blockIdx.y);
     const int q0 = qtile * kTile;
     const int C = NH * HS;
-    const std::size_t rs = 3 * static_cast<std::size_t>(C);
-    const bf16* base =
-        inp + static_cast<std::size_t>(b) * T * rs + static_cast<std::size_t>(h) * HS;
+    const Heads<HS> heads(inp, b, T, NH, KV);
+    const std::size_t rs = heads.rs;
+    const bf16* base = heads.q(h);
     const bf16* qw = qs + warp * 16 * L::kLd;
     const int i = q0 + warp * 16 + r;  // this lane's query
 
@@ -165,8 +189,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int kt = 0; kt <= qtile; ++kt) {
         const int k0 = kt * kTile;
         __syncthreads();  // the previous K, V tiles are no longer read
-        load_tile<HS>(ks, base + C, rs, k0, T);
-        load_tile<HS>(vs, base + 2 * C, rs, k0, T);
+        load_tile<HS>(ks, heads.k(h), rs, k0, T);
+        load_tile<HS>(vs, heads.v(h), rs, k0, T);
         __syncthreads();
         // On the diagonal tile, warp w needs keys < 16 (w + 1) only.
         const int n_end = kt == qtile ? warp + 1 : kTile / 16;
@@ -241,7 +265,7 @@ template <int HS>
 __global__ void __launch_bounds__(kThreads)
     attention_dq_kernel(bf16* __restrict__ dinp, const bf16* __restrict__ dout,
                         const bf16* __restrict__ inp, const float* __restrict__ lse,
-                        const float* __restrict__ delta, int T, int NH, float scale_log2,
+                        const float* __restrict__ delta, int T, int NH, int KV, float scale_log2,
                         float scale) {
     using L = Layout<HS>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -261,9 +285,9 @@ __global__ void __launch_bounds__(kThreads)
     const int qtile = static_cast<int>(gridDim.y) - 1 - static_cast<int>(blockIdx.y);
     const int q0 = qtile * kTile;
     const int C = NH * HS;
-    const std::size_t rs = 3 * static_cast<std::size_t>(C);
-    const bf16* base =
-        inp + static_cast<std::size_t>(b) * T * rs + static_cast<std::size_t>(h) * HS;
+    const Heads<HS> heads(inp, b, T, NH, KV);
+    const std::size_t rs = heads.rs;
+    const bf16* base = heads.q(h);
     const bf16* dbase =
         dout + static_cast<std::size_t>(b) * T * C + static_cast<std::size_t>(h) * HS;
     const int i = q0 + warp * 16 + r;
@@ -278,8 +302,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int kt = 0; kt <= qtile; ++kt) {
         const int k0 = kt * kTile;
         __syncthreads();
-        load_tile<HS>(ks, base + C, rs, k0, T);
-        load_tile<HS>(vs, base + 2 * C, rs, k0, T);
+        load_tile<HS>(ks, heads.k(h), rs, k0, T);
+        load_tile<HS>(vs, heads.v(h), rs, k0, T);
         __syncthreads();
         const int n_end = kt == qtile ? warp + 1 : kTile / 16;
         warp_abt<HS>(stage, qs + warp * 16 * L::kLd, ks, 0, n_end);  // S
@@ -315,14 +339,15 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// dK, dV. grid (B*NH, ceil(T/64)), block y owns keys 64y..64y+63 (the longest loops have small y
-// and start first). dv_j = sum_{i >= j} P_ij dO_i, dk_j = scale * sum_{i >= j} dS_ij q_i; the warp
-// computes the transposed tiles P^T = exp(K Q^T * scale - lse) and dP^T = V dO^T.
+// dK, dV. grid (B*KV, ceil(T/64)), block y owns keys 64y..64y+63 of one KV head g (the longest
+// loops have small y and start first). dv_j = sum_{h, i >= j} P_ij dO_i, dk_j = scale * sum_{h, i
+// >= j} dS_ij q_i over the group's query heads h (in order) and their queries i; the warp computes
+// the transposed tiles P^T = exp(K Q^T * scale - lse) and dP^T = V dO^T.
 template <int HS>
 __global__ void __launch_bounds__(kThreads)
     attention_dkdv_kernel(bf16* __restrict__ dinp, const bf16* __restrict__ dout,
                           const bf16* __restrict__ inp, const float* __restrict__ lse,
-                          const float* __restrict__ delta, int T, int NH, float scale_log2,
+                          const float* __restrict__ delta, int T, int NH, int KV, float scale_log2,
                           float scale) {
     using L = Layout<HS>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -340,60 +365,64 @@ __global__ void __launch_bounds__(kThreads)
     float* stage = stage_all + warp * 16 * kSLd;
     bf16* ps = ps_all + warp * 16 * kPLd;
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int b = blockIdx.x / KV, g = blockIdx.x % KV, group = NH / KV;
     const int ktile = static_cast<int>(blockIdx.y);
     const int k0 = ktile * kTile;
     const int n_tiles = static_cast<int>(gridDim.y);
     const int C = NH * HS;
-    const std::size_t rs = 3 * static_cast<std::size_t>(C);
-    const bf16* base =
-        inp + static_cast<std::size_t>(b) * T * rs + static_cast<std::size_t>(h) * HS;
-    const bf16* dbase =
-        dout + static_cast<std::size_t>(b) * T * C + static_cast<std::size_t>(h) * HS;
-    const float* lse_bh = lse + static_cast<std::size_t>(bh) * T;
-    const float* delta_bh = delta + static_cast<std::size_t>(bh) * T;
+    const Heads<HS> heads(inp, b, T, NH, KV);
+    const std::size_t rs = heads.rs;
     const int j = k0 + warp * 16 + r;  // this lane's key
 
-    load_tile<HS>(ks, base + C, rs, k0, T);
-    load_tile<HS>(vs, base + 2 * C, rs, k0, T);
+    load_tile<HS>(ks, heads.k(g * group), rs, k0, T);
+    load_tile<HS>(vs, heads.v(g * group), rs, k0, T);
     FragC dk[HS / 16], dv[HS / 16];
     zero<HS>(dk);
     zero<HS>(dv);
 
-    for (int qt = ktile; qt < n_tiles; ++qt) {
-        const int q0 = qt * kTile;
-        __syncthreads();
-        load_tile<HS>(qs, base, rs, q0, T);
-        load_tile<HS>(dos, dbase, C, q0, T);
-        if (threadIdx.x < kTile) {
-            const int iq = q0 + static_cast<int>(threadIdx.x);
-            lse_s[threadIdx.x] = iq < T ? lse_bh[iq] * kLog2e : 0.0f;
-            delta_s[threadIdx.x] = iq < T ? delta_bh[iq] : 0.0f;
-        }
-        __syncthreads();
-        // On the diagonal tile, warp w needs queries >= 16 w only.
-        const int n_begin = qt == ktile ? warp : 0;
-        warp_abt<HS>(stage, ks + warp * 16 * L::kLd, qs, n_begin, kTile / 16);  // S^T
-        __syncwarp();
-        float p[kTile / 2];
+    for (int h = g * group; h < (g + 1) * group; ++h) {
+        const std::size_t bh = static_cast<std::size_t>(b) * NH + h;
+        const bf16* dbase =
+            dout + static_cast<std::size_t>(b) * T * C + static_cast<std::size_t>(h) * HS;
+        const float* lse_bh = lse + bh * T;
+        const float* delta_bh = delta + bh * T;
+        for (int qt = ktile; qt < n_tiles; ++qt) {
+            const int q0 = qt * kTile;
+            __syncthreads();
+            load_tile<HS>(qs, heads.q(h), rs, q0, T);
+            load_tile<HS>(dos, dbase, C, q0, T);
+            if (threadIdx.x < kTile) {
+                const int iq = q0 + static_cast<int>(threadIdx.x);
+                lse_s[threadIdx.x] = iq < T ? lse_bh[iq] * kLog2e : 0.0f;
+                delta_s[threadIdx.x] = iq < T ? delta_bh[iq] : 0.0f;
+            }
+            __syncthreads();
+            // On the diagonal tile, warp w needs queries >= 16 w only.
+            const int n_begin = qt == ktile ? warp : 0;
+            warp_abt<HS>(stage, ks + warp * 16 * L::kLd, qs, n_begin, kTile / 16);  // S^T
+            __syncwarp();
+            float p[kTile / 2];
 #pragma unroll
-        for (int x = 0; x < kTile / 2; ++x) {
-            const int c = half + 2 * x, iq = q0 + c;
-            p[x] = (iq >= j && iq < T) ? exp2f(stage[r * kSLd + c] * scale_log2 - lse_s[c]) : 0.0f;
-            ps[r * kPLd + c] = __float2bfloat16(p[x]);
-        }
-        __syncwarp();
-        warp_ab_acc<HS>(dv, ps, dos, n_begin, kTile / 16);                       // dV += P^T dO
-        warp_abt<HS>(stage, vs + warp * 16 * L::kLd, dos, n_begin, kTile / 16);  // dP^T
-        __syncwarp();  // also: every lane is done reading P from ps
+            for (int x = 0; x < kTile / 2; ++x) {
+                const int c = half + 2 * x, iq = q0 + c;
+                p[x] =
+                    (iq >= j && iq < T) ? exp2f(stage[r * kSLd + c] * scale_log2 - lse_s[c]) : 0.0f;
+                ps[r * kPLd + c] = __float2bfloat16(p[x]);
+            }
+            __syncwarp();
+            warp_ab_acc<HS>(dv, ps, dos, n_begin, kTile / 16);                       // dV += P^T dO
+            warp_abt<HS>(stage, vs + warp * 16 * L::kLd, dos, n_begin, kTile / 16);  // dP^T
+            __syncwarp();  // also: every lane is done reading P from ps
 #pragma unroll
-        for (int x = 0; x < kTile / 2; ++x) {
-            const int c = half + 2 * x, iq = q0 + c;
-            const float ds = (iq >= j && iq < T) ? p[x] * (stage[r * kSLd + c] - delta_s[c]) : 0.0f;
-            ps[r * kPLd + c] = __float2bfloat16(ds);
+            for (int x = 0; x < kTile / 2; ++x) {
+                const int c = half + 2 * x, iq = q0 + c;
+                const float ds =
+                    (iq >= j && iq < T) ? p[x] * (stage[r * kSLd + c] - delta_s[c]) : 0.0f;
+                ps[r * kPLd + c] = __float2bfloat16(ds);
+            }
+            __syncwarp();
+            warp_ab_acc<HS>(dk, ps, qs, n_begin, kTile / 16);  // dK += dS^T Q
         }
-        __syncwarp();
-        warp_ab_acc<HS>(dk, ps, qs, n_begin, kTile / 16);  // dK += dS^T Q
     }
     __syncthreads();  // all tiles free: dK goes where K, V were, dV where Q, dO were
     float* res_k = reinterpret_cast<float*>(ks) + warp * 16 * L::kOLd;
@@ -402,13 +431,14 @@ __global__ void __launch_bounds__(kThreads)
     store_acc<HS>(res_v, dv);
     __syncwarp();
     if (j < T) {
-        bf16* row =
-            dinp + (static_cast<std::size_t>(b) * T + j) * rs + static_cast<std::size_t>(h) * HS;
+        bf16* row = dinp + (static_cast<std::size_t>(b) * T + j) * rs;
+        bf16* dk_row = row + (heads.k(g * group) - heads.q(0));
+        bf16* dv_row = row + (heads.v(g * group) - heads.q(0));
 #pragma unroll
         for (int x = 0; x < HS / 2; ++x) {
             const int d = half + 2 * x;
-            row[C + d] = __float2bfloat16(res_k[r * L::kOLd + d] * scale);
-            row[2 * C + d] = __float2bfloat16(res_v[r * L::kOLd + d]);
+            dk_row[d] = __float2bfloat16(res_k[r * L::kOLd + d] * scale);
+            dv_row[d] = __float2bfloat16(res_v[r * L::kOLd + d]);
         }
     }
 }
@@ -442,17 +472,18 @@ float head_scale(int hs) {
 }
 
 template <int HS>
-void forward(bf16* out, float* lse, const bf16* inp, int B, int T, int NH, cudaStream_t stream) {
+void forward(bf16* out, float* lse, const bf16* inp, int B, int T, int NH, int KV,
+             cudaStream_t stream) {
     constexpr int bytes = Layout<HS>::kForward;
     prepare(attention_forward_kernel<HS>, bytes, "attention_forward_kernel");
     attention_forward_kernel<HS><<<tile_grid(B, T, NH), kThreads, bytes, stream>>>(
-        out, lse, inp, T, NH, head_scale(HS) * kLog2e);
+        out, lse, inp, T, NH, KV, head_scale(HS) * kLog2e);
     check_launch("attention_forward_kernel");
 }
 
 template <int HS>
 void backward(bf16* dinp, float* delta, const bf16* dout, const bf16* inp, const bf16* out,
-              const float* lse, int B, int T, int NH, cudaStream_t stream) {
+              const float* lse, int B, int T, int NH, int KV, cudaStream_t stream) {
     const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
     constexpr int kDeltaThreads = 256;
     const std::size_t delta_blocks = (rows + kDeltaThreads / 32 - 1) / (kDeltaThreads / 32);
@@ -462,29 +493,28 @@ void backward(bf16* dinp, float* delta, const bf16* dout, const bf16* inp, const
     check_launch("attention_delta_kernel");
 
     constexpr int bytes = Layout<HS>::kBackward;
-    const dim3 grid = tile_grid(B, T, NH);
     const float scale = head_scale(HS);
     prepare(attention_dq_kernel<HS>, bytes, "attention_dq_kernel");
-    attention_dq_kernel<HS><<<grid, kThreads, bytes, stream>>>(dinp, dout, inp, lse, delta, T, NH,
-                                                               scale * kLog2e, scale);
+    attention_dq_kernel<HS><<<tile_grid(B, T, NH), kThreads, bytes, stream>>>(
+        dinp, dout, inp, lse, delta, T, NH, KV, scale * kLog2e, scale);
     check_launch("attention_dq_kernel");
     prepare(attention_dkdv_kernel<HS>, bytes, "attention_dkdv_kernel");
-    attention_dkdv_kernel<HS><<<grid, kThreads, bytes, stream>>>(dinp, dout, inp, lse, delta, T, NH,
-                                                                 scale * kLog2e, scale);
+    attention_dkdv_kernel<HS><<<tile_grid(B, T, KV), kThreads, bytes, stream>>>(
+        dinp, dout, inp, lse, delta, T, NH, KV, scale * kLog2e, scale);
     check_launch("attention_dkdv_kernel");
 }
 
 }  // namespace
 
 void attention_fused_forward(bf16* out, float* lse, const bf16* inp, int B, int T, int C, int NH,
-                             cudaStream_t stream) {
+                             int KV, cudaStream_t stream) {
     switch (C / NH) {
         case 32:
-            return forward<32>(out, lse, inp, B, T, NH, stream);
+            return forward<32>(out, lse, inp, B, T, NH, KV, stream);
         case 64:
-            return forward<64>(out, lse, inp, B, T, NH, stream);
+            return forward<64>(out, lse, inp, B, T, NH, KV, stream);
         case 128:
-            return forward<128>(out, lse, inp, B, T, NH, stream);
+            return forward<128>(out, lse, inp, B, T, NH, KV, stream);
         default:
             throw Error("attention (fused): head size " + std::to_string(C / NH) +
                         " is not 32, 64 or 128");
@@ -493,14 +523,14 @@ void attention_fused_forward(bf16* out, float* lse, const bf16* inp, int B, int 
 
 void attention_fused_backward(bf16* dinp, float* delta, const bf16* dout, const bf16* inp,
                               const bf16* out, const float* lse, int B, int T, int C, int NH,
-                              cudaStream_t stream) {
+                              int KV, cudaStream_t stream) {
     switch (C / NH) {
         case 32:
-            return backward<32>(dinp, delta, dout, inp, out, lse, B, T, NH, stream);
+            return backward<32>(dinp, delta, dout, inp, out, lse, B, T, NH, KV, stream);
         case 64:
-            return backward<64>(dinp, delta, dout, inp, out, lse, B, T, NH, stream);
+            return backward<64>(dinp, delta, dout, inp, out, lse, B, T, NH, KV, stream);
         case 128:
-            return backward<128>(dinp, delta, dout, inp, out, lse, B, T, NH, stream);
+            return backward<128>(dinp, delta, dout, inp, out, lse, B, T, NH, KV, stream);
         default:
             throw Error("attention (fused): head size " + std::to_string(C / NH) +
                         " is not 32, 64 or 128");

@@ -1,9 +1,13 @@
-// kernels/cuda/attention_unfused.cu: causal self-attention through batched GEMMs (llm.c's layout),
-// bf16. Forward: permute inp (B,T,3,NH,hs) to q, k, v (B,NH,T,hs); S = q k^T / sqrt(hs) in fp32; P
-// = causal softmax(S) in bf16 (saved, zeros above the diagonal); O = P v; unpermute O to out
-// (B,T,C). Backward: dP = dO v^T (fp32), dv = P^T dO, dS = P * (dP - rowsum(dP * P)), dq = dS k /
-// sqrt(hs), dk = dS^T q / sqrt(hs), all written (not added) into dinp (B,T,3C). No atomics: reruns
-// give the same bits.
+// kernels/cuda/attention_unfused.cu: causal self-attention with grouped KV heads through batched
+// GEMMs (llm.c's layout), bf16. Forward: permute inp (B,T,NH+2KV heads,hs) to q (B,NH,T,hs) and k,
+// v (B,KV,T,hs); S = q k^T / sqrt(hs) in fp32; P = causal softmax(S) in bf16 (saved, zeros above
+// the diagonal); O = P v; unpermute O to out (B,T,C). Backward: dP = dO v^T (fp32), dv = P^T dO, dS
+// = P
+// * (dP - rowsum(dP * P)), dq = dS k / sqrt(hs), dk = dS^T q / sqrt(hs), all written (not added)
+// into dinp (B,T,(NH+2KV)hs). The G = NH/KV query heads that share a KV head are adjacent in
+// (B,NH,T,hs), so each GEMM batch entry is one (b, KV head) with the group's G*T query rows
+// stacked: dk and dv sum the group inside the GEMM's fp32 reduction. G = 1 is exactly GPT-2's
+// launches. No atomics: reruns give the same bits.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -50,8 +54,8 @@ template <bool kToHeads>
 void permute_heads(bf16* dst, const bf16* src, int row_stride, int B, int T, int NH, int hs,
                    cudaStream_t stream) {
     const std::size_t total = static_cast<std::size_t>(B) * NH * T * (hs / 8);
-    permute_heads_kernel<kToHeads>
-        <<<grid_stride_blocks(total, kThreads), kThreads, 0, stream>>>(dst, src, row_stride, B, T, NH, hs);
+    permute_heads_kernel<kToHeads><<<grid_stride_blocks(total, kThreads), kThreads, 0, stream>>>(
+        dst, src, row_stride, B, T, NH, hs);
     check_launch("attention permute_heads_kernel");
 }
 
@@ -115,52 +119,60 @@ unsigned row_blocks(std::size_t rows) {
 }  // namespace
 
 void attention_unfused_forward(GemmContext& ctx, bf16* out, bf16* p, bf16* q, bf16* k, bf16* v,
-                               bf16* o, float* s, const bf16* inp, int B, int T, int C, int NH) {
-    const int hs = C / NH;
+                               bf16* o, float* s, const bf16* inp, int B, int T, int C, int NH,
+                               int KV) {
+    const int hs = C / NH, G = NH / KV, width = C + 2 * KV * hs;
     const cudaStream_t stream = ctx.stream();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    permute_heads<true>(q, inp, 3 * C, B, T, NH, hs, stream);
-    permute_heads<true>(k, inp + C, 3 * C, B, T, NH, hs, stream);
-    permute_heads<true>(v, inp + 2 * C, 3 * C, B, T, NH, hs, stream);
+    permute_heads<true>(q, inp, width, B, T, NH, hs, stream);
+    permute_heads<true>(k, inp + C, width, B, T, KV, hs, stream);
+    permute_heads<true>(v, inp + C + KV * hs, width, B, T, KV, hs, stream);
 
+    // Per (b, KV head): Q and O are (G*T x hs), S and P (G*T x T), K and V (T x hs).
     const long long th = static_cast<long long>(T) * hs, tt = static_cast<long long>(T) * T;
-    // S (T x T, fp32) = scale * q (T x hs) k^T
-    gemm(ctx, s, true, q, false, k, true, T, T, hs, scale, 0.0f, GemmBatch{B * NH, th, th, tt});
+    const int n = B * KV, GT = G * T;
+    // S (fp32) = scale * q k^T
+    gemm(ctx, s, true, q, false, k, true, GT, T, hs, scale, 0.0f, GemmBatch{n, G * th, th, G * tt});
     const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
     causal_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(p, s, rows, T);
     check_launch("attention causal_softmax_kernel");
-    // O (T x hs) = P (T x T) v (T x hs)
-    gemm(ctx, o, false, p, false, v, false, T, hs, T, 1.0f, 0.0f, GemmBatch{B * NH, tt, th, th});
+    // O = P v
+    gemm(ctx, o, false, p, false, v, false, GT, hs, T, 1.0f, 0.0f,
+         GemmBatch{n, G * tt, th, G * th});
     permute_heads<false>(out, o, C, B, T, NH, hs, stream);
 }
 
 void attention_unfused_backward(GemmContext& ctx, bf16* dinp, bf16* q, bf16* k, bf16* v,
                                 bf16* dout_p, bf16* dq, bf16* dk, bf16* dv, float* dp, bf16* ds,
                                 const bf16* dout, const bf16* inp, const bf16* p, int B, int T,
-                                int C, int NH) {
-    const int hs = C / NH;
+                                int C, int NH, int KV) {
+    const int hs = C / NH, G = NH / KV, width = C + 2 * KV * hs;
     const cudaStream_t stream = ctx.stream();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    permute_heads<true>(q, inp, 3 * C, B, T, NH, hs, stream);
-    permute_heads<true>(k, inp + C, 3 * C, B, T, NH, hs, stream);
-    permute_heads<true>(v, inp + 2 * C, 3 * C, B, T, NH, hs, stream);
+    permute_heads<true>(q, inp, width, B, T, NH, hs, stream);
+    permute_heads<true>(k, inp + C, width, B, T, KV, hs, stream);
+    permute_heads<true>(v, inp + C + KV * hs, width, B, T, KV, hs, stream);
     permute_heads<true>(dout_p, dout, C, B, T, NH, hs, stream);
 
     const long long th = static_cast<long long>(T) * hs, tt = static_cast<long long>(T) * T;
-    const int n = B * NH;
-    // dP (T x T, fp32) = dO (T x hs) v^T
-    gemm(ctx, dp, true, dout_p, false, v, true, T, T, hs, 1.0f, 0.0f, GemmBatch{n, th, th, tt});
-    // dv (T x hs) = P^T (T x T) dO (T x hs)
-    gemm(ctx, dv, false, p, true, dout_p, false, T, hs, T, 1.0f, 0.0f, GemmBatch{n, tt, th, th});
+    const int n = B * KV, GT = G * T;
+    // dP (G*T x T, fp32) = dO (G*T x hs) v^T
+    gemm(ctx, dp, true, dout_p, false, v, true, GT, T, hs, 1.0f, 0.0f,
+         GemmBatch{n, G * th, th, G * tt});
+    // dv (T x hs) = P^T (T x G*T) dO (G*T x hs): the group's sum
+    gemm(ctx, dv, false, p, true, dout_p, false, T, hs, GT, 1.0f, 0.0f,
+         GemmBatch{n, G * tt, G * th, th});
     const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
     causal_softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(ds, dp, p, rows, T);
     check_launch("attention causal_softmax_backward_kernel");
-    // dq (T x hs) = scale * dS (T x T) k (T x hs); dk (T x hs) = scale * dS^T q
-    gemm(ctx, dq, false, ds, false, k, false, T, hs, T, scale, 0.0f, GemmBatch{n, tt, th, th});
-    gemm(ctx, dk, false, ds, true, q, false, T, hs, T, scale, 0.0f, GemmBatch{n, tt, th, th});
-    permute_heads<false>(dinp, dq, 3 * C, B, T, NH, hs, stream);
-    permute_heads<false>(dinp + C, dk, 3 * C, B, T, NH, hs, stream);
-    permute_heads<false>(dinp + 2 * C, dv, 3 * C, B, T, NH, hs, stream);
+    // dq (G*T x hs) = scale * dS (G*T x T) k (T x hs); dk (T x hs) = scale * dS^T q (group sum)
+    gemm(ctx, dq, false, ds, false, k, false, GT, hs, T, scale, 0.0f,
+         GemmBatch{n, G * tt, th, G * th});
+    gemm(ctx, dk, false, ds, true, q, false, T, hs, GT, scale, 0.0f,
+         GemmBatch{n, G * tt, G * th, th});
+    permute_heads<false>(dinp, dq, width, B, T, NH, hs, stream);
+    permute_heads<false>(dinp + C, dk, width, B, T, KV, hs, stream);
+    permute_heads<false>(dinp + C + KV * hs, dv, width, B, T, KV, hs, stream);
 }
 
 }  // namespace arch::cuda::detail

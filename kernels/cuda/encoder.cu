@@ -1,8 +1,9 @@
 // kernels/cuda/encoder.cu: token + position embedding, forward and backward, bf16 activations.
 // Shapes: out, dout (B,T,C) bf16; inp (B,T) token ids; wte (Vp,C), wpe (maxT,C) bf16; dwte, dwpe
-// fp32. Backward is deterministic without atomics: the host groups positions by token (counting
-// sort of inp_host), one block per distinct token sums its positions in increasing order, and one
-// block per t sums b = 0..B-1 in order for dwpe.
+// fp32; wpe and dwpe may be null (the Llama family has no position embedding). Backward is
+// deterministic without atomics: the host groups positions by token (counting sort of inp_host), one
+// block per distinct token sums its positions in increasing order, and one block per t sums
+// b = 0..B-1 in order for dwpe.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -19,8 +20,8 @@ constexpr int kThreads = 256;
 constexpr int kBackwardThreads = 128;
 constexpr int kMaxTokenId = 1 << 24;  // counting-sort bound; GPT-2's vocabulary is 50257
 
-// out[n, c..c+VEC) = wte[inp[n], ...] + wpe[n % T, ...]; one thread per VEC channels of one
-// position.
+// out[n, c..c+VEC) = wte[inp[n], ...] + wpe[n % T, ...] (wpe null: + 0, not added); one thread per
+// VEC channels of one position.
 template <int VEC>
 __global__ void encoder_forward_kernel(bf16* __restrict__ out, const int* __restrict__ inp,
                                        const bf16* __restrict__ wte, const bf16* __restrict__ wpe,
@@ -34,9 +35,11 @@ __global__ void encoder_forward_kernel(bf16* __restrict__ out, const int* __rest
         const int c = static_cast<int>(i % groups) * VEC;
         float a[VEC], b[VEC];
         load_bf16<VEC>(a, wte + static_cast<std::size_t>(inp[n]) * C + c);
-        load_bf16<VEC>(b, wpe + static_cast<std::size_t>(n % T) * C + c);
+        if (wpe != nullptr) {
+            load_bf16<VEC>(b, wpe + static_cast<std::size_t>(n % T) * C + c);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) a[k] += b[k];
+            for (int k = 0; k < VEC; ++k) a[k] += b[k];
+        }
         store_bf16<VEC>(out + static_cast<std::size_t>(n) * C + c, a);
     }
 }
@@ -149,13 +152,16 @@ void encoder_backward(float* dwte, float* dwpe, int* scratch_ints, const bf16* d
     if (vec) {
         encoder_backward_kernel<8, true><<<distinct, kBackwardThreads, 0, stream>>>(
             dwte, dout, d_tokens, d_starts, d_positions, B, T, C);
-        check_launch("encoder_backward_kernel (wte)");
-        encoder_backward_kernel<8, false>
-            <<<T, kBackwardThreads, 0, stream>>>(dwpe, dout, nullptr, nullptr, nullptr, B, T, C);
     } else {
         encoder_backward_kernel<1, true><<<distinct, kBackwardThreads, 0, stream>>>(
             dwte, dout, d_tokens, d_starts, d_positions, B, T, C);
-        check_launch("encoder_backward_kernel (wte)");
+    }
+    check_launch("encoder_backward_kernel (wte)");
+    if (dwpe == nullptr) return;
+    if (vec) {
+        encoder_backward_kernel<8, false>
+            <<<T, kBackwardThreads, 0, stream>>>(dwpe, dout, nullptr, nullptr, nullptr, B, T, C);
+    } else {
         encoder_backward_kernel<1, false>
             <<<T, kBackwardThreads, 0, stream>>>(dwpe, dout, nullptr, nullptr, nullptr, B, T, C);
     }

@@ -1,11 +1,13 @@
-// kernels/cuda/ops.h: the CUDA ops of the bf16 GPT-2 (launchers; the kernels live in one .cu per op).
+// kernels/cuda/ops.h: the CUDA ops of the bf16 GPT-2 and Llama models (launchers; the kernels live in
+// one .cu per op).
 // Plain C++ so tests and the model can call them without nvcc. Every launcher enqueues on `stream`
 // and returns without synchronising unless it says otherwise.
 // Precision: weights and activations bf16; master weights, gradients of parameters, AdamW m and v,
-// layernorm statistics and losses fp32; every reduction accumulates in fp32 in a fixed order, so a
-// rerun on the same GPU gives the same bits (no atomics on floats anywhere).
-// Shapes as in kernels/cpu/ops.h: N = B*T rows, Vp padded vocab, hs = C/NH. Tolerances against the
-// CPU reference are stated per op in tests/cuda/test_cuda_kernels.cpp.
+// norm statistics, rope tables and losses fp32; every reduction accumulates in fp32 in a fixed
+// order, so a rerun on the same GPU gives the same bits (no atomics on floats anywhere).
+// Shapes as in kernels/cpu/ops.h: N = B*T rows, Vp padded vocab, hs = C/NH, KV heads of k and v.
+// Tolerances against the CPU reference are stated per op in tests/cuda/test_cuda_kernels.cpp and
+// tests/cuda/test_cuda_llama_kernels.cpp.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,12 +26,13 @@ void to_bf16(bf16* dst, const float* src, std::size_t n, cudaStream_t stream);
 void to_fp32(float* dst, const bf16* src, std::size_t n, cudaStream_t stream);
 
 // ---- encoder (encoder.cu) -----------------------------------------------------------------------
-// out (B,T,C) = wte[inp[b,t]] + wpe[t]; inp on the device.
+// out (B,T,C) = wte[inp[b,t]] + wpe[t]; inp on the device. wpe null: no positions (Llama).
 void encoder_forward(bf16* out, const int* inp, const bf16* wte, const bf16* wpe, int B, int T, int C,
                      cudaStream_t stream);
 // dwte, dwpe (fp32) += the gradient of encoder_forward. Deterministic: positions are grouped by token
 // on the host from inp_host (the same ids as the device's inp), then each token's row sums its
-// positions in order. scratch_ints: device ints, at least encoder_backward_scratch_ints(B, T).
+// positions in order; dwpe null: no positions. scratch_ints: device ints, at least
+// encoder_backward_scratch_ints(B, T).
 std::size_t encoder_backward_scratch_ints(int B, int T);
 void encoder_backward(float* dwte, float* dwpe, int* scratch_ints, const bf16* dout, const int* inp_host, int B,
                       int T, int C, cudaStream_t stream);
@@ -46,6 +49,35 @@ void residual_layernorm_forward(bf16* residual, bf16* out, float* mean, float* r
 std::size_t layernorm_backward_scratch_floats(int N, int C);
 void layernorm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, const bf16* dout, const bf16* inp,
                         const bf16* weight, const float* mean, const float* rstd, int N, int C, cudaStream_t stream);
+
+// ---- RMSNorm, the Llama family's norm (rmsnorm.cu) ------------------------------------------------
+// out = inp * rstd * weight per row of C, rstd = 1/sqrt(mean(inp²) + eps) (N) fp32 saved.
+void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, float eps, int N, int C,
+                     cudaStream_t stream);
+// The residual add fused in front: residual = bf16(a + b), then out = rmsnorm(residual).
+void residual_rmsnorm_forward(bf16* residual, bf16* out, float* rstd, const bf16* a, const bf16* b,
+                              const bf16* weight, float eps, int N, int C, cudaStream_t stream);
+// dinp (bf16) += d/dinp; dweight (fp32) += d/dweight, column sums in a fixed order through scratch
+// (fp32, rmsnorm_backward_scratch_floats(N, C) values).
+std::size_t rmsnorm_backward_scratch_floats(int N, int C);
+void rmsnorm_backward(bf16* dinp, float* dweight, float* scratch, const bf16* dout, const bf16* inp,
+                      const bf16* weight, const float* rstd, int N, int C, cudaStream_t stream);
+
+// ---- rotary position embeddings (rope.cu) ------------------------------------------------------
+// On qkv rows (B,T,(NH+2KV)hs): each q and k head's pair (i, i + hs/2) at position t becomes
+// (x1 cos - x2 sin, x2 cos + x1 sin) (HF's rotate-half); v heads are copied. cos, sin (maxT, hs/2)
+// fp32 on the device. Backward applies the transposed rotation to dout into dinp (overwrites). Both
+// may run in place (out == inp, dinp == dout).
+void rope_forward(bf16* out, const bf16* inp, const float* cos, const float* sin, int B, int T, int NH, int KV,
+                  int hs, cudaStream_t stream);
+void rope_backward(bf16* dinp, const bf16* dout, const float* cos, const float* sin, int B, int T, int NH, int KV,
+                   int hs, cudaStream_t stream);
+
+// ---- SwiGLU (swiglu.cu) -------------------------------------------------------------------------
+// out (N,F) = silu(gate) * up, inp (N,2F) holding gate (first F) then up per row (the fused fcw's
+// output). Backward writes dinp (N,2F) (overwrites) from inp and dout (N,F).
+void swiglu_forward(bf16* out, const bf16* inp, int N, int F, cudaStream_t stream);
+void swiglu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int N, int F, cudaStream_t stream);
 
 // ---- GELU, tanh approximation (gelu.cu) ---------------------------------------------------------
 void gelu_forward(bf16* out, const bf16* inp, std::size_t n, cudaStream_t stream);

@@ -11,7 +11,7 @@
 #include "kernels/cuda/nccl_collective.h"
 #endif
 #ifdef ARCH_HAVE_CUDA
-#include "kernels/cuda/cuda_gpt2.h"
+#include "kernels/cuda/cuda_model.h"
 #include "kernels/cuda/device_codec.h"
 #endif
 
@@ -55,7 +55,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& 
     cuda::CudaModelOptions options;
     options.device = d.index;
     options.attention = attention == "fused" ? cuda::AttentionKind::fused : cuda::AttentionKind::unfused;
-    return cuda::make_cuda_gpt2(config, options);
+    return cuda::make_cuda_model(config, options);
 #else
     throw Error("unreachable: CUDA device without the CUDA backend");
 #endif
@@ -88,7 +88,7 @@ std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig
 std::optional<std::vector<std::byte>> encode_delta_on_device(Model& model, std::span<const float> theta,
                                                              const std::string& spec) {
 #ifdef ARCH_HAVE_CUDA
-    auto* gpu = dynamic_cast<cuda::CudaGPT2*>(&model);
+    auto* gpu = dynamic_cast<cuda::CudaModel*>(&model);
     if (gpu != nullptr && cuda::device_codec_supports(spec)) return gpu->encode_delta(theta, spec);
 #endif
     return std::nullopt;

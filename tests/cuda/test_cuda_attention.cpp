@@ -1,7 +1,8 @@
 // tests/cuda/test_cuda_attention.cpp: the CUDA attention (unfused and fused) against the fp32 CPU
 // reference on the same bf16-rounded q, k, v and dout; fused against unfused; reruns bit-identical;
 // dinp overwritten. Needs a GPU (gpu_main.cpp skips with exit 77 without one). Shapes: B=2, T=1..67
-// (ragged tiles), NH 2..12, hs 32/64/128, and GPT-2 small's B=4, T=1024, C=768, NH=12.
+// (ragged tiles), NH 2..12, hs 32/64/128, and GPT-2 small's B=4, T=1024, C=768, NH=12; grouped KV
+// heads (KV < NH, the Llama family's attention) with groups of 2, 3 and 4, and SmolLM-135M's heads.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -25,9 +26,14 @@ using bf16 = __nv_bfloat16;
 
 struct Shape {
     int B, T, C, NH;
+    int KV = 0;  // 0: NH (GPT-2's multi-head attention)
+    int kv() const { return KV == 0 ? NH : KV; }
+    int hs() const { return C / NH; }
+    int width() const { return C + 2 * kv() * hs(); }  // a row of inp: q, k, v heads
     std::string name() const {
         return "B=" + std::to_string(B) + " T=" + std::to_string(T) + " C=" + std::to_string(C) +
-               " NH=" + std::to_string(NH) + " hs=" + std::to_string(C / NH);
+               " NH=" + std::to_string(NH) + " KV=" + std::to_string(kv()) +
+               " hs=" + std::to_string(hs());
     }
 };
 
@@ -65,7 +71,7 @@ struct Inputs {
 
 Inputs make_inputs(const Shape& s, std::uint32_t seed) {
     const std::size_t bt = static_cast<std::size_t>(s.B) * s.T;
-    return {random_bf16_values(bt * 3 * s.C, seed), random_bf16_values(bt * s.C, seed + 1)};
+    return {random_bf16_values(bt * s.width(), seed), random_bf16_values(bt * s.C, seed + 1)};
 }
 
 struct CpuResult {
@@ -76,12 +82,13 @@ CpuResult cpu_reference(const Shape& s, const Inputs& in) {
     const std::size_t bt = static_cast<std::size_t>(s.B) * s.T;
     const std::size_t tt = static_cast<std::size_t>(s.B) * s.NH * s.T * s.T;
     CpuResult r{std::vector<float>(bt * s.C), std::vector<float>(tt),
-                std::vector<float>(bt * 3 * s.C, 0.0f)};
-    arch::cpu::attention_forward(r.out.data(), r.att.data(), in.inp.data(), s.B, s.T, s.C, s.NH);
+                std::vector<float>(bt * s.width(), 0.0f)};
+    arch::cpu::attention_forward(r.out.data(), r.att.data(), in.inp.data(), s.B, s.T, s.C, s.NH,
+                                 s.kv());
     std::vector<float> scratch(tt);
     arch::cpu::attention_backward(r.dinp.data(), scratch.data(), in.dout.data(), in.inp.data(),
-                                  r.att.data(), s.B, s.T, s.C,
-                                  s.NH);  // accumulates into the zeroed dinp
+                                  r.att.data(), s.B, s.T, s.C, s.NH,
+                                  s.kv());  // accumulates into the zeroed dinp
     return r;
 }
 
@@ -105,7 +112,7 @@ GpuResult run_gpu(AttentionKind kind, const Shape& s, const Inputs& in) {
     const std::vector<bf16> inp = to_bf16(in.inp), dout = to_bf16(in.dout);
     const arch::cuda::AttentionSizes sizes = arch::cuda::attention_sizes(kind, s.B, s.T, s.C, s.NH);
     DeviceBuffer inp_d(inp.size() * sizeof(bf16)), dout_d(dout.size() * sizeof(bf16));
-    DeviceBuffer out_d(bt * s.C * sizeof(bf16)), dinp_d(bt * 3 * s.C * sizeof(bf16));
+    DeviceBuffer out_d(bt * s.C * sizeof(bf16)), dinp_d(bt * s.width() * sizeof(bf16));
     DeviceBuffer saved_d(sizes.saved_bytes), scratch_d(sizes.scratch_bytes);
     check(cudaMemcpy(inp_d.get(), inp.data(), inp.size() * sizeof(bf16), cudaMemcpyHostToDevice),
           "cudaMemcpy H2D");
@@ -120,14 +127,14 @@ GpuResult run_gpu(AttentionKind kind, const Shape& s, const Inputs& in) {
     {
         arch::cuda::GemmContext ctx(stream);
         arch::cuda::attention_forward(kind, ctx, out_d.as<bf16>(), saved_d.get(), scratch_d.get(),
-                                      inp_d.as<bf16>(), s.B, s.T, s.C, s.NH);
+                                      inp_d.as<bf16>(), s.B, s.T, s.C, s.NH, s.kv());
         arch::cuda::attention_backward(kind, ctx, dinp_d.as<bf16>(), scratch_d.get(),
                                        dout_d.as<bf16>(), inp_d.as<bf16>(), out_d.as<bf16>(),
-                                       saved_d.get(), s.B, s.T, s.C, s.NH);
+                                       saved_d.get(), s.B, s.T, s.C, s.NH, s.kv());
         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(attention)");
     }
     check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-    return {download<bf16>(out_d, bt * s.C), download<bf16>(dinp_d, bt * 3 * s.C),
+    return {download<bf16>(out_d, bt * s.C), download<bf16>(dinp_d, bt * s.width()),
             download<unsigned char>(saved_d, sizes.saved_bytes)};
 }
 
@@ -153,22 +160,24 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
     CHECK(bad == 0);
 }
 
-// dq, dk or dv (part 0, 1, 2) of dinp (B,T,3C), so each is judged against its own scale.
-std::vector<float> part(const std::vector<float>& dinp, int C, int which) {
-    std::vector<float> r(dinp.size() / 3);
-    for (std::size_t row = 0; row < r.size() / C; ++row)
-        std::copy_n(dinp.begin() + static_cast<std::ptrdiff_t>(row * 3 * C +
-                                                               static_cast<std::size_t>(which) * C),
-                    C, r.begin() + static_cast<std::ptrdiff_t>(row * C));
+// dq, dk or dv (part 0, 1, 2) of dinp (B,T,(NH+2KV)hs), so each is judged against its own scale.
+std::vector<float> part(const std::vector<float>& dinp, const Shape& s, int which) {
+    const std::size_t width = s.width(), rows = dinp.size() / width;
+    const std::size_t kv = static_cast<std::size_t>(s.kv()) * s.hs();
+    const std::size_t begin = which == 0 ? 0 : s.C + (which - 1) * kv, n = which == 0 ? s.C : kv;
+    std::vector<float> r(rows * n);
+    for (std::size_t row = 0; row < rows; ++row)
+        std::copy_n(dinp.begin() + static_cast<std::ptrdiff_t>(row * width + begin), n,
+                    r.begin() + static_cast<std::ptrdiff_t>(row * n));
     return r;
 }
 
 // Compares dq, dk and dv separately.
-void check_dinp(const std::vector<float>& got, const std::vector<float>& want, int C, double factor,
-                const std::string& what) {
+void check_dinp(const std::vector<float>& got, const std::vector<float>& want, const Shape& s,
+                double factor, const std::string& what) {
     const char* names[] = {" dq", " dk", " dv"};
     for (int which = 0; which < 3; ++which)
-        check_close(part(got, C, which), part(want, C, which), factor, what + names[which]);
+        check_close(part(got, s, which), part(want, s, which), factor, what + names[which]);
 }
 
 const char* kind_name(AttentionKind k) {
@@ -184,7 +193,7 @@ void check_shape(const Shape& s, std::uint32_t seed, bool check_rerun) {
         const std::string k = kind_name(kind);
         gpu.push_back(run_gpu(kind, s, in));
         check_close(to_float(gpu.back().out), cpu.out, 1.0, k + " out");
-        check_dinp(to_float(gpu.back().dinp), cpu.dinp, s.C, 1.0, k);
+        check_dinp(to_float(gpu.back().dinp), cpu.dinp, s, 1.0, k);
         if (check_rerun) {
             const GpuResult again = run_gpu(kind, s, in);
             CHECK(std::memcmp(again.out.data(), gpu.back().out.data(),
@@ -200,7 +209,7 @@ void check_shape(const Shape& s, std::uint32_t seed, bool check_rerun) {
     std::memcpy(p.data(), gpu[0].saved.data(), p.size() * sizeof(bf16));
     check_close(to_float(p), cpu.att, 1.0, "unfused saved P");
     check_close(to_float(gpu[1].out), to_float(gpu[0].out), 2.0, "fused vs unfused out");
-    check_dinp(to_float(gpu[1].dinp), to_float(gpu[0].dinp), s.C, 2.0, "fused vs unfused");
+    check_dinp(to_float(gpu[1].dinp), to_float(gpu[0].dinp), s, 2.0, "fused vs unfused");
 }
 
 }  // namespace
@@ -223,6 +232,17 @@ TEST_CASE("CUDA attention matches the CPU reference on small and ragged shapes",
     for (const Shape& s : shapes) check_shape(s, seed += 7, s.T == 67);
 }
 
+TEST_CASE("CUDA attention with grouped KV heads matches the CPU reference", "[cuda][attention]") {
+    const Shape shapes[] = {
+        {2, 5, 128, 4, 2},   // hs 32, groups of 2
+        {2, 67, 384, 6, 2},  // hs 64, groups of 3, ragged tiles
+        {1, 33, 512, 4, 1},  // hs 128, one KV head for all (multi-query)
+        {1, 70, 576, 9, 3},  // SmolLM-135M's heads: hs 64, groups of 3
+    };
+    std::uint32_t seed = 101;
+    for (const Shape& s : shapes) check_shape(s, seed += 7, s.T == 67);
+}
+
 TEST_CASE("CUDA attention matches the CPU reference at GPT-2 small's shape",
           "[cuda][attention][large]") {
     check_shape({4, 1024, 768, 12}, 2024, true);
@@ -236,4 +256,9 @@ TEST_CASE("CUDA attention rejects shapes it does not support", "[cuda][attention
     CHECK_THROWS_AS(attention_sizes(AttentionKind::unfused, 2, 8, 36, 3), arch::Error);  // hs 12
     CHECK_THROWS_AS(attention_sizes(AttentionKind::unfused, 0, 8, 64, 2), arch::Error);
     CHECK_NOTHROW(attention_sizes(AttentionKind::fused, 2, 8, 96, 3));  // hs 32
+    arch::cuda::GemmContext ctx(nullptr);
+    for (AttentionKind kind : {AttentionKind::unfused, AttentionKind::fused})  // NH % KV != 0
+        CHECK_THROWS_AS(arch::cuda::attention_forward(kind, ctx, nullptr, nullptr, nullptr, nullptr,
+                                                      2, 8, 128, 4, 3),
+                        arch::Error);
 }

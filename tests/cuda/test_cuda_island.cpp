@@ -1,6 +1,7 @@
 // tests/cuda/test_cuda_island.cpp: an island of GPUs (core/island.h over whole CUDA models, gradients
 // all-reduced after backward) trains like one GPU that accumulates the same micro-batches, keeps its
-// AdamW state through save / resume, and reports per-device memory. Needs 2 GPUs for the 2-device
+// AdamW state through save / resume, and reports per-device memory; a Llama-family island (grouped
+// KV heads, untied lm_head) all-reduces and trains the same way. Needs 2 GPUs for the 2-device
 // case (NCCL); with one it says so and checks the 1-device island against the Trainer bit for bit.
 // Under the emulator (ARCH_CUDA_EMULATED) the two "GPUs" share host memory, so the CPU collective
 // stands in for NCCL there.
@@ -18,7 +19,7 @@
 #include "core/token_shard.h"
 #include "core/trainer.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_gpt2.h"
+#include "kernels/cuda/cuda_model.h"
 #include "tests/core/temp_dir.h"
 #ifdef ARCH_CUDA_EMULATED
 #include "kernels/cpu/cpu_collective.h"
@@ -38,6 +39,16 @@ ModelConfig island_model() {
     c.num_layers = 2;
     c.num_heads = 2;
     c.channels = 64;
+    return c;
+}
+
+// The same size in the Llama family: one KV head for both query heads, SwiGLU F96, untied.
+ModelConfig island_llama() {
+    ModelConfig c = island_model();
+    c.family = ModelFamily::llama;
+    c.num_kv_heads = 1;
+    c.ffn_hidden = 96;
+    c.tied_embeddings = false;
     return c;
 }
 
@@ -80,7 +91,7 @@ std::unique_ptr<Island> gpu_island(const ModelConfig& c, const TrainConfig& t, i
 #ifndef ARCH_CUDA_EMULATED
         o.device = r;
 #endif
-        models.push_back(cuda::make_cuda_gpt2(c, o));
+        models.push_back(cuda::make_cuda_model(c, o));
         gpus.push_back(r);
     }
 #ifdef ARCH_CUDA_EMULATED
@@ -103,12 +114,13 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_CASE("an island of GPUs trains like one GPU accumulating the same micro-batches", "[cuda][island]") {
-    const ModelConfig c = island_model();
+    const ModelConfig c = GENERATE(island_model(), island_llama());
+    INFO(describe(c));
     Data data;
     const int n = usable_gpus() >= 2 ? 2 : 1;
     if (n == 1) std::printf("only one GPU: checking a 1-device island; the 2-device case needs 2 GPUs\n");
 
-    auto one = cuda::make_cuda_gpt2(c);
+    auto one = cuda::make_cuda_model(c);
     one->init_weights(9);
     Trainer trainer(*one, data.config(n));
     auto island = gpu_island(c, data.config(1), n);

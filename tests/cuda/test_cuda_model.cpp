@@ -20,10 +20,12 @@
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/bf16_math.h"
-#include "kernels/cuda/cuda_gpt2.h"
+#include "kernels/cuda/cuda_model.h"
 #include "tests/core/temp_dir.h"
+#include "tests/cuda/model_compare.h"
 
 using namespace arch;
+using namespace cuda_test;
 
 namespace {
 
@@ -36,36 +38,6 @@ ModelConfig test_model() {
     c.num_heads = 4;
     c.channels = 128;  // hs = 32
     return c;
-}
-
-// GPT-2 init rounded to bf16, so the GPU's bf16 weights and the CPU's fp32 weights are equal.
-std::vector<float> bf16_init(const ModelConfig& c, uint64_t seed) {
-    std::vector<float> p = gpt2_init_params(c, seed);
-    for (float& x : p) x = cuda::bf16_bits_to_float(cuda::float_to_bf16_bits(x));
-    return p;
-}
-
-std::vector<int> random_tokens(std::size_t n, int vocab, uint64_t seed) {
-    Rng rng(seed);
-    std::vector<int> t(n);
-    for (int& x : t) x = static_cast<int>(rng.below(static_cast<uint64_t>(vocab)));
-    return t;
-}
-
-struct Diff {
-    double rel_l2, cosine;
-};
-
-Diff compare(const float* gpu, const float* cpu, std::size_t n) {
-    double d = 0, c2 = 0, g2 = 0, dot = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        d += (gpu[i] - cpu[i]) * static_cast<double>(gpu[i] - cpu[i]);
-        c2 += static_cast<double>(cpu[i]) * cpu[i];
-        g2 += static_cast<double>(gpu[i]) * gpu[i];
-        dot += static_cast<double>(gpu[i]) * cpu[i];
-    }
-    if (c2 == 0) return {std::sqrt(d), g2 == 0 ? 1.0 : 0.0};
-    return {std::sqrt(d / c2), dot / std::sqrt(c2 * g2 + 1e-300)};
 }
 
 void write_random_shard(const std::string& path, std::size_t n, int vocab, uint64_t seed) {
@@ -98,7 +70,7 @@ TEST_CASE("GPU loss and every gradient match the CPU reference", "[cuda][model]"
         CAPTURE(kind_name);
         cuda::CudaModelOptions options;
         options.attention = kind;
-        auto gpu = cuda::make_cuda_gpt2(c, options);
+        auto gpu = cuda::make_cuda_model(c, options);
         gpu->set_params(theta);
         gpu->zero_grad();
         const float gpu_loss = gpu->forward(inputs.data(), targets.data(), B, T);
@@ -130,7 +102,7 @@ TEST_CASE("GPU AdamW trajectory follows the CPU's and reruns give the same bits"
     GPT2 cpu(c, make_cpu_backend());
     cpu.set_params(theta);
     auto run_gpu = [&](std::vector<float>& losses) {
-        auto gpu = cuda::make_cuda_gpt2(c);
+        auto gpu = cuda::make_cuda_model(c);
         gpu->set_params(theta);
         for (int s = 0; s < 10; ++s) {
             const std::vector<int> x = random_tokens(B * T, 50, 100 + s), y = random_tokens(B * T, 50, 200 + s);
@@ -174,7 +146,7 @@ TEST_CASE("GPU save, reload and replay give bit-identical losses", "[cuda][model
 
     std::vector<float> straight;
     {
-        auto gpu = cuda::make_cuda_gpt2(c);
+        auto gpu = cuda::make_cuda_model(c);
         gpu->init_weights(5);
         Trainer trainer(*gpu, t);
         for (int s = 0; s < 12; ++s) straight.push_back(trainer.step().loss);
@@ -182,14 +154,14 @@ TEST_CASE("GPU save, reload and replay give bit-identical losses", "[cuda][model
     std::vector<float> replay;
     const std::string ckpt = dir.file("model.bin");
     {
-        auto gpu = cuda::make_cuda_gpt2(c);
+        auto gpu = cuda::make_cuda_model(c);
         gpu->init_weights(5);
         Trainer trainer(*gpu, t);
         for (int s = 0; s < 6; ++s) replay.push_back(trainer.step().loss);
         trainer.save(ckpt);
     }
     {
-        auto gpu = cuda::make_cuda_gpt2(c);
+        auto gpu = cuda::make_cuda_model(c);
         Trainer trainer(*gpu, t);
         trainer.resume(ckpt);
         REQUIRE(trainer.steps_done() == 6);
@@ -204,7 +176,7 @@ TEST_CASE("GPU save, reload and replay give bit-identical losses", "[cuda][model
 TEST_CASE("The pseudo-gradient encoded on the GPU is the CPU codec's exact bytes", "[cuda][model]") {
     const ModelConfig c = test_model();
     const std::vector<float> theta = bf16_init(c, 13);
-    auto gpu = cuda::make_cuda_gpt2(c);
+    auto gpu = cuda::make_cuda_model(c);
     gpu->set_params(theta);
     const int B = 2, T = 32;
     for (int s = 0; s < 3; ++s) {
@@ -228,7 +200,7 @@ TEST_CASE("The pseudo-gradient encoded on the GPU is the CPU codec's exact bytes
 
 TEST_CASE("Bad input to the GPU model is refused and changes nothing", "[cuda][model]") {
     const ModelConfig c = test_model();
-    auto gpu = cuda::make_cuda_gpt2(c);
+    auto gpu = cuda::make_cuda_model(c);
     gpu->init_weights(1);
     std::vector<float> before(gpu->num_params()), after(gpu->num_params());
     gpu->get_params(before);
@@ -240,7 +212,7 @@ TEST_CASE("Bad input to the GPU model is refused and changes nothing", "[cuda][m
     CHECK_THROWS_AS(gpu->set_params(std::vector<float>(3)), Error);
     cuda::CudaModelOptions far;
     far.device = 1000;
-    CHECK_THROWS_AS(cuda::make_cuda_gpt2(c, far), Error);
+    CHECK_THROWS_AS(cuda::make_cuda_model(c, far), Error);
     gpu->get_params(after);
     CHECK(before == after);
 }
