@@ -3,9 +3,12 @@
 // the element-wise comparison |gpu - cpu| <= atol + rtol |cpu| that reports the worst element.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -109,13 +112,14 @@ inline std::vector<T> get_vec(const Dev& d, std::size_t n) {
 
 // ---- comparisons --------------------------------------------------------------------------------
 // |gpu - cpu| <= atol[i] + rtol |cpu| everywhere (NaN fails); reports the count and the worst
-// element.
+// element. With ARCH_PRINT_ERRORS set, prints the largest |gpu - cpu| and the largest share of its
+// tolerance used (the figures docs/cuda.md quotes).
 inline void check_close(const std::string& what, const std::vector<float>& gpu,
                         const std::vector<float>& cpu, const std::vector<double>& atol,
                         double rtol) {
     REQUIRE(gpu.size() == cpu.size());
     std::size_t bad = 0, worst = 0;
-    double worst_excess = -1.0;
+    double worst_excess = -1.0, max_abs = 0.0, max_share = 0.0;
     for (std::size_t i = 0; i < gpu.size(); ++i) {
         const double d = std::fabs(static_cast<double>(gpu[i]) - cpu[i]);
         const double tol =
@@ -123,7 +127,12 @@ inline void check_close(const std::string& what, const std::vector<float>& gpu,
         const double excess = std::isnan(d) ? 1e300 : d - tol;
         if (!(d <= tol)) ++bad;
         if (excess > worst_excess) worst_excess = excess, worst = i;
+        max_abs = std::max(max_abs, d);
+        if (d > 0) max_share = std::max(max_share, tol > 0 ? d / tol : INFINITY);
     }
+    if (std::getenv("ARCH_PRINT_ERRORS") != nullptr)
+        std::printf("%s: max |gpu - cpu| %.3g, %.0f%% of its tolerance\n", what.c_str(), max_abs,
+                    100 * max_share);
     INFO(what << ": " << bad << " of " << gpu.size() << " outside tolerance; worst at " << worst
               << ": gpu " << gpu[worst] << " cpu " << cpu[worst]);
     CHECK(bad == 0);

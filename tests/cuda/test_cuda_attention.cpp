@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -154,6 +156,8 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
         const double ratio = std::isnan(err) ? INFINITY : err / tol;
         if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
     }
+    if (std::getenv("ARCH_PRINT_ERRORS") != nullptr)  // the figures docs/cuda.md quotes
+        std::printf("%s: worst error %.0f%% of its tolerance\n", what.c_str(), 100 * worst_ratio);
     INFO(what << ": " << bad << " of " << got.size() << " entries outside tolerance (atol " << atol
               << ", rtol " << rtol << "); worst at " << worst << ": got " << got[worst] << ", want "
               << want[worst]);
