@@ -144,6 +144,22 @@ __device__ __forceinline__ void store_bf16(__nv_bfloat16* p, const float (&f)[VE
     }
 }
 
+// One warp, one row of C: residual = bf16(a + b), lane l taking groups of VEC channels l*VEC,
+// (l+32)*VEC, ... (the residual add the fused norms run first; they then read the row back from
+// the same lanes, so no barrier is needed).
+template <int VEC>
+__device__ __forceinline__ void add_row_bf16(__nv_bfloat16* residual, const __nv_bfloat16* a,
+                                             const __nv_bfloat16* b, int C, int lane) {
+    for (int c = lane * VEC; c < C; c += 32 * VEC) {
+        float va[VEC], vb[VEC];
+        load_bf16<VEC>(va, a + c);
+        load_bf16<VEC>(vb, b + c);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) va[k] += vb[k];
+        store_bf16<VEC>(residual + c, va);
+    }
+}
+
 inline bool aligned16(const void* p) {
     return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
 }

@@ -72,14 +72,7 @@ __global__ void __launch_bounds__(kForwardWarps * 32)
     const std::size_t off = static_cast<std::size_t>(row) * C;
     const bf16* x = a + off;
     if constexpr (RESIDUAL) {
-        for (int c = lane * VEC; c < C; c += 32 * VEC) {
-            float va[VEC], vb[VEC];
-            load_bf16<VEC>(va, a + off + c);
-            load_bf16<VEC>(vb, b + off + c);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) va[k] += vb[k];
-            store_bf16<VEC>(residual + off + c, va);
-        }
+        add_row_bf16<VEC>(residual + off, a + off, b + off, C, lane);
         x = residual + off;
     }
     normalize_row<VEC>(out + off, mean, rstd, x, weight, bias, row, C, lane);
