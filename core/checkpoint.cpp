@@ -1,8 +1,10 @@
-// core/checkpoint.cpp: llm.c checkpoint read/write with full validation.
+// core/checkpoint.cpp: llm.c checkpoint read/write with full validation; the Llama family's
+// safetensors checkpoints are core/checkpoint_safetensors.h's, picked here by family and by content.
 #include "core/checkpoint.h"
 
 #include <cstring>
 
+#include "core/checkpoint_safetensors.h"
 #include "core/error.h"
 #include "core/file_io.h"
 
@@ -28,7 +30,7 @@ Parsed parse(const std::string& path) {
     std::memcpy(h, p.bytes.data(), kHeaderBytes);
     if (h[0] != kMagic)
         throw Error("'" + path + "' is not an llm.c GPT-2 checkpoint: magic " + std::to_string(h[0]) + ", expected " +
-                    std::to_string(kMagic));
+                    std::to_string(kMagic) + " (nor a safetensors one)");
     if (h[1] != kVersionFp32)
         throw Error("checkpoint '" + path + "' has version " + std::to_string(h[1]) +
                     "; only version 3 (fp32) is supported");
@@ -50,9 +52,13 @@ Parsed parse(const std::string& path) {
 }
 }  // namespace
 
-ModelConfig read_checkpoint_config(const std::string& path) { return parse(path).config; }
+ModelConfig read_checkpoint_config(const std::string& path) {
+    if (is_safetensors_file(path)) return read_safetensors_checkpoint_config(path);
+    return parse(path).config;
+}
 
 std::vector<float> read_checkpoint_params(const std::string& path, const ModelConfig& expected) {
+    if (is_safetensors_file(path)) return read_safetensors_checkpoint_params(path, expected);
     Parsed p = parse(path);
     const ModelConfig& c = p.config;
     if (c.max_seq_len != expected.max_seq_len || c.vocab_size != expected.vocab_size ||
@@ -70,6 +76,7 @@ std::vector<float> read_checkpoint_params(const std::string& path, const ModelCo
 }
 
 void write_checkpoint(const std::string& path, const ModelConfig& config, std::span<const float> params) {
+    if (config.family == ModelFamily::llama) return write_safetensors_checkpoint(path, config, params);
     ParamLayout layout(config);
     if (params.size() != layout.num_params())
         throw Error("write_checkpoint: " + std::to_string(params.size()) + " params given, the model has " +

@@ -1,7 +1,9 @@
-// core/checkpoint.h: llm.c GPT-2 model checkpoints (magic 20240326, version 3 = fp32).
-// File layout: 256 int32 header (magic, version, maxT, V, L, NH, C, Vp), then every parameter in
-// llm.c's order (wte, wpe, all ln1w, all ln1b, ...). In memory we use ParamLayout's layer-major
-// order; conversion happens here and only here. Writes are atomic; reads validate everything first.
+// core/checkpoint.h: model checkpoints. GPT-2: llm.c's format (magic 20240326, version 3 = fp32):
+// 256 int32 header (magic, version, maxT, V, L, NH, C, Vp), then every parameter in llm.c's order
+// (wte, wpe, all ln1w, all ln1b, ...). The Llama family: safetensors with Hugging Face names and the
+// whole config in its metadata, plus config.json beside it (core/checkpoint_safetensors.h). Reads
+// tell the two apart by content, not by name. In memory we use ParamLayout's layer-major order;
+// conversion happens here and only here. Writes are atomic; reads validate everything first.
 #pragma once
 
 #include <span>

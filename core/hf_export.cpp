@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hf_llama.h"
 #include "core/param_layout.h"
 #include "core/safetensors.h"
 
@@ -44,6 +45,11 @@ std::string config_json(const ModelConfig& c) {
     return config.dump(2) + "\n";
 }
 
+void make_folder(const std::string& dir) {
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+        throw Error("cannot create folder '" + dir + "': " + std::strerror(errno));
+}
+
 }  // namespace
 
 std::vector<float> transposed(const float* src, int rows, int cols) {
@@ -54,12 +60,12 @@ std::vector<float> transposed(const float* src, int rows, int cols) {
 }
 
 void export_hf_gpt2(const std::string& dir, const ModelConfig& c, std::span<const float> params) {
+    if (c.family != ModelFamily::gpt2) throw Error("export_hf_gpt2: the model is a " + describe(c));
     ParamLayout layout(c);
     if (params.size() != layout.num_params())
         throw Error("export: " + std::to_string(params.size()) + " params given, the model has " +
                     std::to_string(layout.num_params()));
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-        throw Error("cannot create folder '" + dir + "': " + std::strerror(errno));
+    make_folder(dir);
     const int C = c.channels;
     const float* p = params.data();
     std::vector<SafeTensorOut> entries;
@@ -86,6 +92,19 @@ void export_hf_gpt2(const std::string& dir, const ModelConfig& c, std::span<cons
     write_safetensors(dir + "/model.safetensors", entries);
     const std::string json = config_json(c);
     write_file_atomic(dir + "/config.json", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
+}
+
+void export_hf_llama(const std::string& dir, const ModelConfig& c, std::span<const float> params) {
+    if (c.family != ModelFamily::llama) throw Error("export_hf_llama: the model is a " + describe(c));
+    const std::vector<SafeTensorOut> tensors = llama_hf_tensors(c, params);  // checks the size first
+    make_folder(dir);
+    write_safetensors(dir + "/model.safetensors", tensors);
+    write_text_file_atomic(dir + "/config.json", llama_hf_config_json(c));
+}
+
+void export_hf(const std::string& dir, const ModelConfig& c, std::span<const float> params) {
+    if (c.family == ModelFamily::llama) export_hf_llama(dir, c, params);
+    else export_hf_gpt2(dir, c, params);
 }
 
 }  // namespace arch

@@ -1,77 +1,22 @@
 // core/hf_import.cpp: import_hf (hf_import.h): config.json checked key by key, the safetensors
-// shards opened (and validated) once each, every tensor read under its Hugging Face name.
+// shards opened (and validated) once each (core/hf_tensors.h), every tensor read under its Hugging
+// Face name: GPT-2's here, Llama's through core/hf_llama.h.
 #include "core/hf_import.h"
 
-#include <filesystem>
-#include <map>
-#include <memory>
+#include <cmath>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hf_export.h"
+#include "core/hf_llama.h"
+#include "core/hf_tensors.h"
 #include "core/param_layout.h"
-#include "core/safetensors.h"
 
 namespace arch {
 namespace {
 
 using json = nlohmann::json;
-
-// Every tensor of the folder, by name, in whichever shard holds it.
-class Tensors {
-public:
-    explicit Tensors(const std::string& dir) : dir_(dir) {
-        const std::string index = dir + "/model.safetensors.index.json";
-        if (file_exists(index)) {
-            json j;
-            try {
-                j = json::parse(read_text_file(index, 64u << 20));
-                for (const auto& [name, file] : j.at("weight_map").items()) add(name, file.get<std::string>());
-            } catch (const json::exception& e) {
-                throw Error("'" + index + "' is malformed: " + e.what());
-            }
-        } else if (file_exists(dir + "/model.safetensors")) {
-            for (const auto& [name, t] : open("model.safetensors").tensors()) where_[name] = "model.safetensors";
-        } else {
-            throw Error("'" + dir + "' holds neither model.safetensors nor model.safetensors.index.json");
-        }
-    }
-    bool has(const std::string& name) const { return where_.count(name) > 0; }
-    std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape) {
-        const auto it = where_.find(name);
-        if (it == where_.end()) throw Error("'" + dir_ + "': the tensor '" + name + "' is missing");
-        used_.insert(name);
-        return open(it->second).read(name, shape);
-    }
-    // Tensors nobody read, except those `ignored` (buffers transformers may save).
-    void check_all_used(const std::set<std::string>& ignored_suffixes) const {
-        for (const auto& [name, file] : where_) {
-            if (used_.count(name)) continue;
-            bool ignored = false;
-            for (const std::string& s : ignored_suffixes)
-                ignored = ignored || (name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0);
-            if (!ignored) throw Error("'" + dir_ + "': the tensor '" + name + "' is not part of the model the config describes");
-        }
-    }
-
-private:
-    void add(const std::string& name, const std::string& file) {
-        if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
-            throw Error("'" + dir_ + "/model.safetensors.index.json' names the shard '" + file + "': only files in the folder");
-        where_[name] = file;
-    }
-    SafetensorsFile& open(const std::string& file) {
-        auto& f = files_[file];
-        if (!f) f = std::make_unique<SafetensorsFile>(dir_ + "/" + file);
-        return *f;
-    }
-    std::string dir_;
-    std::map<std::string, std::string> where_;
-    std::map<std::string, std::unique_ptr<SafetensorsFile>> files_;
-    std::set<std::string> used_;
-};
 
 int key_int(const json& c, const char* key, const std::string& source) {
     if (!c.contains(key)) throw Error(source + ": the key '" + std::string(key) + "' is missing");
@@ -110,7 +55,7 @@ HfModel import_gpt2(const std::string& dir, const json& c, const std::string& so
     key_is<bool>(c, "scale_attn_by_inverse_layer_idx", false, source, "not built");
     key_is<bool>(c, "add_cross_attention", false, source, "a decoder-only model is built");
     key_is<bool>(c, "tie_word_embeddings", true, source, "GPT-2's lm_head is wte");
-    Tensors t(dir);
+    HfTensors t = HfTensors::folder(dir);
     const std::string p = t.has("transformer.wte.weight") ? "transformer." : "";
     const ParamLayout layout(mc);
     m.params.assign(layout.num_params(), 0.0f);
@@ -143,6 +88,94 @@ HfModel import_gpt2(const std::string& dir, const json& c, const std::string& so
     return m;
 }
 
+
+// A positive finite number under `key` of `c`, or `fallback` when absent (or null).
+float key_float(const json& c, const char* key, float fallback, const std::string& where) {
+    if (!c.contains(key) || c.at(key).is_null()) return fallback;
+    const json& v = c.at(key);
+    if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>()))
+        throw Error(where + ": '" + std::string(key) + "' must be a positive number, got " + v.dump());
+    return static_cast<float>(v.get<double>());
+}
+
+// rope_scaling (transformers 4.x) or rope_parameters (5.x): null, the default rope, or Llama 3's.
+// Every other rope type (linear, dynamic, yarn, longrope, ...) is refused by name.
+RopeScaling rope_scaling_from(const json& r, const std::string& key, const std::string& source) {
+    RopeScaling s;
+    if (r.is_null()) return s;
+    if (!r.is_object()) throw Error(source + ": '" + key + "' must be an object or null, got " + r.dump());
+    const char* type_key = r.contains("rope_type") ? "rope_type" : "type";
+    const std::string type = r.contains(type_key) ? r.at(type_key).get<std::string>() : "default";
+    if (type == "default") return s;
+    if (type != "llama3")
+        throw Error(source + ": '" + key + "." + type_key + "' = \"" + type +
+                    "\" is not supported (the engine builds the default rope and Llama 3's, \"llama3\")");
+    const std::string where = source + ": '" + key + "'";
+    for (const char* k : {"factor", "low_freq_factor", "high_freq_factor"})
+        if (!r.contains(k)) throw Error(where + " (llama3) lacks the key '" + std::string(k) + "'");
+    s.factor = key_float(r, "factor", 0.0f, where);
+    s.low_freq_factor = key_float(r, "low_freq_factor", 0.0f, where);
+    s.high_freq_factor = key_float(r, "high_freq_factor", 0.0f, where);
+    s.original_max_position = key_int(r, "original_max_position_embeddings", where);
+    return s;
+}
+
+// rope_theta and rope_scaling (transformers 4.x) or rope_parameters (5.x, which holds both); when a
+// file has both layouts they must agree.
+void read_rope(const json& c, ModelConfig& mc, const std::string& source) {
+    mc.rope_theta = key_float(c, "rope_theta", 10000.0f, source);  // LlamaConfig's default
+    mc.rope_scaling = c.contains("rope_scaling") ? rope_scaling_from(c.at("rope_scaling"), "rope_scaling", source) : RopeScaling{};
+    if (!c.contains("rope_parameters") || c.at("rope_parameters").is_null()) return;
+    const json& p = c.at("rope_parameters");
+    const RopeScaling scaling = rope_scaling_from(p, "rope_parameters", source);
+    const float theta = key_float(p, "rope_theta", 10000.0f, source + ": 'rope_parameters'");
+    const bool has_v4 = (c.contains("rope_theta") && !c.at("rope_theta").is_null()) ||
+                        (c.contains("rope_scaling") && !c.at("rope_scaling").is_null());
+    if (has_v4 && (theta != mc.rope_theta || !(scaling == mc.rope_scaling)))
+        throw Error(source + ": 'rope_parameters' and 'rope_theta'/'rope_scaling' disagree");
+    mc.rope_theta = theta;
+    mc.rope_scaling = scaling;
+}
+
+HfModel import_llama(const std::string& dir, const json& c, const std::string& source) {
+    HfModel m;
+    m.architecture = "LlamaForCausalLM";
+    ModelConfig& mc = m.config;
+    mc.family = ModelFamily::llama;
+    mc.channels = key_int(c, "hidden_size", source);
+    mc.ffn_hidden = key_int(c, "intermediate_size", source);
+    mc.num_heads = key_int(c, "num_attention_heads", source);
+    mc.num_kv_heads = c.contains("num_key_value_heads") && !c.at("num_key_value_heads").is_null()
+                          ? key_int(c, "num_key_value_heads", source)
+                          : mc.num_heads;
+    mc.num_layers = key_int(c, "num_hidden_layers", source);
+    mc.vocab_size = key_int(c, "vocab_size", source);
+    mc.max_seq_len = key_int(c, "max_position_embeddings", source);
+    mc.padded_vocab_size = pad_vocab(mc.vocab_size);
+    if (mc.channels % mc.num_heads != 0) throw Error(source + ": hidden_size is not a multiple of num_attention_heads");
+    key_is<int>(c, "head_dim", mc.channels / mc.num_heads, source,
+                "the head size is hidden_size / num_attention_heads = " + std::to_string(mc.channels / mc.num_heads));
+    key_is<std::string>(c, "hidden_act", "silu", source, "the engine's MLP is SwiGLU, silu");
+    key_is<bool>(c, "attention_bias", false, source, "q, k, v and o have no biases");
+    key_is<bool>(c, "mlp_bias", false, source, "the MLP has no biases");
+    mc.norm_eps = key_float(c, "rms_norm_eps", 1e-6f, source);  // LlamaConfig's default
+    read_rope(c, mc, source);
+    mc.tied_embeddings = false;  // LlamaConfig's default
+    if (c.contains("tie_word_embeddings") && !c.at("tie_word_embeddings").is_null()) {
+        if (!c.at("tie_word_embeddings").is_boolean()) throw Error(source + ": 'tie_word_embeddings' must be true or false");
+        mc.tied_embeddings = c.at("tie_word_embeddings").get<bool>();
+    }
+    try {
+        validate(mc);
+    } catch (const Error& e) {
+        throw Error(source + ": " + e.what());
+    }
+    HfTensors t = HfTensors::folder(dir);
+    m.params = llama_params_from_hf(mc, t);
+    t.check_all_used({".rotary_emb.inv_freq"});  // a buffer older transformers saved
+    return m;
+}
+
 }  // namespace
 
 HfModel import_hf(const std::string& dir) {
@@ -160,10 +193,11 @@ HfModel import_hf(const std::string& dir) {
     if (arch.empty()) throw Error(source + ": the key 'architectures' is missing");
     try {
         if (arch == "GPT2LMHeadModel") return import_gpt2(dir, c, source);
+        if (arch == "LlamaForCausalLM") return import_llama(dir, c, source);
     } catch (const json::exception& e) {
         throw Error(source + ": unexpected content: " + e.what());
     }
-    throw Error(source + ": 'architectures' = " + arch + " is not supported (GPT2LMHeadModel)");
+    throw Error(source + ": 'architectures' = " + arch + " is not supported (GPT2LMHeadModel, LlamaForCausalLM)");
 }
 
 }  // namespace arch

@@ -1,9 +1,11 @@
 // core/hf_import.h: a Hugging Face model folder (config.json, and model.safetensors or the shards a
 // model.safetensors.index.json names; F32, F16 or BF16) to the engine's config and flat parameters.
-// GPT2LMHeadModel so far: its Conv1D weights (in, out) are transposed to our (out, in), wte gains
-// zero padded rows, lm_head must be tied to wte. Config options the engine does not build (another
-// activation, another layer-norm epsilon, cross attention, ...) are refused with the key named, as
-// are missing tensors, shape mismatches and tensors it does not know.
+// GPT2LMHeadModel: its Conv1D weights (in, out) are transposed to our (out, in), wte gains zero padded
+// rows, lm_head must be tied to wte. LlamaForCausalLM (core/hf_llama.h): rows copied as they are,
+// tied or untied, rope_theta and rope_scaling (transformers 4.x) or rope_parameters (5.x), the
+// default rope or Llama 3's. Config options the engine does not build (another activation, biases, a
+// head_dim other than hidden_size / heads, another rope type, cross attention, ...) are refused with
+// the key named, as are missing tensors, shape mismatches and tensors it does not know.
 #pragma once
 
 #include <string>
@@ -14,7 +16,7 @@
 namespace arch {
 
 struct HfModel {
-    std::string architecture;   // "GPT2LMHeadModel"
+    std::string architecture;   // "GPT2LMHeadModel" or "LlamaForCausalLM"
     ModelConfig config;
     std::vector<float> params;  // ParamLayout order
 };

@@ -45,6 +45,12 @@ float half_to_float(uint16_t h) {
 
 }  // namespace
 
+std::string shape_text(const std::vector<int64_t>& s) {
+    std::string o = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+    return o + "]";
+}
+
 uint64_t SafeTensor::numel() const {
     uint64_t n = 1;
     for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -75,7 +81,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (!j.is_object()) throw Error(where + ": the header is not a JSON object");
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (const auto& [name, t] : j.items()) {
-        if (name == "__metadata__") continue;
+        if (name == "__metadata__") {
+            if (!t.is_object()) throw Error(where + ": __metadata__ is not a JSON object");
+            for (const auto& [key, value] : t.items())
+                if (value.is_string()) metadata_[key] = value.get<std::string>();
+            continue;
+        }
         const std::string what = where + ": tensor '" + name + "'";
         try {
             SafeTensor s;
@@ -113,14 +124,9 @@ std::vector<float> SafetensorsFile::read(const std::string& name, const std::vec
     const auto it = tensors_.find(name);
     if (it == tensors_.end()) throw Error("safetensors file '" + path_ + "' has no tensor '" + name + "'");
     const SafeTensor& t = it->second;
-    if (t.shape != shape) {
-        auto str = [](const std::vector<int64_t>& s) {
-            std::string o = "[";
-            for (std::size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-            return o + "]";
-        };
-        throw Error("safetensors file '" + path_ + "': tensor '" + name + "' has shape " + str(t.shape) + ", expected " + str(shape));
-    }
+    if (t.shape != shape)
+        throw Error("safetensors file '" + path_ + "': tensor '" + name + "' has shape " + shape_text(t.shape) +
+                    ", expected " + shape_text(shape));
     std::ifstream in(path_, std::ios::binary);
     std::vector<char> raw(t.end - t.begin);
     in.seekg(static_cast<std::streamoff>(data_offset_ + t.begin));
@@ -144,10 +150,17 @@ std::vector<float> SafetensorsFile::read(const std::string& name, const std::vec
     return out;
 }
 
-void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>& tensors) {
+void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
     nlohmann::ordered_json index = {{"__metadata__", {{"format", "pt"}}}};
+    for (const auto& [key, value] : metadata) index["__metadata__"][key] = value;
     std::size_t offset = 0;
     for (const SafeTensorOut& e : tensors) {
+        std::size_t numel = 1;
+        for (int d : e.shape) numel *= static_cast<std::size_t>(d);
+        if (numel != e.data.size())
+            throw Error("write_safetensors: tensor '" + e.name + "' has " + std::to_string(e.data.size()) +
+                        " values for its shape of " + std::to_string(numel));
         const std::size_t bytes = e.data.size() * sizeof(float);
         index[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;

@@ -2,7 +2,7 @@
 // naming each tensor's dtype, shape and data_offsets, then the data), read and written. Reading
 // checks everything before any tensor is handed out: the header's length against the file, its
 // JSON, every dtype (F32, F16, BF16), every shape against its byte range, and that the ranges lie in
-// the data, in order, without overlap or gaps.
+// the data, in order, without overlap or gaps. The optional "__metadata__" (string to string) is kept.
 #pragma once
 
 #include <cstdint>
@@ -27,19 +27,27 @@ public:
     // The tensor as fp32 (F16 and BF16 widened exactly), after checking its shape is `shape`.
     std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape) const;
     const std::string& path() const { return path_; }
+    // The header's "__metadata__" entries (non-string values, which the format does not allow, skipped).
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
 private:
     std::string path_;
     uint64_t data_offset_ = 0;
     std::map<std::string, SafeTensor> tensors_;
+    std::map<std::string, std::string> metadata_;
 };
+
+// "[301, 64]", for messages.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 struct SafeTensorOut {
     std::string name;
     std::vector<int> shape;
     std::vector<float> data;
 };
-// Writes F32 tensors in the order given, atomically.
-void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>& tensors);
+// Writes F32 tensors in the order given, atomically. "__metadata__" holds {"format": "pt"} (which
+// transformers asks for) and then `metadata`.
+void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace arch

@@ -1,4 +1,4 @@
-// peers/cli/cmd_sample.cpp: `archipelago sample`: generate text from an llm.c checkpoint.
+// peers/cli/cmd_sample.cpp: `archipelago sample`: generate text from a checkpoint (GPT-2 or Llama).
 #include <cstdio>
 
 #include "core/checkpoint.h"
@@ -56,7 +56,7 @@ void add_sample(CLI::App& app, int& exit_code) {
     f->sc.top_k = 40;
     f->sc.seed = 1;
     CLI::App* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
-    cmd->add_option("--checkpoint", f->checkpoint, "an llm.c checkpoint (model.bin)")->required();
+    cmd->add_option("--checkpoint", f->checkpoint, "a checkpoint (model.bin: llm.c GPT-2 or native Llama)")->required();
     cmd->add_option("--tokenizer", f->tokenizer, "tokenizer file (default: tokenizer.bin beside the checkpoint)");
     cmd->add_option("--prompt", f->prompt, "text to continue");
     cmd->add_option("--tokens", f->sc.max_new_tokens, "tokens to generate")->check(CLI::Range(1, 1 << 20));
