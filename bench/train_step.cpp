@@ -1,17 +1,19 @@
 // bench/train_step.cpp: ms per training step (forward, backward, AdamW) and achieved GFLOP/s of the
 // CPU engine, beside oneDNN's sgemm GFLOP/s measured in the same run (the ceiling a step can reach).
-// Usage: bench_train_step [--json] [--steps N] [--config NAME,...]   (default: gpt2-124m,tiny; B=4 T=64)
+// Usage: bench_train_step [--json] [--steps N] [--config NAME,...]
+// (default: gpt2-124m, tiny, llama-tiny, smollm-135m; B=4 T=64)
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "bench/bench_cli.h"
 #include "core/adamw.h"
-#include "core/gpt2.h"
+#include "core/transformer.h"
 #include "core/rng.h"
 #include "kernels/cpu/cpu_backend.h"
 
@@ -20,10 +22,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Matmul and attention FLOPs of one forward pass (backward is twice this).
+// Matmul and attention FLOPs of one forward pass (backward is twice this). A block's matmuls: qkv,
+// the attention projection and the MLP (GPT-2: 4C wide; Llama: gate and up F wide, then down).
 double forward_flops(const ModelConfig& c, int B, int T) {
-    const double N = static_cast<double>(B) * T, C = c.channels, L = c.num_layers;
-    const double matmuls = 2.0 * N * (C * 3 * C + C * C + C * 4 * C + 4 * C * C) * L + 2.0 * N * C * c.padded_vocab_size;
+    const double N = static_cast<double>(B) * T, C = c.channels, L = c.num_layers, QKV = qkv_channels(c);
+    const double mlp = c.family == ModelFamily::llama ? 3.0 * C * c.ffn_hidden : 8.0 * C * C;
+    const double matmuls = 2.0 * N * (C * QKV + C * C + mlp) * L + 2.0 * N * C * c.padded_vocab_size;
     const double attention = 2.0 * 2.0 * B * static_cast<double>(T) * T * C * L;  // q.k and att.v, full T x T
     return matmuls + attention;
 }
@@ -49,7 +53,8 @@ struct Row {
 Row run(const std::string& name, int B, int T, int steps) {
     auto backend = make_cpu_backend();
     ModelConfig config = model_preset(name);
-    GPT2 model(config, *backend);
+    std::unique_ptr<Transformer> net = make_transformer(config, *backend);
+    Transformer& model = *net;
     model.init_weights(1);
     AdamW adamw(model.layout(), *backend);
     AdamWConfig ac;
@@ -86,17 +91,17 @@ int main(int argc, char** argv) {
     app.option_defaults()->always_capture_default();
     bool json = false;
     int steps = 5;
-    std::vector<std::string> configs = {"gpt2-124m", "tiny"};
+    std::vector<std::string> configs = {"gpt2-124m", "tiny", "llama-tiny", "smollm-135m"};
     app.add_flag("--json", json, "one JSON object per row instead of the table");
     app.add_option("--steps", steps, "timed steps per config (after one warm-up step)")->check(bench::at_least_one());
-    app.add_option("--config", configs, "model configs to time (tiny, small, gpt2-124m), comma-separated")
+    app.add_option("--config", configs, "model configs to time (tiny, small, gpt2-124m, llama-tiny, smollm-135m), comma-separated")
         ->delimiter(',');
     return bench::run_main(app, argc, argv, [&] {
         const double peak = sgemm_gflops();
         const int threads = omp_get_max_threads();
         if (!json) {
             std::printf("train step, fp32, %d threads; oneDNN sgemm (256x3072x768) %.1f GFLOP/s\n", threads, peak);
-            std::printf("%-10s %3s %5s %10s %9s %9s %9s %9s %9s\n", "config", "B", "T", "ms/step", "fwd ms", "bwd ms",
+            std::printf("%-11s %3s %5s %10s %9s %9s %9s %9s %9s\n", "config", "B", "T", "ms/step", "fwd ms", "bwd ms",
                         "adamw ms", "GFLOP/s", "of sgemm");
         }
         for (const std::string& name : configs) {
@@ -114,7 +119,7 @@ int main(int argc, char** argv) {
                                   {"optimizer_ms", bench::rounded(r.optimizer_ms, 1)},
                                   {"sgemm_gflops", bench::rounded(peak, 1)}});
             } else {
-                std::printf("%-10s %3d %5d %10.1f %9.1f %9.1f %9.1f %9.1f %8.0f%%\n", r.config.c_str(), r.B, r.T,
+                std::printf("%-11s %3d %5d %10.1f %9.1f %9.1f %9.1f %9.1f %8.0f%%\n", r.config.c_str(), r.B, r.T,
                             r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.gflops,
                             100.0 * r.gflops / peak);
                 std::fflush(stdout);

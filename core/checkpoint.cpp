@@ -34,7 +34,12 @@ Parsed parse(const std::string& path) {
     if (h[1] != kVersionFp32)
         throw Error("checkpoint '" + path + "' has version " + std::to_string(h[1]) +
                     "; only version 3 (fp32) is supported");
-    p.config = {h[2], h[3], h[7], h[4], h[5], h[6]};
+    p.config.max_seq_len = h[2];
+    p.config.vocab_size = h[3];
+    p.config.num_layers = h[4];
+    p.config.num_heads = h[5];
+    p.config.channels = h[6];
+    p.config.padded_vocab_size = h[7];
     try {
         validate(p.config);
     } catch (const Error& e) {
@@ -61,9 +66,7 @@ std::vector<float> read_checkpoint_params(const std::string& path, const ModelCo
     if (is_safetensors_file(path)) return read_safetensors_checkpoint_params(path, expected);
     Parsed p = parse(path);
     const ModelConfig& c = p.config;
-    if (c.max_seq_len != expected.max_seq_len || c.vocab_size != expected.vocab_size ||
-        c.padded_vocab_size != expected.padded_vocab_size || c.num_layers != expected.num_layers ||
-        c.num_heads != expected.num_heads || c.channels != expected.channels)
+    if (c != expected)
         throw Error("checkpoint '" + path + "' holds a " + describe(c) + " model, expected " + describe(expected));
     ParamLayout layout(c);
     std::vector<float> params(layout.num_params());

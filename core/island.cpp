@@ -30,12 +30,12 @@ struct Island::Device {
     std::unique_ptr<Collective> collective;
     std::unique_ptr<DdpStore> ddp;
     std::unique_ptr<Zero3Store> zero3;
-    std::unique_ptr<GPT2> gpt2;    // on a backend, over the ddp or zero3 store
+    std::unique_ptr<Transformer> net;  // on a backend, over the ddp or zero3 store
     std::unique_ptr<AdamW> adamw;  // DDP over a store only: the whole-buffer optimizer, identical on every rank
     std::unique_ptr<Model> whole;  // or a whole model (a GPU) that reduces its own gradients
     std::vector<float> losses;     // per micro-step of the last step (or evaluation round)
     float grad_norm = 0.0f;
-    Model& model() { return whole ? *whole : static_cast<Model&>(*gpt2); }
+    Model& model() { return whole ? *whole : static_cast<Model&>(*net); }
 };
 
 Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
@@ -53,7 +53,7 @@ Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel par
             d.zero3 = std::make_unique<Zero3Store>(layout_, *d.backend, *d.collective);
             store = d.zero3.get();
         }
-        d.gpt2 = std::make_unique<GPT2>(model, *d.backend, store);
+        d.net = make_transformer(model, *d.backend, store);
     });
     open_data();
 }
@@ -140,7 +140,7 @@ void Island::read_batches(DataLoader& loader, int count) {
 }
 
 void Island::init_weights(std::uint64_t seed) {
-    set_params(gpt2_init_params(model_config_, seed));
+    set_params(init_params(model_config_, seed));
 }
 
 void Island::set_params(std::span<const float> full) {

@@ -4,7 +4,7 @@
 // Batch semantics: each device runs grad_accum micro-batches of B rows per step, so one step covers
 // N * grad_accum * B rows; micro-batch m of the step (m = k*N + r) goes to device r at micro-step k,
 // which makes an island of N equal to one device with grad_accum * N on the same data order.
-// Devices are CPU backends (GPT2 over a ParamStore: DDP with bucketed all-reduce during backward, or
+// Devices are CPU backends (a Transformer over a ParamStore: DDP with bucketed all-reduce during backward, or
 // ZeRO-3) or whole Models such as GPUs (DDP: each device's gradients all-reduced after its backward
 // passes, then the same AdamW step everywhere).
 // It prints nothing; callers report the StepStats and memory() it returns. See docs/island.md.
@@ -21,7 +21,7 @@
 #include "core/backend.h"
 #include "core/collective.h"
 #include "core/device_memory.h"
-#include "core/gpt2.h"
+#include "core/transformer.h"
 #include "core/trainer.h"
 #include "core/zero3.h"
 
@@ -50,7 +50,7 @@ public:
     const ModelConfig& model_config() const { return model_config_; }
     std::size_t num_params() const { return layout_.num_params(); }
 
-    // GPT-2 init (same values as GPT2::init_weights(seed) on one device).
+    // The family's init (same values as Transformer::init_weights(seed) on one device).
     void init_weights(std::uint64_t seed);
     // The full flat parameter vector θ (ParamLayout order, host memory); ZeRO-3 gathers / scatters it.
     void get_params(std::span<float> full);

@@ -1,7 +1,10 @@
-// core/param_layout.h: where each GPT-2 tensor lives inside the one flat parameter buffer.
-// Layer-major (ARCHITECTURE.md): block 0's twelve tensors, block 1's, ..., then wte, wpe, ln_f.
-// Gradients, AdamW m and v, outer momentum and snapshots use this same layout. Files use llm.c's
-// order instead (all ln1w of every layer, then all ln1b, ...): for_each_in_llmc_order() maps the two.
+// core/param_layout.h: where each tensor of a model lives inside the one flat parameter buffer.
+// Layer-major (ARCHITECTURE.md): block 0's tensors, block 1's, ..., then the globals. GPT-2: twelve
+// tensors a block, then wte, wpe, ln_f. Llama: ln1w, qkvw, attprojw, ln2w, fcw, fcprojw a block (no
+// biases; qkvw stacks q, k and v rows, fcw stacks the SwiGLU gate rows over the up rows), then wte,
+// lm_head when untied, ln_f. Gradients, AdamW m and v, outer momentum and snapshots use this same
+// layout. GPT-2 files use llm.c's order instead (all ln1w of every layer, then all ln1b, ...):
+// for_each_in_llmc_order() maps the two.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +28,10 @@ struct TensorView {
     bool weight_decay = false;  // 2-D tensors (matmul weights, embeddings) decay; biases and norms do not
 };
 
-// Offsets (in floats) of one block's tensors.
+// A tensor this model does not have (a Llama's biases, wpe, lnfb; lm_head when tied).
+constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+
+// Offsets (in floats) of one block's tensors; kAbsent for the ones the family lacks.
 struct BlockOffsets {
     std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
 };
@@ -40,19 +46,20 @@ public:
     const BlockOffsets& block(int layer) const { return blocks_[layer]; }
     std::size_t block_begin(int layer) const;  // first float of a block; blocks are contiguous
     std::size_t block_size() const { return block_size_; }
-    std::size_t wte() const { return wte_; }    // (Vp, C)
-    std::size_t wpe() const { return wpe_; }    // (maxT, C)
-    std::size_t lnfw() const { return lnfw_; }  // (C)
-    std::size_t lnfb() const { return lnfb_; }  // (C)
+    std::size_t wte() const { return wte_; }        // (Vp, C); the first float of the globals
+    std::size_t wpe() const { return wpe_; }        // (maxT, C); kAbsent for Llama
+    std::size_t lnfw() const { return lnfw_; }      // (C)
+    std::size_t lnfb() const { return lnfb_; }      // (C); kAbsent for Llama
+    std::size_t lm_head() const { return lm_head_; }  // (Vp, C); wte() when tied
 
-    // Calls fn for every tensor in llm.c's checkpoint order.
+    // Calls fn for every tensor in llm.c's checkpoint order (GPT-2 only; throws for Llama).
     void for_each_in_llmc_order(const std::function<void(const TensorView&)>& fn) const;
 
 private:
     ModelConfig config_;
     std::vector<TensorView> tensors_;
     std::vector<BlockOffsets> blocks_;
-    std::size_t block_size_ = 0, wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0, num_params_ = 0;
+    std::size_t block_size_ = 0, wte_ = 0, wpe_ = kAbsent, lnfw_ = 0, lnfb_ = kAbsent, lm_head_ = 0, num_params_ = 0;
 };
 
 }  // namespace arch

@@ -39,6 +39,25 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     model.integer("heads", c.heads, 0, 1024);
     model.integer("max_seq_len", c.max_seq_len, 0, 1 << 20);
     model.integer("vocab", c.vocab, 0, 1 << 24);
+    ModelFamily family = ModelFamily::gpt2;
+    try {
+        family = model_preset(c.preset).family;
+    } catch (const Error& e) {
+        model.fail("config", e.what());
+    }
+    if (family == ModelFamily::llama) {
+        model.integer("kv_heads", c.kv_heads, 1, 1024);
+        model.integer("ffn_hidden", c.ffn_hidden, 1, 1 << 20);
+        model.number("rope_theta", c.rope_theta, 0.0, 1e12, true);
+        bool tied = false;
+        if (model.has("tied_embeddings")) {
+            model.boolean("tied_embeddings", tied);
+            c.tied = tied ? 1 : 0;
+        }
+    } else {
+        for (const char* key : {"kv_heads", "ffn_hidden", "rope_theta", "tied_embeddings"})
+            if (model.has(key)) model.fail(key, "is a Llama-family setting; model.config '" + c.preset + "' is GPT-2");
+    }
     model.text("init", c.init);
     model.text("init_hf", c.init_hf);
     if (!c.init.empty() && !c.init_hf.empty())
@@ -186,6 +205,10 @@ ModelConfig run_model_config(const RunConfig& c, int vocab_from_tokenizer) {
     if (c.channels > 0) m.channels = c.channels;
     if (c.heads > 0) m.num_heads = c.heads;
     if (c.max_seq_len > 0) m.max_seq_len = c.max_seq_len;
+    if (c.kv_heads > 0) m.num_kv_heads = c.kv_heads;
+    if (c.ffn_hidden > 0) m.ffn_hidden = c.ffn_hidden;
+    if (c.rope_theta > 0.0f) m.rope_theta = c.rope_theta;
+    if (c.tied >= 0) m.tied_embeddings = c.tied == 1;
     m.padded_vocab_size = pad_vocab(m.vocab_size);
     validate(m);
     return m;

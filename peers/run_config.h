@@ -24,6 +24,10 @@ struct RunConfig {
     // [model]
     std::string preset = "tiny";
     int layers = 0, channels = 0, heads = 0, max_seq_len = 0, vocab = 0;  // 0: the preset's / the tokenizer's
+    // Llama-family presets only (refused for GPT-2's): 0 / unset keeps the preset's.
+    int kv_heads = 0, ffn_hidden = 0;
+    float rope_theta = 0.0f;
+    int tied = -1;  // -1: the preset's; 0 untied; 1 tied
     // A warm start: an llm.c checkpoint on the host's disk that round 0 starts from instead of the
     // seed's random init (the DiLoCo paper starts from a pretrained model). Peers never open it: θ
     // reaches them in the state, as always.

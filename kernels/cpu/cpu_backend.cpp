@@ -55,12 +55,32 @@ public:
                          const float* weight, int N, int C, int OC) override {
         cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     }
-    void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH) override {
-        cpu::attention_forward(out, att, inp, B, T, C, NH);
+    void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH, int KV) override {
+        cpu::attention_forward(out, att, inp, B, T, C, NH, KV);
     }
     void attention_backward(float* dinp, float* scratch, const float* dout, const float* inp, const float* att,
-                            int B, int T, int C, int NH) override {
-        cpu::attention_backward(dinp, scratch, dout, inp, att, B, T, C, NH);
+                            int B, int T, int C, int NH, int KV) override {
+        cpu::attention_backward(dinp, scratch, dout, inp, att, B, T, C, NH, KV);
+    }
+    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, float eps, int N,
+                         int C) override {
+        cpu::rmsnorm_forward(out, rstd, inp, weight, eps, N, C);
+    }
+    void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                          const float* rstd, int N, int C) override {
+        cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+    }
+    void rope_forward(float* out, const float* inp, const float* cos, const float* sin, int B, int T, int NH, int KV,
+                      int hs) override {
+        cpu::rope_forward(out, inp, cos, sin, B, T, NH, KV, hs);
+    }
+    void rope_backward(float* dinp, const float* dout, const float* cos, const float* sin, int B, int T, int NH,
+                       int KV, int hs) override {
+        cpu::rope_backward(dinp, dout, cos, sin, B, T, NH, KV, hs);
+    }
+    void swiglu_forward(float* out, const float* inp, int N, int F) override { cpu::swiglu_forward(out, inp, N, F); }
+    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) override {
+        cpu::swiglu_backward(dinp, inp, dout, N, F);
     }
     void gelu_forward(float* out, const float* inp, std::size_t n) override { cpu::gelu_forward(out, inp, n); }
     void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override {

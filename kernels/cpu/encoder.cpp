@@ -1,5 +1,6 @@
 // kernels/cpu/encoder.cpp: token + position embedding, forward and backward, fp32.
-// Shapes: out, dout (B,T,C); inp (B,T) token ids; wte (Vp,C); wpe (maxT,C).
+// Shapes: out, dout (B,T,C); inp (B,T) token ids; wte (Vp,C); wpe (maxT,C), or null for a model
+// without learned positions (Llama), when dwpe is null too.
 // Backward runs over channels in parallel so that repeated tokens never race.
 #include "kernels/cpu/ops.h"
 
@@ -11,6 +12,10 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
         for (int t = 0; t < T; ++t) {
             float* o = out + (static_cast<std::size_t>(b) * T + t) * C;
             const float* wt = wte + static_cast<std::size_t>(inp[b * T + t]) * C;
+            if (wpe == nullptr) {
+                for (int c = 0; c < C; ++c) o[c] = wt[c];
+                continue;
+            }
             const float* wp = wpe + static_cast<std::size_t>(t) * C;
             for (int c = 0; c < C; ++c) o[c] = wt[c] + wp[c];
         }
@@ -24,7 +29,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
             for (int t = 0; t < T; ++t) {
                 const float d = dout[(static_cast<std::size_t>(b) * T + t) * C + c];
                 dwte[static_cast<std::size_t>(inp[b * T + t]) * C + c] += d;
-                dwpe[static_cast<std::size_t>(t) * C + c] += d;
+                if (dwpe != nullptr) dwpe[static_cast<std::size_t>(t) * C + c] += d;
             }
         }
     }

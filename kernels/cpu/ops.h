@@ -21,9 +21,21 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC);
 
-void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH);
+void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH, int KV);
 void attention_backward(float* dinp, float* scratch, const float* dout, const float* inp, const float* att, int B,
-                        int T, int C, int NH);
+                        int T, int C, int NH, int KV);
+
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, float eps, int N, int C);
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int N, int C);
+
+void rope_forward(float* out, const float* inp, const float* cos, const float* sin, int B, int T, int NH, int KV,
+                  int hs);
+void rope_backward(float* dinp, const float* dout, const float* cos, const float* sin, int B, int T, int NH, int KV,
+                   int hs);
+
+void swiglu_forward(float* out, const float* inp, int N, int F);
+void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F);
 
 void gelu_forward(float* out, const float* inp, std::size_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n);

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "core/gpt2.h"
+#include "core/transformer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
 #ifdef ARCH_HAVE_NCCL
@@ -50,7 +50,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& 
     const DeviceChoice d = parse_device(device);
     if (attention != "fused" && attention != "unfused")
         throw Error("attention '" + attention + "' is not one of fused, unfused");
-    if (!d.cuda) return std::make_unique<GPT2>(config, make_cpu_backend());
+    if (!d.cuda) return make_transformer(config, make_cpu_backend());
 #ifdef ARCH_HAVE_CUDA
     cuda::CudaModelOptions options;
     options.device = d.index;

@@ -85,8 +85,8 @@ def expect_names(rows, key, expected):
 
 
 def case_train_step(bin_dir):
-    p = run(bin_dir, ["bench_train_step", "--json", "--steps", "1", "--config", "tiny"])
-    expect_names(json_rows(p.stdout, TRAIN_STEP), "config", ["tiny"])
+    p = run(bin_dir, ["bench_train_step", "--json", "--steps", "1", "--config", "tiny,llama-tiny"])
+    expect_names(json_rows(p.stdout, TRAIN_STEP), "config", ["tiny", "llama-tiny"])
 
 
 def case_codecs(bin_dir):

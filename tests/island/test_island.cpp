@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/gpt2.h"
 #include "core/island.h"
 #include "core/token_shard.h"
 #include "core/trainer.h"
@@ -27,6 +28,16 @@ ModelConfig small_model() {  // L2 C32 NH2 T16 V64
     c.num_layers = 2;
     c.num_heads = 2;
     c.channels = 32;
+    return c;
+}
+
+ModelConfig small_llama() {  // L2 C32 NH4 KV2 F48 T16 V64, untied
+    ModelConfig c = small_model();
+    c.family = ModelFamily::llama;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.ffn_hidden = 48;
+    c.tied_embeddings = false;
     return c;
 }
 
@@ -62,26 +73,28 @@ struct Data {
     }
 };
 
-std::unique_ptr<Island> make_island(const TrainConfig& t, Parallel p, int devices) {
+std::unique_ptr<Island> make_island(const TrainConfig& t, Parallel p, int devices,
+                                    const ModelConfig& model = small_model()) {
     std::vector<std::unique_ptr<Backend>> backends;
     for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
-    auto island = std::make_unique<Island>(small_model(), t, p, std::move(backends), make_cpu_collectives(devices));
+    auto island = std::make_unique<Island>(model, t, p, std::move(backends), make_cpu_collectives(devices));
     island->init_weights(t.seed);
     return island;
 }
 
-std::vector<float> island_losses(const TrainConfig& t, Parallel p, int devices, int steps = 20) {
-    auto island = make_island(t, p, devices);
+std::vector<float> island_losses(const TrainConfig& t, Parallel p, int devices, int steps = 20,
+                                 const ModelConfig& model = small_model()) {
+    auto island = make_island(t, p, devices, model);
     std::vector<float> losses;
     for (int s = 0; s < steps; ++s) losses.push_back(island->step().loss);
     return losses;
 }
 
-std::vector<float> single_device_losses(const TrainConfig& t) {
+std::vector<float> single_device_losses(const TrainConfig& t, const ModelConfig& config = small_model()) {
     auto backend = make_cpu_backend();
-    GPT2 model(small_model(), *backend);
-    model.init_weights(t.seed);
-    Trainer trainer(model, t);
+    std::unique_ptr<Transformer> model = make_transformer(config, *backend);
+    model->init_weights(t.seed);
+    Trainer trainer(*model, t);
     std::vector<float> losses;
     for (int s = 0; s < t.steps; ++s) losses.push_back(trainer.step().loss);
     return losses;
@@ -108,6 +121,17 @@ TEST_CASE("DDP on 2 and 4 devices equals one device with the same global batch; 
         check_close(zero3, ddp, 1e-5);
         CHECK(single.back() < single.front() - 0.3f);  // it learned something, so the match means something
     }
+}
+
+TEST_CASE("the Llama family: DDP on 2 devices equals one device with the same global batch; ZeRO-3 equals DDP") {
+    Data data;
+    const ModelConfig llama = small_llama();
+    const std::vector<float> single = single_device_losses(data.config(4), llama);
+    const std::vector<float> ddp = island_losses(data.config(2), Parallel::ddp, 2, 20, llama);
+    const std::vector<float> zero3 = island_losses(data.config(2), Parallel::zero3, 2, 20, llama);
+    check_close(ddp, single, 1e-5);
+    check_close(zero3, ddp, 1e-5);
+    CHECK(single.back() < single.front() - 0.3f);
 }
 
 TEST_CASE("one device and shuffled order: the island equals the Trainer") {

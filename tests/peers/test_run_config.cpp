@@ -176,6 +176,7 @@ TEST_CASE("the bundled default run config parses") {
     const arch::RunConfig c = arch::load_run_config("data/demo-run.toml");
     CHECK(c.name == "kjv-demo");
     CHECK(c.islands == 3);
+    CHECK(c.sync_moments_every == 4);
 }
 
 TEST_CASE("DES-LOC's outer.sync_moments_every: default, range, and the modes that do not take it") {
@@ -204,4 +205,30 @@ TEST_CASE("DES-LOC's outer.sync_moments_every: default, range, and the modes tha
     CHECK(arch::moments_round(d, 7));
     CHECK(arch::moments_round(1, 0));
     CHECK_FALSE(arch::moments_round(0, 3));
+}
+
+TEST_CASE("Llama-family model keys: read for a Llama preset, refused for GPT-2's, an unknown preset named") {
+    const arch::RunConfig c = parse_run_config(
+        "[model]\nconfig = \"llama-tiny\"\nlayers = 2\nkv_heads = 1\nffn_hidden = 200\nrope_theta = 500000.0\n"
+        "tied_embeddings = false\n",
+        "run.toml");
+    const arch::ModelConfig m = arch::run_model_config(c, 1000);
+    CHECK(m.family == arch::ModelFamily::llama);
+    CHECK(m.num_layers == 2);
+    CHECK(m.num_kv_heads == 1);
+    CHECK(m.ffn_hidden == 200);
+    CHECK(m.rope_theta == 500000.0f);
+    CHECK_FALSE(m.tied_embeddings);
+    CHECK(m.vocab_size == 1000);
+    // The preset's own values where the file is silent.
+    const arch::ModelConfig d = arch::run_model_config(parse_run_config("[model]\nconfig = \"llama-tiny\"\n", "run.toml"), 1000);
+    CHECK(d.num_kv_heads == 2);
+    CHECK(d.tied_embeddings);
+    CHECK(refused("[model]\nconfig = \"tiny\"\nkv_heads = 2\n") ==
+          "run.toml:3: model.kv_heads is a Llama-family setting; model.config 'tiny' is GPT-2");
+    CHECK_THAT(refused("[model]\nconfig = \"llama-tiny\"\nkv_heads = 0\n"), Contains("model.kv_heads"));
+    CHECK_THAT(refused("[model]\nconfig = \"lama-tiny\"\n"), Contains("model.config") && Contains("unknown model config 'lama-tiny'"));
+    // KV heads that do not divide the heads: refused when the model is built from the run.
+    const arch::RunConfig odd = parse_run_config("[model]\nconfig = \"llama-tiny\"\nkv_heads = 3\n", "run.toml");
+    CHECK_THROWS_WITH(arch::run_model_config(odd, 1000), Contains("KV heads 3 do not divide heads NH=4"));
 }

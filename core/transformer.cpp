@@ -1,0 +1,184 @@
+// core/transformer.cpp: the family-independent half of a Model on a Backend (buffers, AdamW, loss),
+// and the factory that picks the family.
+#include "core/transformer.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "core/gpt2.h"
+#include "core/llama.h"
+
+namespace arch {
+
+std::vector<float> init_params(const ModelConfig& config, uint64_t seed) {
+    return config.family == ModelFamily::llama ? llama_init_params(config, seed) : gpt2_init_params(config, seed);
+}
+
+void check_batch(const ModelConfig& config, const int* inputs, const int* targets, int B, int T) {
+    if (B <= 0 || T <= 0) throw Error("forward: batch B=" + std::to_string(B) + " and T=" + std::to_string(T) + " must be positive");
+    if (T > config.max_seq_len)
+        throw Error("sequence length T=" + std::to_string(T) + " exceeds the model's max T=" +
+                    std::to_string(config.max_seq_len));
+    const int N = B * T, V = config.vocab_size;
+    auto check_ids = [&](const int* ids, const char* what) {
+        for (int i = 0; i < N; ++i)
+            if (ids[i] < 0 || ids[i] >= V)
+                throw Error(std::string(what) + " token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                            " is outside the vocabulary [0, " + std::to_string(V) + ")");
+    };
+    check_ids(inputs, "input");
+    if (targets != nullptr) check_ids(targets, "target");
+}
+
+Transformer::Transformer(const ModelConfig& config, Backend& backend, ParamStore* store)
+    : config_(config), layout_((validate(config), config)), backend_(backend), store_(store) {
+    if (store_ == nullptr) {
+        own_store_ = std::make_unique<FlatParamStore>(layout_, backend_);
+        store_ = own_store_.get();
+    }
+}
+
+Transformer::Transformer(const ModelConfig& config, std::unique_ptr<Backend> backend)
+    : config_(config), layout_((validate(config), config)), own_backend_(std::move(backend)), backend_(*own_backend_) {
+    own_store_ = std::make_unique<FlatParamStore>(layout_, backend_);
+    store_ = own_store_.get();
+}
+
+Transformer::~Transformer() {
+    adamw_.reset();
+    free_activations();
+    own_store_.reset();  // before the backend it lives in
+}
+
+namespace {
+FlatParamStore& flat(ParamStore* store) {
+    auto* f = dynamic_cast<FlatParamStore*>(store);
+    if (f == nullptr) throw Error("whole parameter buffers exist only with a FlatParamStore");
+    return *f;
+}
+}  // namespace
+
+float* Transformer::params() { return flat(store_).all_params(); }
+float* Transformer::grads() { return flat(store_).all_grads(); }
+
+AdamW& Transformer::adamw() {
+    flat(store_);  // throws for a sharded store
+    if (!adamw_) adamw_ = std::make_unique<AdamW>(layout_, backend_);
+    return *adamw_;
+}
+
+float Transformer::adamw_step(float lr, const AdamWConfig& config) { return adamw().step(params(), grads(), lr, config); }
+
+void Transformer::get_adamw_state(std::span<float> m, std::span<float> v) const {
+    if (!adamw_) {  // no step taken yet: the state is zero
+        if (m.size() != layout_.num_params() || v.size() != layout_.num_params())
+            throw Error("get_adamw_state: wrong buffer size");
+        std::fill(m.begin(), m.end(), 0.0f);
+        std::fill(v.begin(), v.end(), 0.0f);
+        return;
+    }
+    adamw_->get_state(m, v);
+}
+
+void Transformer::set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) {
+    adamw().set_state(m, v, steps);
+}
+
+DeviceMemory Transformer::memory() const {
+    DeviceMemory m;
+    m.params_bytes = m.grads_bytes = layout_.num_params() * sizeof(float);
+    m.optimizer_bytes = 2 * m.params_bytes;
+    return m;
+}
+
+void Transformer::init_weights(uint64_t seed) { set_params(init_params(config_, seed)); }
+
+void Transformer::set_params(std::span<const float> host) {
+    if (host.size() != layout_.num_params())
+        throw Error("set_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
+                    std::to_string(host.size()));
+    backend_.upload(params(), host.data(), host.size_bytes());
+}
+
+void Transformer::get_params(std::span<float> host) {
+    if (host.size() != layout_.num_params()) throw Error("get_params: wrong buffer size");
+    backend_.download(host.data(), params(), host.size_bytes());
+}
+
+void Transformer::get_grads(std::span<float> host) {
+    if (host.size() != layout_.num_params()) throw Error("get_grads: wrong buffer size");
+    backend_.download(host.data(), grads(), host.size_bytes());
+}
+
+float* Transformer::alloc_floats(std::size_t n) {
+    void* p = backend_.alloc(n * sizeof(float));
+    owned_.push_back(p);
+    return static_cast<float*>(p);
+}
+
+int* Transformer::alloc_ints(std::size_t n) {
+    void* p = backend_.alloc(n * sizeof(int));
+    owned_.push_back(p);
+    return static_cast<int*>(p);
+}
+
+void Transformer::free_activations() {
+    for (void* p : owned_) backend_.free(p);
+    owned_.clear();
+    inputs_ = targets_ = nullptr;
+    logits_ = losses_ = nullptr;
+    logits_valid_ = false;
+}
+
+void Transformer::begin_forward(const int* inputs, const int* targets, int B, int T) {
+    check_batch(config_, inputs, targets, B, T);
+    ensure_activations(B, T);
+    B_ = B;
+    T_ = T;
+    const std::size_t N = static_cast<std::size_t>(B) * T;
+    backend_.upload(inputs_, inputs, N * sizeof(int));
+    if (targets != nullptr) backend_.upload(targets_, targets, N * sizeof(int));
+    have_targets_ = targets != nullptr;
+}
+
+float Transformer::finish_forward() {
+    logits_valid_ = true;
+    if (!have_targets_) return 0.0f;
+    const int N = B_ * T_;
+    backend_.crossentropy_forward(losses_, logits_, targets_, N, config_.vocab_size, config_.padded_vocab_size);
+    std::vector<float> host(N);
+    backend_.download(host.data(), losses_, N * sizeof(float));
+    double sum = 0.0;
+    for (float x : host) sum += x;
+    return static_cast<float>(sum / N);
+}
+
+void Transformer::begin_backward(float loss_scale) {
+    if (!have_targets_ || !logits_valid_) throw Error("backward: needs a forward pass with targets first");
+    const int N = B_ * T_;
+    backend_.crossentropy_backward(logits_, targets_, loss_scale / N, N, config_.vocab_size,
+                                   config_.padded_vocab_size);  // logits -> dlogits
+    logits_valid_ = false;
+    have_targets_ = false;
+}
+
+std::vector<float> Transformer::logits_at(int b, int t) const {
+    if (!logits_valid_ || b < 0 || b >= B_ || t < 0 || t >= T_) throw Error("logits_at: no logits for that position");
+    std::vector<float> row(config_.vocab_size);
+    const std::size_t offset = (static_cast<std::size_t>(b) * T_ + t) * config_.padded_vocab_size;
+    backend_.download(row.data(), logits_ + offset, row.size() * sizeof(float));
+    return row;
+}
+
+std::unique_ptr<Transformer> make_transformer(const ModelConfig& config, Backend& backend, ParamStore* store) {
+    if (config.family == ModelFamily::llama) return std::make_unique<Llama>(config, backend, store);
+    return std::make_unique<GPT2>(config, backend, store);
+}
+
+std::unique_ptr<Transformer> make_transformer(const ModelConfig& config, std::unique_ptr<Backend> backend) {
+    if (config.family == ModelFamily::llama) return std::make_unique<Llama>(config, std::move(backend));
+    return std::make_unique<GPT2>(config, std::move(backend));
+}
+
+}  // namespace arch
