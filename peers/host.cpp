@@ -1,5 +1,6 @@
-// peers/host.cpp: the host's event loop (docs/protocol.md): admission, pseudo-gradient checks, updates,
-// checkpoints, state for late joiners. What a round is belongs to its round policy (docs/rounds.md).
+// peers/host.cpp: the host's event loop (docs/protocol.md): admission, pseudo-gradient and moments checks,
+// state for late joiners, data. What a round is belongs to its round policy (docs/rounds.md); the outer
+// step and its update are host_update.cpp's, the checkpoint host_checkpoint.cpp's.
 #include "peers/host.h"
 
 #include <algorithm>
@@ -27,16 +28,9 @@ using protocol::Type;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
-
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string short_key(const std::string& key) { return key.substr(0, 8); }
-
-// What the islands sent the host: pseudo-gradients, and DES-LOC's moments.
-uint64_t uplink_bytes(const Link& link) {
-    return link.bytes_received(Type::pseudo_grad) + link.bytes_received(Type::moments);
-}
 
 // θ of a warm start: model.init's llm.c checkpoint or model.init_hf's Hugging Face folder, which must
 // hold the run's model (the peers build theirs from run.toml). Errors name the key.
@@ -98,6 +92,10 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
 
 Host::~Host() = default;
 
+uint64_t Host::uplink_bytes(const Link& link) {
+    return link.bytes_received(Type::pseudo_grad) + link.bytes_received(Type::moments);
+}
+
 void Host::log(const std::string& line) const {
     if (options_.log) options_.log(line);
 }
@@ -138,72 +136,6 @@ void Host::publish_run(Link& link) {
     s.set_tokens_per_s(tokens_per_s);
     for (const auto& [key, p] : peers_) publish(key);
     published_ = Clock::now();
-}
-
-void Host::save_checkpoint() {
-    protocol::Writer w;
-    for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
-    w.u64(round_);
-    w.u32(static_cast<uint32_t>(island_of_.size()));
-    for (const auto& [key, island] : island_of_) {
-        w.str(key);
-        w.u32(island);
-    }
-    w.bytes(global_->save_state());
-    std::vector<std::byte> bytes = w.take();
-    const std::string hash = diloco::hash_bytes(bytes);
-    protocol::Writer tail;
-    tail.str(hash);
-    const std::vector<std::byte> t = tail.take();
-    bytes.insert(bytes.end(), t.begin(), t.end());
-    const std::string dir = options_.config.checkpoint_dir;
-    write_file_atomic(dir + "/host.state", std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-    write_checkpoint(dir + "/model.bin", model_config_, global_->theta());
-}
-
-bool Host::try_save_checkpoint() {
-    try {
-        save_checkpoint();
-        return true;
-    } catch (const std::exception& e) {  // a full disk or a read-only folder is no reason to stop serving
-        log(std::string("could not write the checkpoint (the run goes on; the next round tries again): ") + e.what());
-        return false;
-    }
-}
-
-bool Host::load_checkpoint() {
-    const std::string path = options_.config.checkpoint_dir + "/host.state";
-    if (!file_exists(path)) return false;
-    const std::vector<uint8_t> raw = read_file(path);
-    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
-    protocol::Reader r(bytes, path.c_str());
-    for (char ch : kStateMagic)
-        if (r.u8() != static_cast<uint8_t>(ch)) throw Error("'" + path + "' is not a host checkpoint");
-    const uint64_t round = r.u64();
-    const uint32_t n = r.u32();
-    if (n > 1024) throw Error("'" + path + "' is corrupt: " + std::to_string(n) + " islands");
-    std::map<std::string, uint32_t> islands;
-    for (uint32_t i = 0; i < n; ++i) {
-        std::string key = r.str(64);
-        islands[key] = r.u32();
-    }
-    const std::vector<std::byte> state = r.bytes(bytes.size());
-    const std::string hash = r.str(64);
-    r.finish();
-    if (diloco::hash_bytes(bytes.first(bytes.size() - (4 + 64))) != hash)
-        throw Error("host checkpoint '" + path + "' is corrupt: checksum mismatch");
-    global_->load_state(state);
-    round_ = round;
-    island_of_ = std::move(islands);
-    return true;
-}
-
-float Host::evaluate() {
-    if (val_pattern_.empty()) return -1.0f;
-    const RunConfig& c = options_.config;
-    eval_model_->set_params(global_->theta());
-    DataLoader val(val_pattern_, c.batch, c.seq_len, DataOrder::sequential, 0);
-    return mean_loss(*eval_model_, val, c.batch, c.seq_len, c.val_batches);
 }
 
 void Host::send_state(Link& link, const std::string& key) {
@@ -378,105 +310,6 @@ void Host::start_round(Link& link) {
         options_.status->set_state("training");
         publish_run(link);
     }
-}
-
-void Host::make_update(Link& link) {
-    std::vector<rounds::Contribution> all = policy_->take_update();
-    auto again = [&](const std::string& why) {
-        log("round " + std::to_string(round_) + why + "; starting it again");
-        start_islands(link, policy_->after_update(view(link), false));
-    };
-    if (all.empty()) return again(" has no pseudo-gradients");
-    screen(all);
-    if (all.empty()) return again(": every pseudo-gradient was rejected");
-    std::vector<outer::Contribution> cs;
-    std::vector<protocol::Applied> applied;
-    double loss = 0;
-    for (const rounds::Contribution& c : all) {
-        cs.push_back({c.delta, c.tokens});
-        applied.push_back({c.island, c.round});
-        loss += c.loss / static_cast<double>(all.size());
-    }
-    std::vector<std::byte> update;
-    const int fragment = round_fragment(options_.config, round_);
-    try {
-        update = global_->make_update(cs, fragment);  // an aggregator may refuse (trimmed, with too few)
-        global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
-    } catch (const Error& e) {
-        std::string who;
-        for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
-        return again(std::string(": ") + e.what() + " (contributions from " + who + ")");
-    }
-    const uint64_t ended = round_;
-    ++round_;
-    if (global_->fragments() > 1)
-        log("round " + std::to_string(ended) + " updated fragment " + std::to_string(fragment) + " (" +
-            std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
-    recent_theta_.emplace_back(round_, global_->hash());
-    while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
-    sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
-    try_save_checkpoint();
-    const float val = evaluate();
-    MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
-    if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
-    protocol::Writer w;
-    protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied),
-                              moments.islands};
-    w.bytes(protocol::encode(meta));
-    w.bytes(update);
-    if (!moments.islands.empty()) {
-        protocol::encode_moments(ended, moments.m, moments.v, w.bytes_in_place(protocol::moments_bytes(moments.m.size())));
-        std::string which;
-        for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
-        log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
-            " (weighted by tokens), moments " + moments.hash.substr(0, 16));
-        moments = {};
-    } else if (moments_ && moments_round(options_.config, ended)) {
-        log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
-    }
-    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
-    for (auto& [key, p] : peers_)
-        if (p.welcomed) send_update(link, key, ended, blob);
-    RoundRow row;
-    row.round = ended;
-    row.islands = static_cast<int>(all.size());
-    row.mean_inner_loss = static_cast<float>(loss);
-    row.val_loss = val;
-    row.bytes_up = uplink_bytes(link) - bytes_up_mark_;
-    row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
-    down_bytes_round_ = 0;
-    row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
-    row.seconds = seconds_since(row_started_);
-    bytes_up_mark_ = uplink_bytes(link);  // the next row counts from here
-    raw_bytes_round_ = 0;
-    row_started_ = Clock::now();
-    if (options_.on_round) options_.on_round(row);
-    if (options_.status) {
-        options_.status->add_round(row);
-        publish_run(link);
-    }
-    start_islands(link, policy_->after_update(view(link), true));
-}
-
-void Host::screen(std::vector<rounds::Contribution>& all) {
-    std::vector<std::span<float>> deltas;
-    for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
-    const std::vector<outer::ScreenVerdict> verdicts = screen_->screen(deltas);
-    std::vector<rounds::Contribution> kept;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-        const outer::ScreenVerdict& v = verdicts[i];
-        if (v.outcome != outer::ScreenVerdict::Outcome::kept) {
-            char figures[96];
-            std::snprintf(figures, sizeof(figures), "norm %.3g, above %.3g (%.3g x the median)", v.norm, v.limit,
-                          options_.config.outer.screen_factor);
-            log(std::string(v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected") +
-                " the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name + ") for round " +
-                std::to_string(round_) + ": " + figures);
-        }
-        if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
-    }
-    all = std::move(kept);
 }
 
 void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h) {

@@ -94,6 +94,7 @@ private:
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
     void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
+    static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments
     // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
     // one under way (bytes, begun at `since`; none: 0) is not older than its bytes at the link's
     // measured rate (at least 100 kB/s assumed), twice, plus the margin. A transfer just finished

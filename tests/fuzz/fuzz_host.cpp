@@ -1,6 +1,6 @@
 // tests/fuzz/fuzz_host.cpp: libFuzzer target for arch::Host's round state machine, driven through a
 // scripted Link by four authenticated peers (honest, well-formed with fuzzed fields, or raw bytes;
-// encoding in host_steps.h). It never sleeps: every deadline is either already past or never reached.
+// encoding in host_steps.h), DES-LOC's moments included when the input's run syncs them. It never sleeps: every deadline is either already past or never reached.
 // Aborts when an exception leaves run(), θ is not finite, the round goes back, or a queue passes its bound.
 #include <omp.h>
 #include <stdlib.h>
@@ -27,6 +27,7 @@
 #include "peers/control/run_status.h"
 #include "peers/host.h"
 #include "peers/link.h"
+#include "peers/moment_sync.h"
 #include "peers/protocol.h"
 #include "peers/run_config.h"
 #include "tests/fuzz/host_steps.h"
@@ -95,7 +96,7 @@ Fixture& fixture() {
 const arch::RunConfig& config_for(uint8_t run_bits, uint8_t outer_bits) {
     Fixture& fx = fixture();
     run_bits &= 0x3F;  // the bits host_steps.h names
-    outer_bits %= 12;  // 4 aggregators x 3 screens
+    outer_bits %= 24;  // 4 aggregators x 3 screens x DES-LOC (off, or every round; sync only)
     const uint16_t id = static_cast<uint16_t>(run_bits << 8 | outer_bits);
     if (auto it = fx.configs.find(id); it != fx.configs.end()) return it->second;
     static const char* kAggregators[] = {"mean", "median", "trimmed:trim=1", "clip:tau=1.5"};
@@ -104,6 +105,7 @@ const arch::RunConfig& config_for(uint8_t run_bits, uint8_t outer_bits) {
     // Async has one pseudo-gradient per update, so the config refuses trimmed there: use median.
     std::string aggregator = kAggregators[outer_bits % 4];
     if ((run_bits & variant::async) && aggregator.rfind("trimmed", 0) == 0) aggregator = "median";
+    const int moments_every = (outer_bits / 12 && !(run_bits & variant::async)) ? 1 : 0;  // async refuses it
     const std::string toml =
         "[run]\nname = \"fuzz\"\nrounds = " + std::to_string(kRounds) + "\nislands = " + std::to_string(kIslands) +
         "\nmode = \"" + ((run_bits & variant::async) ? "async" : "sync") + "\"\ncheckpoint_dir = \"" +
@@ -112,7 +114,7 @@ const arch::RunConfig& config_for(uint8_t run_bits, uint8_t outer_bits) {
         "[data]\ntrain = \"" + fx.dir + "/train.bin\"\nval = \"" + fx.dir + "/val.bin\"\n"
         "[inner]\nsteps_per_round = 2\nbatch = 1\nseq_len = 8\nval_batches = 1\n"
         "[outer]\naggregator = \"" + aggregator + "\"\nscreen = \"" + kScreens[(outer_bits / 4) % 3] +
-        "\"\n[wire]\ncodec = \"fp32\"\n"
+        "\"\nsync_moments_every = " + std::to_string(moments_every) + "\n[wire]\ncodec = \"fp32\"\n"
         "[deadlines]\njoin_timeout_s = " + seconds(variant::join_past) + "\nround_timeout_s = " +
         seconds(variant::round_past) + "\nheartbeat_timeout_s = " + seconds(variant::heartbeat_past) +
         "\nstraggler = \"" + ((run_bits & variant::fold) ? "fold" : "drop") + "\"\n";
@@ -137,7 +139,8 @@ struct Trace {  // the last events, for the message of a failure
 // reads it (a deliver step, or an honest step, which reads first).
 class ScriptedLink final : public arch::Link {
 public:
-    ScriptedLink(Bytes& in, arch::Host& host, arch::RunStatus* status) : in_(in), host_(host), status_(status) {
+    ScriptedLink(Bytes& in, arch::Host& host, arch::RunStatus* status, int moments_every)
+        : in_(in), host_(host), status_(status), moments_every_(moments_every) {
         model_bytes_ = host_.global().theta().size() * sizeof(float);
     }
 
@@ -189,6 +192,7 @@ public:
                 fail(std::string("the host sent a round_start it cannot decode itself: ") + e.what());
             }
             if (p.started_round != round) fail("a round_start whose envelope round differs from its payload's");
+            p.moments_sent = false;
         }
         return true;
     }
@@ -210,7 +214,8 @@ public:
         for (const Island& other : islands_)
             for (const Queued& q : other.blobs)
                 if (seen.insert(q.blob.get()).second) bytes += q.blob->size();
-        const std::size_t limit = (kIslands + 4) * model_bytes_;
+        // DES-LOC: an update also carries the moments' mean, 2 model sizes (3 updates at most).
+        const std::size_t limit = (kIslands + 4 + (moments_every_ > 0 ? 6 : 0)) * model_bytes_;
         if (bytes >= limit) {
             std::string queues;
             for (int i = 0; i < kPeers; ++i) {
@@ -273,6 +278,7 @@ private:
         bool welcomed = false;
         bool needs_report = false;  // an update or a state was sent since its last hash report
         std::optional<uint64_t> started_round;  // the last round_start it has not answered
+        bool moments_sent = false;              // DES-LOC: its moments for that round went first
     };
 
     static uint64_t count(const std::map<Type, uint64_t>& m, Type t) {
@@ -373,8 +379,8 @@ private:
                 static constexpr Type kTypes[] = {Type::hello,       Type::welcome,     Type::reject, Type::round_start,
                                                   Type::pseudo_grad, Type::update,      Type::hash_report,
                                                   Type::state,       Type::bye,         Type::data_request,
-                                                  Type::data,        static_cast<Type>(0x0001)};
-                return message(s.peer, kTypes[s.a % 12], s.b, as_bytes(s.text));
+                                                  Type::data,        Type::moments,     static_cast<Type>(0x0001)};
+                return message(s.peer, kTypes[s.a % 13], s.b, as_bytes(s.text));
             }
             case Action::control:
                 if (status_ && s.a % 8 == 7) status_->request_leave();
@@ -411,6 +417,11 @@ private:
         if (p.started_round) {
             Step s;
             s.peer = peer;
+            // DES-LOC: in a round that carries them, the island's moments go just before its Δ.
+            if (!p.moments_sent && arch::moments_round(moments_every_, *p.started_round)) {
+                p.moments_sent = true;
+                return moments(s);
+            }
             return pseudo_grad(s);  // all-zero choices: the honest one
         }
         return connection(peer, LinkEvent::Kind::connected);
@@ -419,6 +430,7 @@ private:
     // Choice bytes: a = round (2 bits) | scale (3) | token weight (3); b = codec (2) | size (2) | speed (3);
     // c seeds the values and the loss. All zero: the honest pseudo-gradient for the peer's round_start.
     std::optional<LinkEvent> pseudo_grad(const Step& s) {
+        if (s.b & 0x80) return moments(s);  // b's top bit: DES-LOC's moments instead, with the same choices
         static constexpr float kScales[] = {1, 1, 1000, 1e30f, NAN, INFINITY, 0, -1e3f};
         static constexpr double kTokens[] = {kTokensPerRound, 8, 1e12, 0, -1, NAN, INFINITY, 1e-300};
         static constexpr float kSpeeds[] = {1, 0.5f, 0, 1e30f, 3e38f, INFINITY, NAN, -1};
@@ -448,6 +460,24 @@ private:
         return message(s.peer, Type::pseudo_grad, round, std::move(payload));
     }
 
+    // DES-LOC's moments with the pseudo-gradient's choice bytes: a = round (2 bits) | scale (3), where a
+    // negative scale makes v negative; b = size (bits 2-3: m and v of n, n + 1, n − 1, or a handful of
+    // values); c seeds the values. All zero: the honest moments for the peer's round_start.
+    std::optional<LinkEvent> moments(const Step& s) {
+        static constexpr float kScales[] = {1, 1, 1000, 1e30f, NAN, INFINITY, 0, -1e3f};
+        const uint64_t round = round_choice(s.peer, s.a, s.c);
+        const float scale = kScales[(s.a >> 2) & 7];
+        static constexpr std::ptrdiff_t kSizes[] = {0, 1, -1, 0};
+        std::size_t count = host_.global().theta().size() + kSizes[(s.b >> 2) & 3];
+        if (((s.b >> 2) & 3) == 3) count = s.c % 4;
+        const std::vector<float> m = make_delta(count, scale, static_cast<std::size_t>(s.peer * 11 + s.c));
+        std::vector<float> v = make_delta(count, scale, static_cast<std::size_t>(s.peer * 13 + s.c));
+        for (float& x : v) x = x * x * (scale < 0 ? -1.0f : 1.0f);
+        std::vector<std::byte> payload = arch::protocol::encode_moments(round, m, v);  // encodes whatever it is given
+        mangle(s, payload);
+        return message(s.peer, Type::moments, round, std::move(payload));
+    }
+
     // Values of about 1e-3 times scale, in a pattern that differs by peer and seed.
     __attribute__((no_sanitize("coverage"))) static std::vector<float> make_delta(std::size_t count, float scale,
                                                                                std::size_t seed) {
@@ -471,6 +501,7 @@ private:
     Bytes& in_;
     arch::Host& host_;
     arch::RunStatus* status_;
+    int moments_every_ = 0;  // DES-LOC's K in this input's run (0: off)
     std::size_t model_bytes_ = 0;
     Island islands_[kPeers];
     std::map<Type, uint64_t> sent_, received_;
@@ -539,7 +570,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     } catch (const std::exception& e) {
         fail(std::string("the host refused the harness's run (a fuzz_host bug): ") + e.what());
     }
-    ScriptedLink link(in, *host, status.get());
+    ScriptedLink link(in, *host, status.get(), config.sync_moments_every);
     g_log = &log;
     g_link = &link;
     try {

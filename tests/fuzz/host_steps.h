@@ -17,7 +17,7 @@ enum class Action : uint8_t {
     honest,        // what an honest island would do next: hello, hash report, or its pseudo-gradient
     hello,         // a hello with fuzzed fields
     hash_report,   // a hash report, matching the host's θ or not
-    pseudo_grad,   // a pseudo-gradient with fuzzed round, scale, token weight, codec and size
+    pseudo_grad,   // a pseudo-gradient with fuzzed round, scale, token weight, codec and size (b's top bit: moments)
     connected,     // a connection event
     disconnected,  // a disconnection event
     bye,           // a bye with a fuzzed reason
@@ -120,7 +120,8 @@ inline Step read_step(Bytes& in) {
 }
 
 // Variant bytes: byte 0 picks the run's mode and deadlines (these bits), byte 1 its aggregator
-// (% 4: mean, median, trimmed:trim=1, clip:tau=1.5) and Δ screen (/ 4 % 3: clip, reject, off).
+// (% 4: mean, median, trimmed:trim=1, clip:tau=1.5), Δ screen (/ 4 % 3: clip, reject, off) and
+// DES-LOC (/ 12 % 2: off, or moments every round; sync only).
 namespace variant {
 constexpr uint8_t async = 1 << 0;            // else sync
 constexpr uint8_t fold = 1 << 1;             // straggler = fold (sync), else drop

@@ -64,6 +64,16 @@ void write_host_seeds(const std::string& dir) {
     churn.push_back(op(Action::deliver, 2));
     honest_rounds(churn, 20);
     save("churn", churn);
+    // DES-LOC every round (variant byte 1 / 12 = 1): honest islands send moments before each Δ; peer 0
+    // also sends moments of one value too many, then a NaN's worth (scale NaN), in round 0.
+    std::vector<uint8_t> desloc = {0, 12};
+    honest_rounds(desloc, 3);  // the hellos: round 0 starts
+    for (uint8_t b : {op(Action::pseudo_grad, 0), uint8_t{0}, uint8_t{0x80 | 1 << 2}, uint8_t{0}, uint8_t{0}})
+        desloc.push_back(b);
+    for (uint8_t b : {op(Action::pseudo_grad, 0), uint8_t{4 << 2}, uint8_t{0x80}, uint8_t{0}, uint8_t{0}})
+        desloc.push_back(b);
+    honest_rounds(desloc, 40);
+    save("desloc", desloc);
 }
 
 }  // namespace

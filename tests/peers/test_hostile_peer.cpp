@@ -1,10 +1,11 @@
 // tests/peers/test_hostile_peer.cpp: an invited (authenticated) peer that attacks the host with real
-// sockets, next to honest `archipelago peer` processes: transfer-begins declaring 4 GiB, 50,000
-// hellos without reading and an abrupt disconnect (libzmq #4364 killed the host this way), a flood
-// of hellos and hash reports that never match. The host's memory stays bounded (its peak RSS, read
-// from /proc), it stays alive, the honest rounds keep their pace, and SIGTERM then stops host and
-// peers with exit 0 and a checkpoint that loads. Also: a checkpoint folder that turns read-only, and
-// an async pseudo-gradient re-sent after a reconnect under its old transfer id, applied once.
+// sockets, next to honest `archipelago peer` processes: transfer-begins declaring 4 GiB (pseudo-
+// gradients and DES-LOC moments), 50,000 hellos without reading and an abrupt disconnect (libzmq
+// #4364 killed the host this way), a flood of hellos and hash reports that never match. The host's
+// memory stays bounded (its peak RSS, read from /proc), it stays alive, the honest rounds keep their
+// pace, and SIGTERM then stops host and peers with exit 0 and a checkpoint that loads. Also: a
+// checkpoint folder that turns read-only, and an async pseudo-gradient re-sent after a reconnect
+// under its old transfer id, applied once.
 #include <catch2/catch.hpp>
 
 #include <sys/mount.h>
@@ -74,10 +75,12 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     auto diagnostics = [&] { return host->log() + "\n--- peer 1\n" + honest[0]->log(); };
     INFO("model: " << params << " parameters");
 
-    // The honest pace, and the host's peak memory, before the attack.
-    auto until = Clock::now() + std::chrono::seconds(120);
-    while (rounds_started(*host) < 3 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!(rounds_started(*host) >= 3)) FAIL(diagnostics());
+    // The honest pace, and the host's peak memory, before the attack: after round 3, the first whose
+    // update carries DES-LOC's moments (outer.sync_moments_every = 4 by default), so the honest peak
+    // holds them.
+    auto until = Clock::now() + std::chrono::seconds(180);
+    while (rounds_started(*host) < 5 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!(rounds_started(*host) >= 5)) FAIL(diagnostics());
     const int before = rounds_started(*host);
     const auto calm = Clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(10));
@@ -88,14 +91,14 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
 
     const int attack_start = rounds_started(*host);
     const auto attack = Clock::now();
-    // 1. 100 transfer-begins declaring 4 GiB each, with new ids.
+    // 1. 100 transfer-begins declaring 4 GiB each, with new ids: pseudo-gradients and DES-LOC's moments.
     for (uint64_t id = 1; id <= 100; ++id) {
         net::BeginMsg begin;
         begin.id = 0x4000 + id;
         begin.total_bytes = 4ull << 30;
         begin.chunk_bytes = 1u << 20;
         begin.chunk_count = 4096;
-        begin.tag = static_cast<uint32_t>(protocol::Type::pseudo_grad);
+        begin.tag = static_cast<uint32_t>(id % 2 ? protocol::Type::pseudo_grad : protocol::Type::moments);
         send_raw(*attacker.socket, net::kTransferBegin, net::encode(begin));
     }
     if (!(host->wait_for("at most", 30))) FAIL(diagnostics());

@@ -1,0 +1,129 @@
+// peers/host_update.cpp: the host's outer step (docs/protocol.md, "A sync round", step 4): screen the
+// contributions the round policy hands over, aggregate and apply them, checkpoint, evaluate, and send
+// every island the same update, naming the contributions it used and, in a DES-LOC round, carrying the
+// mean of their AdamW moments (peers/moment_sync.h). The event loop around it is host.cpp's.
+#include <cstdio>
+
+#include "core/data_loader.h"
+#include "core/error.h"
+#include "core/trainer.h"
+#include "peers/control/run_status.h"
+#include "peers/host.h"
+
+namespace arch {
+
+using protocol::Type;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+void Host::make_update(Link& link) {
+    std::vector<rounds::Contribution> all = policy_->take_update();
+    auto again = [&](const std::string& why) {
+        log("round " + std::to_string(round_) + why + "; starting it again");
+        start_islands(link, policy_->after_update(view(link), false));
+    };
+    if (all.empty()) return again(" has no pseudo-gradients");
+    screen(all);
+    if (all.empty()) return again(": every pseudo-gradient was rejected");
+    std::vector<outer::Contribution> cs;
+    std::vector<protocol::Applied> applied;
+    double loss = 0;
+    for (const rounds::Contribution& c : all) {
+        cs.push_back({c.delta, c.tokens});
+        applied.push_back({c.island, c.round});
+        loss += c.loss / static_cast<double>(all.size());
+    }
+    std::vector<std::byte> update;
+    const int fragment = round_fragment(options_.config, round_);
+    try {
+        update = global_->make_update(cs, fragment);  // an aggregator may refuse (trimmed, with too few)
+        global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
+    } catch (const Error& e) {
+        std::string who;
+        for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
+        return again(std::string(": ") + e.what() + " (contributions from " + who + ")");
+    }
+    const uint64_t ended = round_;
+    ++round_;
+    if (global_->fragments() > 1)
+        log("round " + std::to_string(ended) + " updated fragment " + std::to_string(fragment) + " (" +
+            std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
+    recent_theta_.emplace_back(round_, global_->hash());
+    while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
+    sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
+    try_save_checkpoint();
+    const float val = evaluate();
+    MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
+    if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
+    protocol::Writer w;
+    protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied),
+                              moments.islands};
+    w.bytes(protocol::encode(meta));
+    w.bytes(update);
+    if (!moments.islands.empty()) {
+        protocol::encode_moments(ended, moments.m, moments.v, w.bytes_in_place(protocol::moments_bytes(moments.m.size())));
+        std::string which;
+        for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
+        log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
+            " (weighted by tokens), moments " + moments.hash.substr(0, 16));
+        moments = {};
+    } else if (moments_ && moments_round(options_.config, ended)) {
+        log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
+    }
+    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
+    for (auto& [key, p] : peers_)
+        if (p.welcomed) send_update(link, key, ended, blob);
+    RoundRow row;
+    row.round = ended;
+    row.islands = static_cast<int>(all.size());
+    row.mean_inner_loss = static_cast<float>(loss);
+    row.val_loss = val;
+    row.bytes_up = uplink_bytes(link) - bytes_up_mark_;
+    row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
+    down_bytes_round_ = 0;
+    row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
+    row.seconds = seconds_since(row_started_);
+    bytes_up_mark_ = uplink_bytes(link);  // the next row counts from here
+    raw_bytes_round_ = 0;
+    row_started_ = Clock::now();
+    if (options_.on_round) options_.on_round(row);
+    if (options_.status) {
+        options_.status->add_round(row);
+        publish_run(link);
+    }
+    start_islands(link, policy_->after_update(view(link), true));
+}
+
+void Host::screen(std::vector<rounds::Contribution>& all) {
+    std::vector<std::span<float>> deltas;
+    for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
+    const std::vector<outer::ScreenVerdict> verdicts = screen_->screen(deltas);
+    std::vector<rounds::Contribution> kept;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const outer::ScreenVerdict& v = verdicts[i];
+        if (v.outcome != outer::ScreenVerdict::Outcome::kept) {
+            char figures[96];
+            std::snprintf(figures, sizeof(figures), "norm %.3g, above %.3g (%.3g x the median)", v.norm, v.limit,
+                          options_.config.outer.screen_factor);
+            log(std::string(v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected") +
+                " the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name + ") for round " +
+                std::to_string(round_) + ": " + figures);
+        }
+        if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
+    }
+    all = std::move(kept);
+}
+
+float Host::evaluate() {
+    if (val_pattern_.empty()) return -1.0f;
+    const RunConfig& c = options_.config;
+    eval_model_->set_params(global_->theta());
+    DataLoader val(val_pattern_, c.batch, c.seq_len, DataOrder::sequential, 0);
+    return mean_loss(*eval_model_, val, c.batch, c.seq_len, c.val_batches);
+}
+
+}  // namespace arch
