@@ -10,6 +10,7 @@
 
 #include "core/checkpoint.h"
 #include "core/error.h"
+#include "core/hf_import.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "tests/core/temp_dir.h"
@@ -127,6 +128,10 @@ TEST_CASE("a Llama checkpoint is safetensors and round-trips bit-exactly") {
             CHECK(read_file_bytes(dir.file("config.json")).find("\"LlamaForCausalLM\"") != std::string::npos);
             CHECK(std::filesystem::is_symlink(dir.file("model.safetensors")));
             CHECK(read_file_bytes(dir.file("model.safetensors")) == read_file_bytes(dir.file("m.bin")));
+            // And it imports as a Hugging Face folder, the same model (padded rows aside).
+            const HfModel hf = import_hf(dir.path.string());
+            CHECK(hf.config == c);
+            if (zero_padding) CHECK(hf.params == params);
             ModelConfig other = c;
             other.rope_scaling.factor = 4.0f;
             CHECK_THROWS_WITH(read_checkpoint_params(dir.file("m.bin"), other), Catch::Contains("expected llama"));
