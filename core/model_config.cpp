@@ -80,9 +80,10 @@ void validate(const ModelConfig& c) {
     if (c.padded_vocab_size < c.vocab_size)
         throw Error("model config: padded vocab " + std::to_string(c.padded_vocab_size) +
                     " is smaller than vocab " + std::to_string(c.vocab_size));
-    if (c.vocab_size > 65536)
-        throw Error("model config: vocab " + std::to_string(c.vocab_size) +
-                    " does not fit llm.c's uint16 token shards (at most 65536)");
+    // Not llm.c's uint16 shard limit: a model of Llama 3's 128256 tokens imports, samples and exports;
+    // `prepare` refuses a tokenizer whose ids do not fit the shards (core/corpus.cpp).
+    if (c.vocab_size > (1 << 24))
+        throw Error("model config: vocab " + std::to_string(c.vocab_size) + " is above 16777216");
     if (c.family != ModelFamily::llama) return;
     positive("KV heads", c.num_kv_heads);
     positive("MLP width (F)", c.ffn_hidden);

@@ -213,3 +213,17 @@ TEST_CASE("the Llama model's gradient of every tensor kind matches finite differ
     }
     WARN("worst relative error over the sampled entries: " << worst);
 }
+
+TEST_CASE("a Llama 3 vocabulary (128256) is a valid model; the shards' uint16 limit is prepare's, not the model's") {
+    ModelConfig c = model_preset("llama-tiny", 128256);
+    CHECK(c.padded_vocab_size == 128256);
+    CHECK_NOTHROW(validate(c));
+    c.vocab_size = c.padded_vocab_size = 1 << 25;
+    CHECK_THROWS_WITH(validate(c), Catch::Contains("above 16777216"));
+    c = model_preset("llama-tiny");
+    c.num_kv_heads = 3;
+    CHECK_THROWS_WITH(validate(c), Catch::Contains("KV heads 3 do not divide heads NH=4"));
+    c.num_kv_heads = 2;
+    c.channels = 132;  // hs 33: rope pairs need an even head size
+    CHECK_THROWS_WITH(validate(c), Catch::Contains("even head size"));
+}
