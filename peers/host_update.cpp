@@ -59,6 +59,8 @@ void Host::make_update(Link& link) {
     const float val = evaluate();
     MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
     if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
+    for (const std::string& why : moments.left_out)
+        log("round " + std::to_string(ended) + " left the AdamW moments of " + why + " out of the mean");
     protocol::Writer w;
     protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied),
                               moments.islands};

@@ -2,6 +2,7 @@
 #include "peers/moment_sync.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.h"
 #include "peers/diloco/global_model.h"
@@ -21,7 +22,19 @@ std::string moments_hash(std::span<const float> m, std::span<const float> v) {
     return diloco::hash_bytes(std::as_bytes(std::span(both.data(), both.size())));
 }
 
-MomentPool::MomentPool(const RunConfig& config, std::size_t params) : every_(config.sync_moments_every), params_(params) {}
+namespace {
+// outer.screen = off turns this screen off too; clip or reject: moments far above are left out.
+outer::ScreenPolicy moments_screen(const RunConfig& c) {
+    const bool off = outer::parse_screen_action(c.outer.screen) == outer::ScreenPolicy::Action::off;
+    return {off ? outer::ScreenPolicy::Action::off : outer::ScreenPolicy::Action::reject, c.outer.screen_factor};
+}
+}  // namespace
+
+MomentPool::MomentPool(const RunConfig& config, std::size_t params)
+    : every_(config.sync_moments_every),
+      screen_m_(moments_screen(config)),
+      screen_v_(moments_screen(config)),
+      params_(params) {}
 
 void MomentPool::accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta,
                         uint64_t started_round, uint64_t round) {
@@ -54,6 +67,31 @@ MomentPool::Mean MomentPool::take(std::span<const rounds::Contribution> used, ui
         total += c.tokens;
     }
     std::sort(with.begin(), with.end(), [](auto* a, auto* b) { return a->island < b->island; });
+    // Screen ‖m‖ and ‖v‖ against the round's (or recent rounds') median; the screens only read here.
+    std::vector<std::span<float>> ms, vs;
+    for (const rounds::Contribution* c : with) {
+        Held& h = held_.at(c->key);
+        ms.emplace_back(h.m);
+        vs.emplace_back(h.v);
+    }
+    const std::vector<outer::ScreenVerdict> vm = screen_m_.screen(ms), vv = screen_v_.screen(vs);
+    std::vector<const rounds::Contribution*> kept;
+    total = 0;
+    for (std::size_t i = 0; i < with.size(); ++i) {
+        const outer::ScreenVerdict* bad = vm[i].outcome != outer::ScreenVerdict::Outcome::kept   ? &vm[i]
+                                          : vv[i].outcome != outer::ScreenVerdict::Outcome::kept ? &vv[i]
+                                                                                                 : nullptr;
+        if (bad == nullptr) {
+            kept.push_back(with[i]);
+            total += with[i]->tokens;
+            continue;
+        }
+        char why[128];
+        std::snprintf(why, sizeof(why), "island %u: |%s| %.3g above %.3g", with[i]->island, bad == &vm[i] ? "m" : "v",
+                      bad->norm, bad->limit);
+        mean.left_out.push_back(why);
+    }
+    with = std::move(kept);
     if (!with.empty() && total > 0) {
         mean.m.assign(params_, 0.0f);
         mean.v.assign(params_, 0.0f);

@@ -3,6 +3,9 @@
 // its Δ; the host keeps them until the round's update, which carries their token-weighted mean over
 // the islands whose Δ it used. It sees no network and no model: the host hands it checked facts and
 // blobs. Memory: one set of moments (2 model sizes of fp32) per admitted island, until the update.
+// Finite moments can still lie: each island's ‖m‖ and ‖v‖ are screened as Δs are (outer.screen_factor
+// × the median of the round, or of recent rounds: outer_optimizer/screening.h), and one far above is
+// left out of the mean, so one island cannot swamp every island's optimizer state.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "outer_optimizer/screening.h"
 #include "peers/rounds/round_policy.h"
 
 namespace arch {
@@ -41,6 +45,7 @@ public:
         std::vector<uint32_t> islands;  // whose moments it holds, increasing; empty: none arrived
         std::vector<float> m, v;
         std::string hash;               // moments_hash(m, v)
+        std::vector<std::string> left_out;  // "island I: ‖v‖ N above L": screened out, for the host's log
     };
     // The update of `round` used `used` (after screening): the mean of the moments of those trained
     // on `round` that sent theirs, weighted by the tokens each Δ counted for. Forgets everything held.
@@ -52,6 +57,7 @@ private:
         std::vector<float> m, v;
     };
     int every_;  // K
+    outer::NormScreen screen_m_, screen_v_;
     std::size_t params_;
     std::map<std::string, Held> held_;  // by island key, at most one each
 };
