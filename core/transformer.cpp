@@ -117,10 +117,19 @@ float* Transformer::alloc_floats(std::size_t n) {
     return static_cast<float*>(p);
 }
 
-int* Transformer::alloc_ints(std::size_t n) {
-    void* p = backend_.alloc(n * sizeof(int));
-    owned_.push_back(p);
-    return static_cast<int*>(p);
+std::vector<float*> Transformer::alloc_per_layer(std::size_t n) {
+    std::vector<float*> v(config_.num_layers);
+    for (auto& p : v) p = alloc_floats(n);
+    return v;
+}
+
+void Transformer::alloc_io(std::size_t N) {
+    for (int** ids : {&inputs_, &targets_}) {
+        *ids = static_cast<int*>(backend_.alloc(N * sizeof(int)));
+        owned_.push_back(*ids);
+    }
+    logits_ = alloc_floats(N * config_.padded_vocab_size);
+    losses_ = alloc_floats(N);
 }
 
 void Transformer::free_activations() {

@@ -66,7 +66,8 @@ public:
 protected:
     // Activation memory: every allocation goes through these and is freed by free_activations().
     float* alloc_floats(std::size_t n);
-    int* alloc_ints(std::size_t n);
+    std::vector<float*> alloc_per_layer(std::size_t n);  // L buffers of n floats
+    void alloc_io(std::size_t N);  // inputs_, targets_, logits_ and losses_ for N = B*T rows
     void free_activations();
     // Sizes the family's activations for (B, T) when they are smaller, setting the buffers below.
     virtual void ensure_activations(int B, int T) = 0;
