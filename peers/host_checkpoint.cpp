@@ -1,6 +1,7 @@
 // peers/host_checkpoint.cpp: the host's checkpoint (docs/protocol.md, "Failures"): host.state holds the
 // round, the key -> island map and the global state (θ and the outer optimizer's) with a BLAKE2b
-// checksum, written atomically beside model.bin (llm.c format); a restarted host resumes from it.
+// checksum, written atomically beside model.bin (core/checkpoint.h: llm.c's format for GPT-2,
+// safetensors for the Llama family); a restarted host resumes from it.
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/file_io.h"
