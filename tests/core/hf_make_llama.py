@@ -26,6 +26,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_llama3_rope import use_llama3_rope  # noqa: E402
+from hf_torch_adamw import write_adamw_losses  # noqa: E402
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
@@ -80,26 +81,6 @@ def as_v5(name, v5_name):
         json.dump(c, f, indent=2)
 
 
-def adamw_losses(model, path):
-    params = list(model.parameters())  # a tied embedding appears once
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-    model.train()
-    losses = []
-    for _ in range(10):
-        opt.zero_grad()
-        logits = model(inputs).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        losses.append(loss.item())
-    with open(path, "w") as f:
-        f.write("\n".join(f"{x:.9g}" for x in losses) + "\n")
-
-
 torch.manual_seed(0)
 gqa = LlamaConfig(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
                   num_hidden_layers=2, vocab_size=V, max_position_embeddings=32, rope_theta=500000.0,
@@ -109,7 +90,7 @@ save(model, gqa, None, "llama-gqa-fp32", torch.float32)
 save(model, gqa, None, "llama-gqa-bf16", torch.bfloat16)
 save(model, gqa, None, "llama-gqa-sharded", torch.float32, max_shard_size="50KB")
 as_v5("llama-gqa-fp32", "llama-gqa-v5")
-adamw_losses(model, f"{out}/llama-gqa-fp32/adamw_losses.txt")
+write_adamw_losses(model, inputs, targets, f"{out}/llama-gqa-fp32/adamw_losses.txt")
 
 torch.manual_seed(1)
 tied = LlamaConfig(hidden_size=64, intermediate_size=80, num_attention_heads=4, num_key_value_heads=1,
@@ -118,4 +99,4 @@ tied = LlamaConfig(hidden_size=64, intermediate_size=80, num_attention_heads=4, 
 model = build(tied, LLAMA3).eval()
 save(model, tied, LLAMA3, "llama3-tied", torch.float32)
 as_v5("llama3-tied", "llama3-v5")
-adamw_losses(model, f"{out}/llama3-tied/adamw_losses.txt")
+write_adamw_losses(model, inputs, targets, f"{out}/llama3-tied/adamw_losses.txt")

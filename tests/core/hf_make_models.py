@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
+from hf_torch_adamw import write_adamw_losses
+
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(0)
@@ -44,20 +46,4 @@ save("gpt2-sharded", torch.float32, max_shard_size="100KB")
 save("gpt2-fp16", torch.float16)
 save("gpt2-bf16", torch.bfloat16)
 
-params = list(model.parameters())  # the tied wte / lm_head appears once
-decay = [p for p in params if p.dim() >= 2]
-no_decay = [p for p in params if p.dim() < 2]
-opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                        lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-model.train()
-losses = []
-for step in range(10):
-    opt.zero_grad()
-    logits = model(inputs).logits
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, 1.0)
-    opt.step()
-    losses.append(loss.item())
-with open(f"{out}/gpt2-fp32/adamw_losses.txt", "w") as f:
-    f.write("\n".join(f"{x:.9g}" for x in losses) + "\n")
+write_adamw_losses(model, inputs, targets, f"{out}/gpt2-fp32/adamw_losses.txt")
