@@ -87,13 +87,13 @@ void GPT2::ensure_activations(int B, int T) {
     a.lnf = alloc_floats(N * C);
     a.lnf_mean = alloc_floats(N);
     a.lnf_rstd = alloc_floats(N);
-    a.scratch = alloc_floats(N * 4 * C);
-    a.dresidual = alloc_floats(N * C);
-    a.dlnf = alloc_floats(N * C);
-    a.dqkv = alloc_floats(N * 3 * C);
-    a.dfch = alloc_floats(N * 4 * C);
-    a.dfch_gelu = alloc_floats(N * 4 * C);
-    a.datt = alloc_floats(B * NH * T * T);
+    a.scratch = alloc_scratch(N * 4 * C);
+    a.dresidual = alloc_scratch(N * C);
+    a.dlnf = alloc_scratch(N * C);
+    a.dqkv = alloc_scratch(N * 3 * C);
+    a.dfch = alloc_scratch(N * 4 * C);
+    a.dfch_gelu = alloc_scratch(N * 4 * C);
+    a.datt = alloc_scratch(B * NH * T * T);
 }
 
 float GPT2::forward(const int* inputs, const int* targets, int B, int T) {

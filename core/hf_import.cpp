@@ -4,6 +4,7 @@
 #include "core/hf_import.h"
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -37,10 +38,8 @@ void key_is(const json& c, const char* key, const T& want, const std::string& so
     if (!same) throw Error(source + ": '" + std::string(key) + "' = " + c.at(key).dump() + " is not supported (" + why + ")");
 }
 
-HfModel import_gpt2(const std::string& dir, const json& c, const std::string& source) {
-    HfModel m;
-    m.architecture = "GPT2LMHeadModel";
-    ModelConfig& mc = m.config;
+ModelConfig gpt2_config(const json& c, const std::string& source) {
+    ModelConfig mc;
     mc.num_layers = key_int(c, "n_layer", source);
     mc.num_heads = key_int(c, "n_head", source);
     mc.channels = key_int(c, "n_embd", source);
@@ -55,6 +54,14 @@ HfModel import_gpt2(const std::string& dir, const json& c, const std::string& so
     key_is<bool>(c, "scale_attn_by_inverse_layer_idx", false, source, "not built");
     key_is<bool>(c, "add_cross_attention", false, source, "a decoder-only model is built");
     key_is<bool>(c, "tie_word_embeddings", true, source, "GPT-2's lm_head is wte");
+    return mc;
+}
+
+HfModel import_gpt2(const std::string& dir, const json& c, const std::string& source) {
+    HfModel m;
+    m.architecture = "GPT2LMHeadModel";
+    m.config = gpt2_config(c, source);
+    const ModelConfig& mc = m.config;
     HfTensors t = HfTensors::folder(dir);
     const std::string p = t.has("transformer.wte.weight") ? "transformer." : "";
     const ParamLayout layout(mc);
@@ -137,10 +144,8 @@ void read_rope(const json& c, ModelConfig& mc, const std::string& source) {
     mc.rope_scaling = scaling;
 }
 
-HfModel import_llama(const std::string& dir, const json& c, const std::string& source) {
-    HfModel m;
-    m.architecture = "LlamaForCausalLM";
-    ModelConfig& mc = m.config;
+ModelConfig llama_config(const json& c, const std::string& source) {
+    ModelConfig mc;
     mc.family = ModelFamily::llama;
     mc.channels = key_int(c, "hidden_size", source);
     mc.ffn_hidden = key_int(c, "intermediate_size", source);
@@ -170,28 +175,58 @@ HfModel import_llama(const std::string& dir, const json& c, const std::string& s
     } catch (const Error& e) {
         throw Error(source + ": " + e.what());
     }
+    return mc;
+}
+
+HfModel import_llama(const std::string& dir, const json& c, const std::string& source) {
+    HfModel m;
+    m.architecture = "LlamaForCausalLM";
+    m.config = llama_config(c, source);
     HfTensors t = HfTensors::folder(dir);
-    m.params = llama_params_from_hf(mc, t);
+    m.params = llama_params_from_hf(m.config, t);
     // A buffer older transformers saved; the padded rows a native checkpoint may carry (a run folder).
     t.check_all_used({".rotary_emb.inv_freq"}, {"archipelago."});
     return m;
 }
 
-}  // namespace
-
-HfModel import_hf(const std::string& dir) {
-    const std::string source = "'" + dir + "/config.json'";
+// config.json's object and its first architecture.
+json read_config(const std::string& file, std::string& arch) {
+    const std::string source = "'" + file + "'";
     json c;
     try {
-        c = json::parse(read_text_file(dir + "/config.json"));
+        c = json::parse(read_text_file(file));
     } catch (const json::exception& e) {
         throw Error(source + " is not valid JSON: " + e.what());
     }
     if (!c.is_object()) throw Error(source + " is not a JSON object");
-    std::string arch = c.contains("architectures") && c.at("architectures").is_array() && !c.at("architectures").empty()
-                           ? c.at("architectures").at(0).get<std::string>()
-                           : "";
+    arch = c.contains("architectures") && c.at("architectures").is_array() && !c.at("architectures").empty() &&
+                   c.at("architectures").at(0).is_string()
+               ? c.at("architectures").at(0).get<std::string>()
+               : "";
     if (arch.empty()) throw Error(source + ": the key 'architectures' is missing");
+    return c;
+}
+
+}  // namespace
+
+ModelConfig hf_model_config(const std::string& path) {
+    const std::string file = std::filesystem::is_directory(path) ? path + "/config.json" : path;
+    const std::string source = "'" + file + "'";
+    std::string arch;
+    const json c = read_config(file, arch);
+    try {
+        if (arch == "GPT2LMHeadModel") return gpt2_config(c, source);
+        if (arch == "LlamaForCausalLM") return llama_config(c, source);
+    } catch (const json::exception& e) {
+        throw Error(source + ": unexpected content: " + e.what());
+    }
+    throw Error(source + ": 'architectures' = " + arch + " is not supported (GPT2LMHeadModel, LlamaForCausalLM)");
+}
+
+HfModel import_hf(const std::string& dir) {
+    const std::string source = "'" + dir + "/config.json'";
+    std::string arch;
+    const json c = read_config(dir + "/config.json", arch);
     try {
         if (arch == "GPT2LMHeadModel") return import_gpt2(dir, c, source);
         if (arch == "LlamaForCausalLM") return import_llama(dir, c, source);

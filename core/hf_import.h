@@ -23,4 +23,8 @@ struct HfModel {
 
 HfModel import_hf(const std::string& dir);
 
+// The model config alone, checked the same way, from a config.json (or a folder holding one); no
+// weights are read, so `archipelago plan` can size a model that is not downloaded.
+ModelConfig hf_model_config(const std::string& path);
+
 }  // namespace arch

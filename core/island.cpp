@@ -314,6 +314,11 @@ std::vector<DeviceMemory> Island::memory() const {
         } else {
             out.push_back(d->zero3->memory());
         }
+        if (d->net) {  // the passes' own buffers, whatever the store
+            const DeviceMemory passes = d->net->memory();
+            out.back().activations_bytes = passes.activations_bytes;
+            out.back().workspace_bytes = passes.workspace_bytes;
+        }
     }
     return out;
 }

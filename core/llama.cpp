@@ -132,14 +132,14 @@ void Llama::ensure_activations(int B, int T) {
     a.residual3 = alloc_per_layer(N * C);
     a.lnf = alloc_floats(N * C);
     a.lnf_rstd = alloc_floats(N);
-    a.scratch = alloc_floats(N * std::max(QKV, C));
-    a.dresidual = alloc_floats(N * C);
-    a.dln = alloc_floats(N * C);
-    a.dqkv = alloc_floats(N * QKV);
-    a.dqkvr = alloc_floats(N * QKV);
-    a.dfch = alloc_floats(N * 2 * F);
-    a.dfch_swiglu = alloc_floats(N * F);
-    a.datt = alloc_floats(B * NH * T * T);
+    a.scratch = alloc_scratch(N * std::max(QKV, C));
+    a.dresidual = alloc_scratch(N * C);
+    a.dln = alloc_scratch(N * C);
+    a.dqkv = alloc_scratch(N * QKV);
+    a.dqkvr = alloc_scratch(N * QKV);
+    a.dfch = alloc_scratch(N * 2 * F);
+    a.dfch_swiglu = alloc_scratch(N * F);
+    a.datt = alloc_scratch(B * NH * T * T);
 }
 
 float Llama::forward(const int* inputs, const int* targets, int B, int T) {

@@ -89,6 +89,8 @@ DeviceMemory Transformer::memory() const {
     DeviceMemory m;
     m.params_bytes = m.grads_bytes = layout_.num_params() * sizeof(float);
     m.optimizer_bytes = 2 * m.params_bytes;
+    m.activations_bytes = activation_bytes_;
+    m.workspace_bytes = workspace_bytes_;
     return m;
 }
 
@@ -114,7 +116,15 @@ void Transformer::get_grads(std::span<float> host) {
 float* Transformer::alloc_floats(std::size_t n) {
     void* p = backend_.alloc(n * sizeof(float));
     owned_.push_back(p);
+    activation_bytes_ += n * sizeof(float);
     return static_cast<float*>(p);
+}
+
+float* Transformer::alloc_scratch(std::size_t n) {
+    float* p = alloc_floats(n);
+    activation_bytes_ -= n * sizeof(float);
+    workspace_bytes_ += n * sizeof(float);
+    return p;
 }
 
 std::vector<float*> Transformer::alloc_per_layer(std::size_t n) {
@@ -127,6 +137,7 @@ void Transformer::alloc_io(std::size_t N) {
     for (int** ids : {&inputs_, &targets_}) {
         *ids = static_cast<int*>(backend_.alloc(N * sizeof(int)));
         owned_.push_back(*ids);
+        activation_bytes_ += N * sizeof(int);
     }
     logits_ = alloc_floats(N * config_.padded_vocab_size);
     losses_ = alloc_floats(N);
@@ -135,6 +146,7 @@ void Transformer::alloc_io(std::size_t N) {
 void Transformer::free_activations() {
     for (void* p : owned_) backend_.free(p);
     owned_.clear();
+    activation_bytes_ = workspace_bytes_ = 0;
     inputs_ = targets_ = nullptr;
     logits_ = losses_ = nullptr;
     logits_valid_ = false;

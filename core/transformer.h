@@ -61,11 +61,13 @@ public:
     int adamw_steps() const override { return adamw_ ? adamw_->steps_taken() : 0; }
     void get_adamw_state(std::span<float> m, std::span<float> v) const override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
-    DeviceMemory memory() const override;  // fp32 parameters, gradients, m and v of the whole model
+    // fp32 parameters, gradients, m and v of the whole model; activations and workspace as allocated.
+    DeviceMemory memory() const override;
 
 protected:
     // Activation memory: every allocation goes through these and is freed by free_activations().
     float* alloc_floats(std::size_t n);
+    float* alloc_scratch(std::size_t n);  // the same, counted as workspace (shared by the layers, not kept)
     std::vector<float*> alloc_per_layer(std::size_t n);  // L buffers of n floats
     void alloc_io(std::size_t N);  // inputs_, targets_, logits_ and losses_ for N = B*T rows
     void free_activations();
@@ -86,6 +88,7 @@ protected:
     std::unique_ptr<FlatParamStore> own_store_;
     ParamStore* store_ = nullptr;
     std::vector<void*> owned_;  // every activation allocation, freed in the destructor
+    std::size_t activation_bytes_ = 0, workspace_bytes_ = 0;  // what owned_ holds, by kind
     int* inputs_ = nullptr;     // (N) token ids on the backend
     int* targets_ = nullptr;    // (N)
     float* logits_ = nullptr;   // (N,Vp) of the last forward, dlogits after begin_backward

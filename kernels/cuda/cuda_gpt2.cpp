@@ -63,16 +63,16 @@ void Gpt2OnGpu::allocate_activations(int B, int T) {
     a.lnf = act_bf16(N * C);
     a.lnf_mean = act_f32(N);
     a.lnf_rstd = act_f32(N);
-    a.proj = act_bf16(N * C);
-    a.dresidual = act_bf16(N * C);
-    a.dqkv = act_bf16(N * 3 * C);
-    a.dfch = act_bf16(N * 4 * C);
-    a.att_scratch = act_bytes(att.scratch_bytes);
+    a.proj = scratch_bf16(N * C);
+    a.dresidual = scratch_bf16(N * C);
+    a.dqkv = scratch_bf16(N * 3 * C);
+    a.dfch = scratch_bf16(N * 4 * C);
+    a.att_scratch = scratch_bytes(att.scratch_bytes);
     a.ln_scratch =
-        act_f32(layernorm_backward_scratch_floats(static_cast<int>(N), static_cast<int>(C)));
+        scratch_f32(layernorm_backward_scratch_floats(static_cast<int>(N), static_cast<int>(C)));
     bias_scratch_ =
-        act_f32(bias_backward_scratch_floats(static_cast<int>(N), static_cast<int>(4 * C)));
-    a.enc_scratch = static_cast<int*>(act_bytes(encoder_backward_scratch_ints(B, T) * sizeof(int)));
+        scratch_f32(bias_backward_scratch_floats(static_cast<int>(N), static_cast<int>(4 * C)));
+    a.enc_scratch = static_cast<int*>(scratch_bytes(encoder_backward_scratch_ints(B, T) * sizeof(int)));
 }
 
 const bf16* Gpt2OnGpu::forward_blocks(int B, int T) {

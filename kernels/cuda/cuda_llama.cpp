@@ -83,15 +83,15 @@ void LlamaOnGpu::allocate_activations(int B, int T) {
     }
     a.lnf = act_bf16(N * C);
     a.lnf_rstd = act_f32(N);
-    a.proj = act_bf16(N * C);
-    a.dresidual = act_bf16(N * C);
-    a.dqkv = act_bf16(N * QKV);
-    a.dfch = act_bf16(N * 2 * F);
-    a.dfch_swiglu = act_bf16(N * F);
-    a.att_scratch = act_bytes(att.scratch_bytes);
+    a.proj = scratch_bf16(N * C);
+    a.dresidual = scratch_bf16(N * C);
+    a.dqkv = scratch_bf16(N * QKV);
+    a.dfch = scratch_bf16(N * 2 * F);
+    a.dfch_swiglu = scratch_bf16(N * F);
+    a.att_scratch = scratch_bytes(att.scratch_bytes);
     a.norm_scratch =
-        act_f32(rmsnorm_backward_scratch_floats(static_cast<int>(N), static_cast<int>(C)));
-    a.enc_scratch = static_cast<int*>(act_bytes(encoder_backward_scratch_ints(B, T) * sizeof(int)));
+        scratch_f32(rmsnorm_backward_scratch_floats(static_cast<int>(N), static_cast<int>(C)));
+    a.enc_scratch = static_cast<int*>(scratch_bytes(encoder_backward_scratch_ints(B, T) * sizeof(int)));
 }
 
 const bf16* LlamaOnGpu::forward_blocks(int B, int T) {

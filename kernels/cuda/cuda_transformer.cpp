@@ -27,11 +27,15 @@ uint64_t rounding_seed(uint64_t base, int step, std::size_t begin) {
            (static_cast<uint64_t>(begin) << 1);
 }
 
+// 256-byte aligned slices: what device_alloc takes for `bytes`.
+std::size_t device_alloc_bytes(std::size_t bytes) {
+    return (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
+}
+
 void* device_alloc(std::size_t bytes, cudaStream_t stream, std::vector<void*>& owner,
                    std::size_t& total) {
     void* p = nullptr;
-    const std::size_t rounded =
-        (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;  // 256-byte aligned slices
+    const std::size_t rounded = device_alloc_bytes(bytes);
     check(cudaMalloc(&p, rounded), ("cudaMalloc of " + std::to_string(rounded) + " bytes").c_str());
     owner.push_back(p);
     total += rounded;
@@ -94,12 +98,19 @@ void* CudaTransformer::act_bytes(std::size_t bytes) {
     return p;
 }
 
+void* CudaTransformer::scratch_bytes(std::size_t bytes) {
+    const std::size_t before = act_allocated_;
+    void* p = act_bytes(bytes);
+    scratch_allocated_ += act_allocated_ - before;
+    return p;
+}
+
 void CudaTransformer::free_activations() {
     sync();
     for (void* p : act_owned_) cudaFree(p);
     act_owned_.clear();
     allocated_ -= act_allocated_;
-    act_allocated_ = 0;
+    act_allocated_ = scratch_allocated_ = 0;
     cap_B_ = cap_T_ = 0;
 }
 
@@ -111,7 +122,7 @@ void CudaTransformer::ensure_activations(int B, int T) {
     targets_ = static_cast<int*>(act_bytes(N * sizeof(int)));
     logits_ = act_bf16(N * config_.padded_vocab_size);
     losses_ = act_f32(N);
-    dlnf_ = act_bf16(N * config_.channels);
+    dlnf_ = scratch_bf16(N * config_.channels);
     allocate_activations(B, T);
     cap_B_ = B;
     cap_T_ = T;
@@ -308,9 +319,15 @@ void CudaTransformer::all_reduce_grads(Collective& collective) {
 
 DeviceMemory CudaTransformer::memory() const {
     DeviceMemory m;
-    m.params_bytes = n_ * (sizeof(float) + sizeof(bf16));  // fp32 master + bf16 working copy
+    m.params_bytes = n_ * sizeof(bf16);  // the working copy the passes read
     m.grads_bytes = n_ * sizeof(float);
-    m.optimizer_bytes = 2 * n_ * sizeof(float);
+    m.optimizer_bytes = 3 * n_ * sizeof(float);  // fp32 master weights, m and v
+    m.activations_bytes = act_allocated_ - scratch_allocated_;
+    // Scratch, and what else was allocated beyond the five state buffers (the norm's partials, a
+    // family's tables), plus cuBLASLt's workspace.
+    const std::size_t state =
+        master_ == nullptr ? 0 : 4 * device_alloc_bytes(n_ * sizeof(float)) + device_alloc_bytes(n_ * sizeof(bf16));
+    m.workspace_bytes = scratch_allocated_ + (allocated_ - act_allocated_ - state) + gemm_->workspace_bytes();
     return m;
 }
 

@@ -70,6 +70,10 @@ class CudaTransformer : public CudaModel {
     void* act_bytes(std::size_t bytes);
     bf16* act_bf16(std::size_t n) { return static_cast<bf16*>(act_bytes(n * sizeof(bf16))); }
     float* act_f32(std::size_t n) { return static_cast<float*>(act_bytes(n * sizeof(float))); }
+    // The same, counted as workspace in memory(): shared by the layers, not kept for backward.
+    void* scratch_bytes(std::size_t bytes);
+    bf16* scratch_bf16(std::size_t n) { return static_cast<bf16*>(scratch_bytes(n * sizeof(bf16))); }
+    float* scratch_f32(std::size_t n) { return static_cast<float*>(scratch_bytes(n * sizeof(float))); }
 
     // out (N,OC) = inp (N,C) @ w (OC,C)^T (+ bias); offsets into the flat buffers, bias kAbsent for
     // none. gelu_aux: GPT-2's fused GELU (out = gelu(aux), aux the pre-activation).
@@ -106,6 +110,7 @@ class CudaTransformer : public CudaModel {
     std::vector<void*> owned_;      // persistent allocations
     std::vector<void*> act_owned_;  // activation allocations
     std::size_t allocated_ = 0, act_allocated_ = 0;
+    std::size_t scratch_allocated_ = 0;  // the part of act_allocated_ that scratch_bytes took
 
     float* master_ = nullptr;  // fp32 master weights
     float* m_ = nullptr;

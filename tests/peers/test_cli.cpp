@@ -243,3 +243,21 @@ TEST_CASE("log flags: levels, a log file without the progress line, JSON lines f
                "assert any(r['component'] == 'train' and 'val loss' in r['message'] for r in rows)\n");
     CHECK(std::system(("python3 " + s.dir.file("check.py") + " " + json_log).c_str()) == 0);
 }
+
+TEST_CASE("plan prints every mode with its categories, as a table or JSON, and refuses a bad model clearly") {
+    const Result table = run("plan --layers 32 --channels 4096 --heads 32 --ffn 11008 --vocab 32000 --seq-len 2048 "
+                             "--devices 4 --device-memory 24GiB");
+    INFO(table.out);
+    CHECK(table.exit_code == 0);
+    for (const char* s : {"ddp ", "zero3 + recompute block + offload optimizer", "activations", "6738.42M params", "diloco"})
+        CHECK(table.out.find(s) != std::string::npos);
+    const Result json = run("plan --config tiny --device cpu --devices 2 --batch 4 --json");
+    INFO(json.out);
+    CHECK(json.exit_code == 0);
+    CHECK(json.out.find("\"max_micro_batch\"") != std::string::npos);
+    CHECK(json.out.find("offload optimizer") == std::string::npos);  // no offload row for CPU devices
+    expect_error(run("plan --config tiny --device-memory 24parsecs"), "24parsecs");
+    expect_error(run("plan --channels 100 --layers 2 --heads 3"), "");
+    expect_error(run("plan --config tiny --seq-len 4096"), "4096");
+    expect_error(run("plan"), "--config");
+}

@@ -1,0 +1,348 @@
+// core/memory_plan.cpp: plan_memory (memory_plan.h): the buffers core/gpt2.cpp, core/llama.cpp and
+// kernels/cuda/cuda_{transformer,gpt2,llama}.cpp allocate, written down as sizes, grouped the way
+// core/device_memory.h reports them. When an engine's buffers change, change the matching list here
+// (tests/core/test_memory_plan.cpp holds the two within 10%).
+#include "core/memory_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/param_layout.h"
+#include "core/param_store.h"
+
+namespace arch {
+
+namespace {
+
+constexpr std::size_t kCudaReserveBytes = std::size_t{1} << 30;  // context, NCCL, allocator slack
+constexpr std::size_t kGemmWorkspaceBytes = 32u << 20;           // kernels/cuda/gemm.h
+constexpr std::size_t kNormPartials = 1024;  // kernels/cuda/ops.h kSumSquaresPartials (doubles)
+
+std::size_t ceil_div(std::size_t a, std::size_t b) {
+    return (a + b - 1) / b;
+}
+
+// The activation and workspace buffers of one (B, T), by what recompute can do to them.
+struct PassBuffers {
+    std::size_t layer = 0;  // per layer, kept from forward to backward
+    std::size_t layer_attention =
+        0;  // of which attention's internals (its output and P or the log-sum-exp)
+    std::size_t layer_input = 0;  // of which the block's input (what block recompute keeps)
+    std::size_t global = 0;       // kept once: ids, embeddings, final norm, logits, losses
+    std::size_t workspace = 0;    // shared by the layers
+};
+
+// Adds buffers of a size, as an engine allocates them: CPU exact, CUDA in 256-byte slices.
+struct Sizer {
+    bool cuda;
+    std::size_t operator()(std::size_t bytes) const {
+        return cuda ? ceil_div(std::max<std::size_t>(bytes, 1), 256) * 256 : bytes;
+    }
+};
+
+// core/gpt2.cpp GPT2::ensure_activations (fp32) and core/llama.cpp Llama::ensure_activations.
+PassBuffers cpu_buffers(const ModelConfig& c, std::size_t B, std::size_t T) {
+    const std::size_t N = B * T, C = c.channels, NH = c.num_heads, Vp = c.padded_vocab_size,
+                      f = sizeof(float);
+    const std::size_t att = B * NH * T * T;
+    PassBuffers p;
+    p.layer_attention = (N * C + att) * f;  // atty, att
+    p.layer_input = N * C * f;
+    const std::size_t io =
+        2 * N * sizeof(int) + N * Vp * f + N * f;  // inputs, targets, logits, losses
+    if (c.family == ModelFamily::gpt2) {
+        p.layer = (16 * N * C + 4 * N + att) * f;
+        p.global = io + (2 * N * C + 2 * N) * f;  // encoded, lnf and its mean, rstd
+        p.workspace =
+            (17 * N * C + att) * f;  // scratch 4, dresidual, dlnf, dqkv 3, dfch 4, dfch_gelu 4
+    } else {
+        const std::size_t F = c.ffn_hidden, QKV = qkv_channels(c);
+        p.layer = (5 * N * C + 2 * N + N * QKV + 3 * N * F + att) * f;
+        p.global = io + (2 * N * C + N) * f;  // encoded, lnf, its rstd
+        p.workspace = (N * std::max(QKV, C) + 2 * N * C + 2 * N * QKV + 3 * N * F + att) * f;
+    }
+    return p;
+}
+
+// kernels/cuda: CudaTransformer::ensure_activations and the families' allocate_activations (bf16
+// activations, fp32 norm statistics), attention_sizes and the kernels' scratch sizes.
+PassBuffers cuda_buffers(const ModelConfig& c, std::size_t B, std::size_t T, bool fused) {
+    const Sizer r{true};
+    const std::size_t N = B * T, C = c.channels, NH = c.num_heads, Vp = c.padded_vocab_size, h = 2,
+                      f = 4;
+    const std::size_t rows = B * NH * T, tt = rows * T;
+    const std::size_t saved = fused ? r(rows * f) : r(tt * h);
+    const std::size_t att_scratch = fused ? r(rows * f) : 7 * r(N * C * h) + r(tt * f) + r(tt * h);
+    const std::size_t chunks =
+        std::clamp<std::size_t>(ceil_div(N, 64), 1, 128);  // bias.cu, rmsnorm.cu
+    const std::size_t nc = r(N * C * h), stat = r(N * f);
+    PassBuffers p;
+    p.layer_attention = nc + saved;  // atty, and P or the log-sum-exp
+    p.layer_input = nc;
+    const std::size_t io =
+        2 * r(N * sizeof(int)) + r(N * Vp * h) + stat;  // tokens, targets, logits, losses
+    const std::size_t shared = 3 * nc + att_scratch +
+                               r((3 * N + 1) * sizeof(int))  // dlnf, proj, dresidual, encoder
+                               + kGemmWorkspaceBytes + r(kNormPartials * sizeof(double));
+    if (c.family == ModelFamily::gpt2) {
+        // layernorm.cu backward_shape: partial sums of 2C floats per block.
+        const std::size_t c_pad = ceil_div(C, 256) * 256;
+        const std::size_t warps = std::clamp<std::size_t>(48 * 1024 / (2 * c_pad * f), 1, 8);
+        const std::size_t max_blocks = std::min<std::size_t>(ceil_div(N, warps), 512);
+        const std::size_t ln_blocks = ceil_div(N, ceil_div(N, max_blocks));
+        p.layer = 5 * nc + 4 * stat + r(3 * N * C * h) + saved +
+                  2 * r(4 * N * C * h);     // ln1 atty residual2 ln2 residual3, qkv, fch fch_gelu
+        p.global = io + 2 * nc + 2 * stat;  // encoded, lnf and its mean, rstd
+        p.workspace = shared + r(3 * N * C * h) + r(4 * N * C * h) + r(ln_blocks * 2 * C * f) +
+                      r(chunks * 4 * C * f);
+    } else {
+        const std::size_t F = c.ffn_hidden, QKV = qkv_channels(c);
+        const std::size_t rope = r(static_cast<std::size_t>(c.max_seq_len) * (C / NH / 2) * f);
+        p.layer = 5 * nc + 2 * stat + r(N * QKV * h) + saved + r(2 * N * F * h) + r(N * F * h);
+        p.global = io + 2 * nc + stat;  // encoded, lnf, its rstd
+        p.workspace = shared + r(N * QKV * h) + r(2 * N * F * h) + r(N * F * h) +
+                      r(chunks * C * f) + 2 * rope;
+    }
+    return p;
+}
+
+std::size_t activations(const PassBuffers& p, int L, Recompute recompute) {
+    switch (recompute) {
+        case Recompute::none:
+            return L * p.layer + p.global;
+        case Recompute::attention:  // every layer without its attention internals, one layer's
+                                    // again in backward
+            return L * (p.layer - p.layer_attention) + p.layer_attention + p.global;
+        case Recompute::block:  // every block's input, one block's whole set again in backward
+            return L * p.layer_input + (p.layer - p.layer_input) + p.global;
+    }
+    return 0;
+}
+
+std::size_t padded(std::size_t floats, std::size_t N) {
+    return ceil_div(floats, N) * N;
+}
+
+}  // namespace
+
+PlanDevice parse_plan_device(const std::string& name) {
+    if (name == "cpu") return PlanDevice::cpu;
+    if (name == "cuda") return PlanDevice::cuda;
+    throw Error("device '" + name + "' is not known (cpu, cuda)");
+}
+
+Recompute parse_recompute(const std::string& name) {
+    if (name == "none") return Recompute::none;
+    if (name == "attention") return Recompute::attention;
+    if (name == "block") return Recompute::block;
+    throw Error("recompute '" + name + "' is not known (none, attention, block)");
+}
+
+Offload parse_offload(const std::string& name) {
+    if (name == "none") return Offload::none;
+    if (name == "optimizer") return Offload::optimizer;
+    throw Error("offload '" + name + "' is not known (none, optimizer)");
+}
+
+const char* recompute_name(Recompute recompute) {
+    switch (recompute) {
+        case Recompute::none:
+            return "none";
+        case Recompute::attention:
+            return "attention";
+        case Recompute::block:
+            return "block";
+    }
+    return "?";
+}
+
+const char* offload_name(Offload offload) {
+    return offload == Offload::optimizer ? "optimizer" : "none";
+}
+
+std::size_t parse_bytes(const std::string& text) {
+    const std::string bad =
+        "'" + text + "' is not a memory size (e.g. 24GiB, 512MiB, 80GB, or bytes)";
+    std::size_t i = 0;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+        ++i;
+    if (i == 0) throw Error(bad);
+    double value = 0;
+    try {
+        std::size_t used = 0;
+        value = std::stod(text.substr(0, i), &used);
+        if (used != i) throw Error(bad);
+    } catch (const std::logic_error&) {
+        throw Error(bad);
+    }
+    std::string unit;
+    for (std::size_t j = i; j < text.size(); ++j)
+        if (text[j] != ' ')
+            unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[j])));
+    static const std::pair<const char*, double> units[] = {{"", 1},
+                                                           {"b", 1},
+                                                           {"kib", 1024.0},
+                                                           {"mib", 1048576.0},
+                                                           {"gib", 1073741824.0},
+                                                           {"tib", 1099511627776.0},
+                                                           {"k", 1e3},
+                                                           {"kb", 1e3},
+                                                           {"m", 1e6},
+                                                           {"mb", 1e6},
+                                                           {"g", 1e9},
+                                                           {"gb", 1e9},
+                                                           {"t", 1e12},
+                                                           {"tb", 1e12}};
+    for (const auto& [name, scale] : units)
+        if (unit == name) {
+            const double bytes = value * scale;
+            if (!(bytes >= 1) || bytes > 1e18) throw Error(bad);
+            return static_cast<std::size_t>(bytes);
+        }
+    throw Error(bad);
+}
+
+std::string format_bytes(std::size_t bytes) {
+    char buf[32];
+    const double b = static_cast<double>(bytes);
+    if (b >= 1073741824.0)
+        std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0)
+        std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+    else if (b >= 1024.0)
+        std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+    else
+        std::snprintf(buf, sizeof buf, "%zu B", bytes);
+    return buf;
+}
+
+DeviceBytes plan_device_bytes(const PlanRequest& q) {
+    const ModelConfig& c = q.model;
+    const ParamLayout layout(c);
+    const std::size_t P = layout.num_params(), N = static_cast<std::size_t>(q.devices);
+    const bool cuda = q.device == PlanDevice::cuda;
+    const std::size_t weight = cuda ? 2 : 4;      // what the passes read
+    const std::size_t optimizer = cuda ? 12 : 8;  // (master,) m, v
+    DeviceBytes d;
+    std::size_t state = P;  // floats of the whole model, or of this rank's shard
+    if (q.parallel == Parallel::zero3) {
+        state = 0;
+        for (int u = 0; u < num_units(layout); ++u)
+            state += ceil_div(unit_size(layout, u), N);  // core/zero3.cpp
+        // Transient full units (core/zero3.cpp's pool): the globals' weights and gradients for the
+        // whole pass, and of blocks two weights (this one and the prefetched one) and two gradients
+        // (this one and the one in its reduce-scatter).
+        const std::size_t G = padded(unit_size(layout, num_units(layout) - 1), N);
+        const std::size_t K = c.num_layers > 0 ? padded(layout.block_size(), N) : 0;
+        d.comm = (G + 2 * K) * weight + (G + 2 * K) * 4;
+    }
+    d.params = state * weight;
+    d.grads = state * 4;
+    d.optimizer = q.offload == Offload::optimizer ? 0 : state * optimizer;
+    const PassBuffers p =
+        cuda ? cuda_buffers(c, q.B, q.T, q.fused_attention) : cpu_buffers(c, q.B, q.T);
+    d.activations = activations(p, c.num_layers, q.recompute);
+    d.workspace = p.workspace;
+    d.reserve = cuda ? kCudaReserveBytes : 0;
+    return d;
+}
+
+MemoryPlan plan_memory(const PlanRequest& request) {
+    MemoryPlan plan;
+    plan.request = request;
+    PlanRequest& q = plan.request;
+    validate(q.model);
+    if (q.devices < 1)
+        throw Error("plan: devices must be at least 1, got " + std::to_string(q.devices));
+    if (q.B < 1)
+        throw Error("plan: the micro-batch must be at least 1, got " + std::to_string(q.B));
+    if (q.T == 0) q.T = q.model.max_seq_len;
+    if (q.T < 1 || q.T > q.model.max_seq_len)
+        throw Error("plan: sequence length " + std::to_string(q.T) +
+                    " is outside the model's [1, " + std::to_string(q.model.max_seq_len) + "]");
+    if (q.offload == Offload::optimizer && q.device == PlanDevice::cpu)
+        throw Error(
+            "plan: --offload optimizer moves GPU state to host memory; CPU devices already hold it "
+            "there");
+    const ParamLayout layout(q.model);
+    plan.num_params = layout.num_params();
+    plan.device = plan_device_bytes(q);
+
+    const std::size_t P = plan.num_params, N = static_cast<std::size_t>(q.devices),
+                      f = sizeof(float);
+    HostBytes& h = plan.host;
+    if (q.offload == Offload::optimizer) {
+        const std::size_t per_device = plan.device.grads / f;  // the state floats of one device
+        h.offloaded_optimizer = N * per_device * 12;
+        // Gradients stream to the CPU step one unit at a time through two pinned buffers per
+        // device.
+        std::size_t largest = 0;
+        for (int u = 0; u < num_units(layout); ++u)
+            largest = std::max(largest, unit_size(layout, u));
+        if (q.parallel == Parallel::zero3) largest = ceil_div(largest, N);
+        h.offload_staging = N * 2 * largest * f;
+    }
+    h.theta_replica = h.outer_momentum = h.outer_update = h.pseudo_gradient = P * f;
+    h.ef_residual = q.error_feedback ? 2 * P * f : 0;
+
+    auto fits = [&](const DeviceBytes& d) {
+        return q.device_memory_bytes == 0 || d.total() <= q.device_memory_bytes;
+    };
+    plan.fits = fits(plan.device);
+    // The largest micro-batch: memory grows with B, so double, then bisect.
+    PlanRequest probe = q;
+    auto fits_at = [&](int B) {
+        probe.B = B;
+        return fits(plan_device_bytes(probe));
+    };
+    if (q.device_memory_bytes == 0 || !fits_at(1)) return plan;
+    int lo = 1, hi = 2;
+    constexpr int kMaxB = 1 << 20;
+    while (hi <= kMaxB && fits_at(hi)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        (fits_at(mid) ? lo : hi) = mid;
+    }
+    plan.max_micro_batch = lo;
+    return plan;
+}
+
+std::vector<PlanRequest> plan_modes(const PlanRequest& request) {
+    std::vector<PlanRequest> modes;
+    PlanRequest m = request;
+    m.parallel = Parallel::ddp;
+    m.recompute = Recompute::none;
+    m.offload = Offload::none;
+    modes.push_back(m);
+    m.parallel = Parallel::zero3;
+    modes.push_back(m);
+    m.recompute = request.recompute == Recompute::none ? Recompute::block : request.recompute;
+    modes.push_back(m);
+    if (request.device == PlanDevice::cuda) {
+        m.offload = Offload::optimizer;
+        modes.push_back(m);
+    }
+    // The request itself, when it is none of the above.
+    const bool listed = std::any_of(modes.begin(), modes.end(), [&](const PlanRequest& x) {
+        return x.parallel == request.parallel && x.recompute == request.recompute &&
+               x.offload == request.offload;
+    });
+    if (!listed) modes.push_back(request);
+    return modes;
+}
+
+std::string plan_mode_name(const PlanRequest& q) {
+    std::string s = parallel_name(q.parallel);
+    if (q.recompute != Recompute::none)
+        s += std::string(" + recompute ") + recompute_name(q.recompute);
+    if (q.offload != Offload::none) s += std::string(" + offload ") + offload_name(q.offload);
+    return s;
+}
+
+}  // namespace arch

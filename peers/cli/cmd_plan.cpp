@@ -1,0 +1,276 @@
+// peers/cli/cmd_plan.cpp: `archipelago plan`: what fits on a rig. Prints core/memory_plan.h's bytes
+// per device by category for DDP, ZeRO-3, ZeRO-3 + recompute and (GPUs) + offload, whether each
+// fits, the largest micro-batch that does, and the host memory the island and its DiLoCo peer need.
+// Allocates nothing.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "core/hf_import.h"
+#include "core/memory_plan.h"
+#include "core/model_config.h"
+#include "peers/cli/commands.h"
+
+namespace arch::cli {
+
+namespace {
+
+struct PlanFlags {
+    std::string config, hf_config, family, device = "cuda", device_memory, parallel = "ddp",
+                                           recompute = "none", offload = "none",
+                                           attention = "fused";
+    int layers = 0, channels = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_seq_len = 0;
+    int devices = 1, batch = 1, seq_len = 0;
+    bool no_error_feedback = false, json = false;
+};
+
+// The model: a preset, an HF config.json, or explicit sizes; explicit sizes override the first two.
+ModelConfig plan_model(const PlanFlags& f) {
+    if (!f.config.empty() && !f.hf_config.empty())
+        throw Error("plan: give --config or --hf-config, not both");
+    ModelConfig c;
+    const bool explicit_model = f.config.empty() && f.hf_config.empty();
+    if (!f.hf_config.empty()) {
+        c = hf_model_config(f.hf_config);
+    } else if (!f.config.empty()) {
+        c = model_preset(f.config, f.vocab);
+    } else {
+        if (f.layers == 0 || f.channels == 0 || f.heads == 0)
+            throw Error(
+                "plan: name a model with --config PRESET, --hf-config FILE, or --layers, "
+                "--channels and --heads");
+        const bool llama = f.family.empty() ? f.ffn != 0 || f.kv_heads != 0
+                                            : parse_family(f.family) == ModelFamily::llama;
+        c.family = llama ? ModelFamily::llama : ModelFamily::gpt2;
+        c.vocab_size = llama ? 32000 : 50257;
+        c.max_seq_len = 1024;
+        if (llama) {
+            c.num_kv_heads = f.heads;
+            c.tied_embeddings = false;  // as Llama 2 and most large Llamas
+        }
+    }
+    if (!f.family.empty() && !explicit_model && parse_family(f.family) != c.family)
+        throw Error("plan: --family " + f.family + " contradicts the model's family " +
+                    family_name(c.family));
+    if (f.layers) c.num_layers = f.layers;
+    if (f.channels) c.channels = f.channels;
+    if (f.heads) c.num_heads = f.heads;
+    if (f.kv_heads) c.num_kv_heads = f.kv_heads;
+    if (f.ffn) c.ffn_hidden = f.ffn;
+    if (f.vocab) c.vocab_size = f.vocab;
+    c.padded_vocab_size = pad_vocab(c.vocab_size);
+    if (f.max_seq_len)
+        c.max_seq_len = f.max_seq_len;
+    else if (explicit_model && f.seq_len > c.max_seq_len)
+        c.max_seq_len = f.seq_len;
+    if (c.family == ModelFamily::llama &&
+        c.ffn_hidden == 0) {  // Llama's rule: 2/3 of 4C, to a multiple of 256
+        const int F = 8 * c.channels / 3;
+        c.ffn_hidden = (F + 255) / 256 * 256;
+    }
+    if (c.family == ModelFamily::llama && c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+    validate(c);
+    return c;
+}
+
+// Host RAM (MemTotal), 0 when it cannot be read.
+std::size_t host_memory_bytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::size_t kib = 0;
+    while (in >> key >> kib) {
+        if (key == "MemTotal:") return kib * 1024;
+        in.ignore(256, '\n');
+    }
+    return 0;
+}
+
+nlohmann::json device_json(const DeviceBytes& d) {
+    return {{"params", d.params},           {"grads", d.grads},         {"optimizer", d.optimizer},
+            {"activations", d.activations}, {"workspace", d.workspace}, {"comm", d.comm},
+            {"reserve", d.reserve},         {"total", d.total()}};
+}
+
+nlohmann::json host_json(const HostBytes& h) {
+    return {{"offloaded_optimizer", h.offloaded_optimizer},
+            {"offload_staging", h.offload_staging},
+            {"theta_replica", h.theta_replica},
+            {"outer_momentum", h.outer_momentum},
+            {"outer_update", h.outer_update},
+            {"pseudo_gradient", h.pseudo_gradient},
+            {"ef_residual", h.ef_residual},
+            {"offload", h.offload()},
+            {"diloco", h.diloco()},
+            {"total", h.total()}};
+}
+
+void print_table(const std::vector<MemoryPlan>& plans) {
+    const MemoryPlan& first = plans.front();
+    const PlanRequest& q = first.request;
+    std::printf("model %s, %.2fM params\n", describe(q.model).c_str(), first.num_params / 1e6);
+    std::printf("island: %d x %s with %s each; micro-batch B=%d, T=%d%s\n\n", q.devices,
+                q.device == PlanDevice::cuda ? "GPU (bf16, fp32 master)" : "CPU (fp32)",
+                q.device_memory_bytes ? format_bytes(q.device_memory_bytes).c_str() : "no limit",
+                q.B, q.T,
+                q.device == PlanDevice::cuda
+                    ? (q.fused_attention ? ", fused attention" : ", unfused attention")
+                    : "");
+    std::printf("per device:\n%-44s %11s %11s %11s %11s %11s %11s %11s %11s  %-4s %6s\n", "mode",
+                "params", "grads", "optimizer", "activations", "workspace", "comm", "reserve",
+                "total", "fits", "max B");
+    for (const MemoryPlan& p : plans) {
+        const DeviceBytes& d = p.device;
+        std::printf("%-44s %11s %11s %11s %11s %11s %11s %11s %11s  %-4s %6d\n",
+                    plan_mode_name(p.request).c_str(), format_bytes(d.params).c_str(),
+                    format_bytes(d.grads).c_str(), format_bytes(d.optimizer).c_str(),
+                    format_bytes(d.activations).c_str(), format_bytes(d.workspace).c_str(),
+                    format_bytes(d.comm).c_str(), format_bytes(d.reserve).c_str(),
+                    format_bytes(d.total()).c_str(), p.fits ? "yes" : "no", p.max_micro_batch);
+    }
+    std::printf(
+        "\nhost (the island's machine, all its devices, and its DiLoCo peer):\n%-44s %11s %11s "
+        "%11s %11s\n",
+        "mode", "offloaded", "staging", "diloco", "total");
+    for (const MemoryPlan& p : plans) {
+        const HostBytes& h = p.host;
+        std::printf("%-44s %11s %11s %11s %11s\n", plan_mode_name(p.request).c_str(),
+                    format_bytes(h.offloaded_optimizer).c_str(),
+                    format_bytes(h.offload_staging).c_str(), format_bytes(h.diloco()).c_str(),
+                    format_bytes(h.total()).c_str());
+    }
+    const HostBytes& h = first.host;
+    std::printf(
+        "  diloco = theta replica (the round's snapshot) %s + outer momentum %s + outer update %s "
+        "+ "
+        "pseudo-gradient %s + error-feedback residual and its saved copy %s\n",
+        format_bytes(h.theta_replica).c_str(), format_bytes(h.outer_momentum).c_str(),
+        format_bytes(h.outer_update).c_str(), format_bytes(h.pseudo_gradient).c_str(),
+        format_bytes(h.ef_residual).c_str());
+    std::printf(
+        "  recompute and offload are modelled (docs/plan.md): the engine does not build them "
+        "yet\n");
+}
+
+void run_plan(const PlanFlags& f) {
+    PlanRequest q;
+    q.model = plan_model(f);
+    q.device = parse_plan_device(f.device);
+    q.devices = f.devices;
+    q.B = f.batch;
+    q.T = f.seq_len;
+    q.parallel = parse_parallel(f.parallel);
+    q.recompute = parse_recompute(f.recompute);
+    q.offload = parse_offload(f.offload);
+    q.fused_attention = f.attention == "fused";
+    q.error_feedback = !f.no_error_feedback;
+    if (!f.device_memory.empty())
+        q.device_memory_bytes = parse_bytes(f.device_memory);
+    else if (q.device == PlanDevice::cuda)
+        q.device_memory_bytes = parse_bytes("24GiB");
+    else
+        q.device_memory_bytes = host_memory_bytes() / static_cast<std::size_t>(q.devices);
+    std::vector<MemoryPlan> plans;
+    for (const PlanRequest& mode : plan_modes(q)) plans.push_back(plan_memory(mode));
+    if (!f.json) {
+        print_table(plans);
+        return;
+    }
+    nlohmann::json out = nlohmann::json::array();
+    for (const MemoryPlan& p : plans)
+        out.push_back({{"mode", plan_mode_name(p.request)},
+                       {"parallel", parallel_name(p.request.parallel)},
+                       {"recompute", recompute_name(p.request.recompute)},
+                       {"offload", offload_name(p.request.offload)},
+                       {"model", describe(p.request.model)},
+                       {"num_params", p.num_params},
+                       {"devices", p.request.devices},
+                       {"device", p.request.device == PlanDevice::cuda ? "cuda" : "cpu"},
+                       {"device_memory", p.request.device_memory_bytes},
+                       {"B", p.request.B},
+                       {"T", p.request.T},
+                       {"per_device", device_json(p.device)},
+                       {"host", host_json(p.host)},
+                       {"fits", p.fits},
+                       {"max_micro_batch", p.max_micro_batch}});
+    std::printf("%s\n", out.dump(2).c_str());
+}
+
+}  // namespace
+
+void add_plan(CLI::App& app, int& exit_code) {
+    auto f = std::make_shared<PlanFlags>();
+    CLI::App* cmd = app.add_subcommand("plan",
+                                       "what fits on a rig: memory per device by category for DDP, "
+                                       "ZeRO-3, recompute and offload, and the host memory");
+    cmd->add_option("--config", f->config,
+                    "model preset: tiny, small, gpt2-124m, llama-tiny or smollm-135m")
+        ->group("Model");
+    cmd->add_option("--hf-config", f->hf_config,
+                    "a Hugging Face config.json (or its folder); no weights needed")
+        ->group("Model");
+    cmd->add_option(
+           "--family", f->family,
+           "gpt2 or llama, for explicit sizes (default: llama when --ffn or --kv-heads is given)")
+        ->check(CLI::IsMember({"gpt2", "llama"}))
+        ->group("Model");
+    cmd->add_option("--layers", f->layers, "L (overrides the preset's)")
+        ->check(CLI::Range(0, 1024))
+        ->group("Model");
+    cmd->add_option("--channels", f->channels, "C")->check(CLI::Range(0, 65536))->group("Model");
+    cmd->add_option("--heads", f->heads, "NH")->check(CLI::Range(0, 1024))->group("Model");
+    cmd->add_option("--kv-heads", f->kv_heads, "KV heads (Llama; default NH)")
+        ->check(CLI::Range(0, 1024))
+        ->group("Model");
+    cmd->add_option("--ffn", f->ffn,
+                    "F, the SwiGLU width (Llama; default 8C/3 to a multiple of 256)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->group("Model");
+    cmd->add_option("--vocab", f->vocab, "V (default: the preset's; 50257 GPT-2, 32000 Llama)")
+        ->check(CLI::Range(0, 1 << 24))
+        ->group("Model");
+    cmd->add_option("--max-seq-len", f->max_seq_len,
+                    "the model's max T (default: the preset's, or --seq-len)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->group("Model");
+    cmd->add_option("--devices", f->devices, "N devices in the island")
+        ->check(CLI::Range(1, 4096))
+        ->group("Rig");
+    cmd->add_option("--device-memory", f->device_memory,
+                    "memory per device, e.g. 24GiB (default: 24GiB on cuda, RAM / N on cpu)")
+        ->group("Rig");
+    cmd->add_option("--device", f->device, "cpu (fp32) or cuda (bf16)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->group("Rig");
+    cmd->add_option("--attention", f->attention, "fused or unfused (cuda)")
+        ->check(CLI::IsMember({"fused", "unfused"}))
+        ->group("Rig");
+    cmd->add_option("--batch", f->batch, "B: rows per micro-batch")
+        ->check(CLI::Range(1, 1 << 20))
+        ->group("Batch");
+    cmd->add_option("--seq-len", f->seq_len, "T: tokens per row (default: the model's max)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->group("Batch");
+    cmd->add_option("--parallel", f->parallel,
+                    "ddp or zero3: the mode printed beside the standard ones")
+        ->check(CLI::IsMember({"ddp", "zero3"}))
+        ->group("Mode");
+    cmd->add_option("--recompute", f->recompute, "none, attention or block")
+        ->check(CLI::IsMember({"none", "attention", "block"}))
+        ->group("Mode");
+    cmd->add_option("--offload", f->offload, "none or optimizer (cuda)")
+        ->check(CLI::IsMember({"none", "optimizer"}))
+        ->group("Mode");
+    cmd->add_flag("--no-error-feedback", f->no_error_feedback,
+                  "the peer's uplink codec keeps no error-feedback residual")
+        ->group("Mode");
+    cmd->add_flag("--json", f->json, "print the plans as JSON (bytes) instead of a table");
+    cmd->callback([f, &exit_code] {
+        run_plan(*f);
+        exit_code = 0;
+    });
+}
+
+}  // namespace arch::cli
