@@ -59,6 +59,11 @@ void print_table(const std::vector<Row>& rows) {
     }
 }
 
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
 std::string fmt(double x) {
     char b[32];
     std::snprintf(b, sizeof(b), "%g", x);
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
     s.fragments = run_defaults.fragments;
     s.tau = run_defaults.tau;
     s.alpha = run_defaults.alpha;
+    s.merge = run_defaults.merge;
     s.max_staleness = run_defaults.max_staleness;
     s.stale = run_defaults.stale;
     bool json = false, sweep = false;
@@ -89,6 +95,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> only;
     const std::vector<std::string> names = {"single",        "single-same-steps", "ddp",           "diloco-fp32",
                                             "diloco-int8",   "diloco-fp4-ef",     "streaming-fp4", "async"};
+    // Rows run only when --only names them: ablations of the default rows.
+    const std::vector<std::string> extra = {"diloco-fp4"};
+    std::string streaming_codec = "fp4+zstd";
     app.add_flag("--json", json, "one JSON object per row instead of the table");
     app.add_option("--rounds", s.rounds, "DiLoCo rounds; every run trains rounds*H*islands*B*T tokens")
         ->check(at_least_one());
@@ -134,7 +143,10 @@ int main(int argc, char** argv) {
     app.add_flag("--sweep", sweep, "single (unless --only leaves it out), then diloco-fp32 over every --sweep-lr x --sweep-momentum");
     app.add_option("--sweep-lr", sweep_lr, "outer learning rates of --sweep")->delimiter(',');
     app.add_option("--sweep-momentum", sweep_momentum, "outer momenta of --sweep")->delimiter(',');
-    app.add_option("--only", only, "runs to do, comma-separated")->delimiter(',')->check(CLI::IsMember(names))->default_str("all");
+    app.add_option("--only", only, "runs to do, comma-separated")->delimiter(',')->check(CLI::IsMember(concat(names, extra)))->default_str("all");
+    app.add_option("--merge", s.merge, "streaming: mix (by --alpha) or carry (θ_global plus the island's progress since it sent)")
+        ->check(CLI::IsMember({"mix", "carry"}));
+    app.add_option("--streaming-codec", streaming_codec, "streaming: the codec both ways (the paper's: fp4, no error feedback)");
     return run_main(app, argc, argv, [&] {
         const PreparedCorpus prepared = corpus == "bench" ? ensure_bench_corpus() : ensure_bundled_corpus();
         s.model = model_preset("tiny", Tokenizer::load(prepared.tokenizer_path).vocab_size());
@@ -201,7 +213,8 @@ int main(int argc, char** argv) {
         if (want("diloco-fp32")) emit(run_diloco(s, "diloco-fp32", "fp32"));
         if (want("diloco-int8")) emit(run_diloco(s, "diloco-int8", "int8:block=256+zstd:1"));
         if (want("diloco-fp4-ef")) emit(run_diloco(s, "diloco-fp4-ef", "fp4+ef+zstd"));
-        if (want("streaming-fp4")) emit(run_streaming(s, "streaming-fp4", "fp4+zstd"));
+        if (!only.empty() && want("diloco-fp4")) emit(run_diloco(s, "diloco-fp4", "fp4+zstd"));
+        if (want("streaming-fp4")) emit(run_streaming(s, streaming_codec == "fp4+zstd" ? "streaming-fp4" : "streaming " + streaming_codec, streaming_codec));
         if (want("async")) emit(run_async(s, "async", "fp32"));
         if (!json) print_table(rows);
     });

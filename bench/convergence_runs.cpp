@@ -267,6 +267,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
     struct Pending {
         int fragment, apply_at;
         std::vector<std::byte> update;
+        std::vector<std::vector<float>> sent;  // carry merge: each island's fragment when it sent its Δ
     };
     std::vector<Pending> pending;
     std::vector<float> full(global.theta().size());
@@ -276,11 +277,12 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
         const diloco::Fragment& f = global.fragment(p);
         std::vector<float> mine(f.size), theirs(f.size);
         global.fragment_theta(p, theirs);
-        std::vector<std::vector<float>> deltas;
+        std::vector<std::vector<float>> deltas, sent;
         double up = 0;
         for (int i = 0; i < s.islands; ++i) {
             islands[i]->get_params(full);
             diloco::gather(f, full, mine);
+            if (s.merge == "carry") sent.push_back(mine);
             for (std::size_t k = 0; k < f.size; ++k) mine[k] = theirs[k] - mine[k];
             const std::vector<std::byte> payload = islands[i]->encode(mine, static_cast<uint64_t>(p));
             deltas.push_back(compression::decode(payload, f.size));
@@ -295,7 +297,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         // The transfer runs while the island trains τ steps; what is left of it stalls the island.
         row.wall_s += std::max(0.0, s.link.send_s(up) + s.link.receive_s(down) - s.tau * s.link.step_s);
-        pending.push_back({p, apply_at, std::move(update)});
+        pending.push_back({p, apply_at, std::move(update), std::move(sent)});
     };
     auto apply_due = [&](int step) {
         for (auto it = pending.begin(); it != pending.end();) {
@@ -307,10 +309,14 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
             const diloco::Fragment& f = global.fragment(it->fragment);
             std::vector<float> mine(f.size), theirs(f.size);
             global.fragment_theta(it->fragment, theirs);
-            for (auto& w : islands) {
+            for (std::size_t i = 0; i < islands.size(); ++i) {
+                auto& w = islands[i];
                 w->get_params(full);
                 diloco::gather(f, full, mine);
-                for (std::size_t k = 0; k < f.size; ++k) mine[k] = s.alpha * mine[k] + (1.0f - s.alpha) * theirs[k];
+                if (s.merge == "carry")
+                    for (std::size_t k = 0; k < f.size; ++k) mine[k] = theirs[k] + (mine[k] - it->sent[i][k]);
+                else
+                    for (std::size_t k = 0; k < f.size; ++k) mine[k] = s.alpha * mine[k] + (1.0f - s.alpha) * theirs[k];
                 diloco::scatter(f, mine, full);
                 w->set_params(full);
             }

@@ -37,6 +37,7 @@ struct Setup {
     int eval_every = 100;           // the one-island run's val loss curve
     int fragments = 4, tau = 5;     // streaming: P fragments, update applied τ inner steps after sending
     float alpha = 0.5f;             // streaming merge: θ_local <- α θ_local + (1 - α) θ_global
+    std::string merge = "mix";      // streaming: mix (by α), or carry: θ_local <- θ_global + the progress since sending
     int desloc = 0;                 // DiLoCo rows: average the islands' AdamW m and v every this many rounds (0: never)
     int max_staleness = 4;          // async
     std::string stale = "downweight";

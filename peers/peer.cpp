@@ -155,7 +155,7 @@ void Peer::data_ready(Link& link) {
     data_.reset();
     worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_), c.codec,
                                                      options_.devices, options_.parallel, options_.device);
-    if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha);
+    if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 
@@ -337,7 +337,8 @@ void Peer::stream_turn(Link& link) {
         const auto [fragments, overlapped] = stream_->merge(*replica_);
         std::string which;
         for (const int f : fragments) which += (which.empty() ? "" : ", ") + std::to_string(f);
-        log("fragment " + which + " merged into this island's θ (alpha " + std::to_string(config_->alpha) + ") after " +
+        const std::string rule = config_->merge == "mix" ? "mix, alpha " + std::to_string(config_->alpha) : config_->merge;
+        log("fragment " + which + " merged into this island's θ (" + rule + ") after " +
             std::to_string(overlapped) + " overlapped steps");
     }
     if (!stream_->busy() && stream_next_) {

@@ -109,6 +109,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     streaming.integer("fragments", c.fragments, 1, 1024);
     streaming.integer("tau", c.tau, 0, 1'000'000);
     streaming.number("alpha", c.alpha, 0.0, 1.0);
+    streaming.text_choice("merge", c.merge, {"mix", "carry"});
     streaming.finish();
 
     toml_file::Fields wire = section("wire");

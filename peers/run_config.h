@@ -60,7 +60,10 @@ struct RunConfig {
     // [streaming] (Streaming DiLoCo, peers/diloco/fragments.h, streaming_island.h)
     int fragments = 4;    // P: the model in P strided fragments, one synced every H / P steps
     int tau = 5;          // inner steps an island trains on while its fragment's Δ and update travel
-    float alpha = 0.5f;   // the merge: θ_i = α θ_i + (1 − α) θ, on the fragment, τ steps after its send
+    float alpha = 0.5f;   // the mix merge: θ_i = α θ_i + (1 − α) θ, on the fragment, τ steps after its send
+    // The merge, τ steps after the send (peers/diloco/streaming_island.h): mix (by alpha, the paper's)
+    // or carry (θ plus the island's progress since the send).
+    std::string merge = "mix";
     // [wire]
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]

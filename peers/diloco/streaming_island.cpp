@@ -7,11 +7,18 @@
 
 namespace arch::diloco {
 
-StreamingIsland::StreamingIsland(IslandWorker& worker, int tau, float alpha)
-    : worker_(worker), tau_(tau), alpha_(alpha), full_(worker.num_params()) {}
+StreamingMerge parse_streaming_merge(const std::string& name) {
+    if (name == "mix") return StreamingMerge::mix;
+    if (name == "carry") return StreamingMerge::carry;
+    throw Error("unknown streaming merge '" + name + "' (mix or carry)");
+}
+
+StreamingIsland::StreamingIsland(IslandWorker& worker, int tau, float alpha, StreamingMerge rule)
+    : worker_(worker), tau_(tau), alpha_(alpha), rule_(rule), full_(worker.num_params()) {}
 
 void StreamingIsland::restart() {
     fresh_ = true;
+    sent_fragment_ = -1;
     overlap_left_ = overlapped_ = 0;
     merges_.clear();
 }
@@ -37,6 +44,10 @@ RoundResult StreamingIsland::run_round(const GlobalModel& replica, int fragment,
     worker_.get_params(full_);
     gather(f, full_, mine_);
     replica.fragment_theta(fragment, global_);
+    if (rule_ == StreamingMerge::carry) {
+        sent_ = mine_;
+        sent_fragment_ = fragment;
+    }
     for (std::size_t k = 0; k < f.size; ++k) mine_[k] = global_[k] - mine_[k];
     r.payload = worker_.encode(mine_, static_cast<uint64_t>(fragment));
     overlap_left_ = overlap ? tau_ : 0;
@@ -62,7 +73,14 @@ std::pair<std::vector<int>, int> StreamingIsland::merge(const GlobalModel& repli
         global_.resize(f.size);
         gather(f, full_, mine_);
         replica.fragment_theta(fragment, global_);
-        for (std::size_t k = 0; k < f.size; ++k) mine_[k] = alpha_ * mine_[k] + (1.0f - alpha_) * global_[k];
+        if (rule_ == StreamingMerge::mix) {
+            for (std::size_t k = 0; k < f.size; ++k) mine_[k] = alpha_ * mine_[k] + (1.0f - alpha_) * global_[k];
+        } else if (fragment == sent_fragment_) {  // carry: the update, plus the progress since the send
+            for (std::size_t k = 0; k < f.size; ++k) mine_[k] = global_[k] + (mine_[k] - sent_[k]);
+            sent_fragment_ = -1;
+        } else {  // carry, for a fragment this island did not send: nothing of its own to carry
+            mine_ = global_;
+        }
         scatter(f, mine_, full_);
     }
     worker_.set_params(full_);

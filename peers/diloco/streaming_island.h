@@ -3,13 +3,16 @@
 // θ only after a state (or in a round it is out of step with). A round trains up to the round's end in
 // the run's schedule and sends its fragment's Δ_p = θ_p − θ_i,p; then the island trains τ more steps
 // (the first of the next round) while Δ_p and the update travel, and only then merges the updated
-// fragment: θ_i,p = α θ_i,p + (1 − α) θ_p. The peer (peers/peer.cpp) polls its link between those
-// τ steps, so the transfers move while it trains. No error feedback (run_config.cpp refuses +ef).
+// fragment, by one of two rules (StreamingMerge): mix, θ_i,p = α θ_i,p + (1 − α) θ_p (the paper's), or
+// carry, θ_i,p = θ_p + (θ_i,p − θ_i,p at the send): the update plus the τ steps' progress, which the
+// next Δ then carries. The peer (peers/peer.cpp) polls its link between those τ steps, so the transfers
+// move while it trains. No error feedback (run_config.cpp refuses +ef).
 #pragma once
 
 #include <functional>
 #include <utility>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "peers/diloco/global_model.h"
@@ -17,9 +20,12 @@
 
 namespace arch::diloco {
 
+enum class StreamingMerge { mix, carry };
+StreamingMerge parse_streaming_merge(const std::string& name);  // "mix" | "carry"
+
 class StreamingIsland {
 public:
-    StreamingIsland(IslandWorker& worker, int tau, float alpha);
+    StreamingIsland(IslandWorker& worker, int tau, float alpha, StreamingMerge rule = StreamingMerge::mix);
 
     // A state replaced θ (a resync): the next round starts θ_i from it; nothing is overlapped or merged.
     void restart();
@@ -43,6 +49,9 @@ private:
     IslandWorker& worker_;
     int tau_;
     float alpha_;
+    StreamingMerge rule_;
+    int sent_fragment_ = -1;     // carry: the fragment sent last and not merged yet, and θ_i,p at its send
+    std::vector<float> sent_;
     bool fresh_ = true;          // θ_i is to start from θ at the next round
     uint64_t position_ = 0;      // the schedule position of θ_i's next step
     int overlap_left_ = 0, overlapped_ = 0;

@@ -6,54 +6,21 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
-#include <random>
 
 #include "compression/codec.h"
-#include "core/param_layout.h"
-#include "core/token_shard.h"
 #include "peers/diloco/island_worker.h"
-#include "peers/run_config.h"
-#include "tests/core/temp_dir.h"
+#include "tests/peers/tiny_island.h"
 
 using namespace arch;
+using arch::test::noise;
 
 namespace {
-
-std::vector<float> noise(std::size_t n, uint32_t seed, float scale) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
 
 std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
-
-// A tiny model and an island's shard of random tokens.
-struct Tiny {
-    TempDir dir;
-    ModelConfig model;
-    TrainConfig train;
-    Tiny() {
-        std::mt19937 rng(5);
-        std::vector<uint16_t> tokens(20'000);
-        for (uint16_t& t : tokens) t = static_cast<uint16_t>(rng() % 256);
-        write_token_shard(dir.file("island.bin"), tokens);
-        const RunConfig c = parse_run_config(
-            "[run]\nrounds = 4\n[model]\nlayers = 1\nchannels = 32\nheads = 2\nmax_seq_len = 16\nvocab = 256\n"
-            "[inner]\nsteps_per_round = 4\nbatch = 2\nseq_len = 16\nwarmup = 2\n",
-            "tiny.toml");
-        model = run_model_config(c, 256);
-        train = run_train_config(c, dir.file("island.bin"), "", 11);
-    }
-    std::vector<float> theta() const {  // a start the islands share
-        return noise(ParamLayout(model).num_params(), 3, 0.02f);
-    }
-};
 
 }  // namespace
 
@@ -80,7 +47,7 @@ TEST_CASE("codec: a residual put back makes the next encode as if the dropped on
 }
 
 TEST_CASE("island: a dropped Δ leaves the residual bit-identical to an island that never sent it") {
-    Tiny tiny;
+    test::TinyIsland tiny;
     diloco::IslandWorker sent(tiny.model, tiny.train, "fp4+ef+zstd");
     diloco::IslandWorker never(tiny.model, tiny.train, "fp4+ef+zstd");
     const std::vector<float> theta = tiny.theta();
@@ -129,7 +96,7 @@ TEST_CASE("island: a dropped Δ leaves the residual bit-identical to an island t
 }
 
 TEST_CASE("island: a codec without error feedback keeps nothing to settle") {
-    Tiny tiny;
+    test::TinyIsland tiny;
     diloco::IslandWorker w(tiny.model, tiny.train, "int8:block=256+zstd:1");
     w.run_round(tiny.theta(), diloco::RoundPlan{0, 2, {}});
     CHECK(w.unsettled().empty());
@@ -138,7 +105,7 @@ TEST_CASE("island: a codec without error feedback keeps nothing to settle") {
 }
 
 TEST_CASE("island: a round's learning rates follow the schedule placement the host sent") {
-    Tiny tiny;  // schedule: rounds x H = 16 positions, warmup 2
+    test::TinyIsland tiny;  // schedule: rounds x H = 16 positions, warmup 2
     diloco::IslandWorker w(tiny.model, tiny.train, "fp32");
     std::vector<float> lrs;
     auto record = [&](const StepStats& s) { lrs.push_back(s.lr); };

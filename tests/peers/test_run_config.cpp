@@ -150,6 +150,7 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     CHECK(d.fragments == 4);
     CHECK(d.tau == 5);
     CHECK(d.alpha == 0.5f);
+    CHECK(d.merge == "mix");
     CHECK(d.outer.momentum == 0.5f);  // the bench's winner at H = 50 (docs/run-config.md)
     CHECK(arch::run_updates(d) == 10);  // sync: one update a round
     const arch::RunConfig s = parse_run_config("[run]\nrounds = 3\nmode = \"streaming\"\n[wire]\ncodec = \"fp4+zstd:1\"\n"
@@ -166,6 +167,8 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     CHECK_THAT(refused("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n[deadlines]\nstraggler = \"fold\"\n"),
                Contains("run.toml:6: deadlines.straggler = \"fold\""));
     CHECK(refused("[streaming]\nalpha = 1.5\n") == "run.toml:2: streaming.alpha must be in [0, 1], found 1.5");
+    CHECK(parse_run_config("[streaming]\nmerge = \"mix\"\n", "run.toml").merge == "mix");
+    CHECK_THAT(refused("[streaming]\nmerge = \"cary\"\n"), Contains("streaming.merge") && Contains("cary"));
     // More fragments than the model has blocks: refused when the model is known.
     const arch::RunConfig many = parse_run_config("[run]\nmode = \"streaming\"\n[model]\nlayers = 2\n[wire]\ncodec = \"fp4\"\n"
                                                   "[streaming]\nfragments = 3\ntau = 1\n", "run.toml");
