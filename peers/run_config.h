@@ -59,11 +59,13 @@ struct RunConfig {
     std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more
     // [streaming] (Streaming DiLoCo, peers/diloco/fragments.h, streaming_island.h)
     int fragments = 4;    // P: the model in P strided fragments, one synced every H / P steps
-    int tau = 5;          // inner steps an island trains on while its fragment's Δ and update travel
+    // τ 1 and the carry merge won bench_convergence's streaming-fp4 (5.2345; τ 5 with the paper's
+    // mix by α = 0.5: 5.2609; docs/results.md).
+    int tau = 1;          // inner steps an island trains on while its fragment's Δ and update travel
     float alpha = 0.5f;   // the mix merge: θ_i = α θ_i + (1 − α) θ, on the fragment, τ steps after its send
     // The merge, τ steps after the send (peers/diloco/streaming_island.h): mix (by alpha, the paper's)
     // or carry (θ plus the island's progress since the send).
-    std::string merge = "mix";
+    std::string merge = "carry";
     // [wire]
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]

@@ -148,9 +148,9 @@ TEST_CASE("async staleness keys: defaults, ranges and choices") {
 TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     const arch::RunConfig d = parse_run_config("", "run.toml");
     CHECK(d.fragments == 4);
-    CHECK(d.tau == 5);
+    CHECK(d.tau == 1);
     CHECK(d.alpha == 0.5f);
-    CHECK(d.merge == "mix");
+    CHECK(d.merge == "carry");
     CHECK(d.outer.momentum == 0.5f);  // the bench's winner at H = 50 (docs/run-config.md)
     CHECK(arch::run_updates(d) == 10);  // sync: one update a round
     const arch::RunConfig s = parse_run_config("[run]\nrounds = 3\nmode = \"streaming\"\n[wire]\ncodec = \"fp4+zstd:1\"\n"
