@@ -1,5 +1,6 @@
 // bench/bench_island.cpp: an island's throughput and traffic: tokens/s of training steps on 1 and 2
-// CPU devices (threads) in DDP and ZeRO-3, bytes each device sends per step, and per-device memory.
+// CPU devices (threads) in DDP and ZeRO-3, bytes each device sends per step, and per-device memory by
+// category, as the engine allocated it (core/device_memory.h; `archipelago plan` predicts the same).
 // Where a GPU and NCCL are present it also times the step's collective pattern on NCCL (there is no
 // CUDA Backend yet, so GPU training rows wait for it); otherwise it prints why the GPU rows are skipped.
 // Usage: bench_island [--json] [--steps N] [--config tiny|small|gpt2-124m] [--batch B] [--seq-len T]
@@ -34,8 +35,10 @@ struct Row {
     std::string device, parallel;
     int devices;
     double tokens_per_s, ms_per_step, bytes_per_step;  // bytes sent by each device per step
-    double state_mb;  // params + grads + optimizer per device
+    DeviceMemory memory;                                // device 0's
 };
+
+double mb(std::size_t bytes) { return static_cast<double>(bytes) / 1e6; }
 
 void print(const Row& r, bool json) {
     if (json) {
@@ -45,10 +48,19 @@ void print(const Row& r, bool json) {
                           {"tokens_per_s", bench::rounded(r.tokens_per_s, 1)},
                           {"ms_per_step", bench::rounded(r.ms_per_step, 2)},
                           {"bytes_per_step", std::llround(r.bytes_per_step)},
-                          {"state_mb_per_device", bench::rounded(r.state_mb, 3)}});
+                          {"state_mb_per_device", bench::rounded(mb(r.memory.state_bytes()), 3)},
+                          {"params_mb", bench::rounded(mb(r.memory.params_bytes), 3)},
+                          {"grads_mb", bench::rounded(mb(r.memory.grads_bytes), 3)},
+                          {"optimizer_mb", bench::rounded(mb(r.memory.optimizer_bytes), 3)},
+                          {"comm_mb", bench::rounded(mb(r.memory.gathered_bytes), 3)},
+                          {"activations_mb", bench::rounded(mb(r.memory.activations_bytes), 3)},
+                          {"workspace_mb", bench::rounded(mb(r.memory.workspace_bytes), 3)}});
     } else {
-        std::printf("%-6s %7d %-6s %12.0f %10.2f %14.0f %10.3f\n", r.device.c_str(), r.devices, r.parallel.c_str(),
-                    r.tokens_per_s, r.ms_per_step, r.bytes_per_step, r.state_mb);
+        const DeviceMemory& m = r.memory;
+        std::printf("%-6s %7d %-6s %12.0f %10.2f %14.0f %10.3f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", r.device.c_str(),
+                    r.devices, r.parallel.c_str(), r.tokens_per_s, r.ms_per_step, r.bytes_per_step, mb(m.state_bytes()),
+                    mb(m.params_bytes), mb(m.grads_bytes), mb(m.optimizer_bytes), mb(m.gathered_bytes),
+                    mb(m.activations_bytes), mb(m.workspace_bytes));
         std::fflush(stdout);
     }
 }
@@ -72,8 +84,7 @@ Row run_cpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices
     const DeviceMemory m = island.memory()[0];
     const double tokens = static_cast<double>(t.B) * t.T * t.grad_accum * devices * steps;
     return {"cpu", parallel_name(p), devices, tokens / seconds, seconds / steps * 1e3,
-            static_cast<double>(island.bytes_sent(0) - bytes0) / steps,
-            (m.params_bytes + m.grads_bytes + m.optimizer_bytes) / 1e6};
+            static_cast<double>(island.bytes_sent(0) - bytes0) / steps, m};
 }
 
 #ifdef ARCH_HAVE_NCCL
@@ -115,7 +126,7 @@ Row run_nccl_pattern(const ModelConfig& mc, Parallel p, int devices, int steps) 
     for (int r = 0; r < devices; ++r) threads.emplace_back(device_run, r);
     for (auto& th : threads) th.join();
     const double bytes = static_cast<double>(comms[0]->bytes_sent()) / (steps + 1);
-    return {"nccl", std::string(parallel_name(p)) + "*", devices, 0.0, seconds[0] / steps * 1e3, bytes, 0.0};
+    return {"nccl", std::string(parallel_name(p)) + "*", devices, 0.0, seconds[0] / steps * 1e3, bytes, DeviceMemory{}};
 }
 #endif
 
@@ -141,8 +152,9 @@ void run(const std::string& config, int B, int T, int steps, bool json) {
     if (!json) {
         std::printf("island step, %s, B=%d T=%d per device, %d steps; bytes = sent by each device per step (ring)\n",
                     describe(mc).c_str(), B, T, steps);
-        std::printf("%-6s %7s %-6s %12s %10s %14s %10s\n", "device", "devices", "mode", "tokens/s", "ms/step",
-                    "bytes/step", "state MB");
+        std::printf("memory per device in MB: state = params + grads + optimizer; comm = ZeRO-3's gathered units\n");
+        std::printf("%-6s %7s %-6s %12s %10s %14s %10s %8s %8s %8s %8s %8s %8s\n", "device", "devices", "mode", "tokens/s",
+                    "ms/step", "bytes/step", "state MB", "params", "grads", "optim", "comm", "activ", "work");
     }
     print(run_cpu(mc, t, Parallel::ddp, 1, steps), json);
     for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_cpu(mc, t, p, 2, steps), json);

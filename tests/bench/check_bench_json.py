@@ -16,7 +16,8 @@ TRAIN_STEP = {"config": str, "B": int, "T": int, "threads": int, "ms_per_step": 
 CODECS = {"codec": str, "data": str, "threads": int, "ratio": float, "rel_l2_error": float,
           "encode_gbps": float, "decode_gbps": float}
 ISLAND = {"device": str, "devices": int, "parallel": str, "tokens_per_s": float, "ms_per_step": float,
-          "bytes_per_step": int, "state_mb_per_device": float}
+          "bytes_per_step": int, "state_mb_per_device": float, "params_mb": float, "grads_mb": float,
+          "optimizer_mb": float, "comm_mb": float, "activations_mb": float, "workspace_mb": float}
 ISLAND_SKIPPED = {"device": str, "skipped": str}
 CONVERGENCE = {"name": str, "val_loss": float, "bytes": int, "peak_bytes_per_sync": int, "speedup": float,
                "speedup_capped": bool, "wall_s": float, "wall_s_hetero": float, "epochs": float, "tokens": int,
