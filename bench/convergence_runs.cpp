@@ -16,6 +16,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "peers/diloco/fragments.h"
 #include "peers/diloco/island_worker.h"
+#include "peers/diloco/streaming_island.h"
 #include "peers/rounds/local_steps.h"
 #include "peers/rounds/staleness.h"
 
@@ -248,8 +249,9 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
 
 // Streaming DiLoCo: P fragments, fragment p sent after the steps fragment_due names; its update is
 // applied τ steps later (the island trained on meanwhile: that is the overlap), and merged into the
-// island's own fragment by α. At the end every fragment is synced once more, so the final θ holds all
-// the training. Every island holds the same global θ (GlobalModel), fragment by fragment.
+// island's own fragment by the run's rule (diloco::merge_fragment: mix by α, or carry). At the end
+// every fragment is synced once more, so the final θ holds all the training. Every island holds the
+// same global θ (GlobalModel), fragment by fragment.
 Row run_streaming(const Setup& s, const std::string& name, const std::string& codec) {
     const double t0 = now_s();
     Row row;
@@ -264,6 +266,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
     GlobalModel global(initial_theta(s), oc, fragments);
     auto islands = make_islands(s, std::vector<int>(s.islands, steps), codec);
     for (auto& w : islands) w->set_params(global.theta());
+    const diloco::StreamingMerge rule = diloco::parse_streaming_merge(s.merge);
     struct Pending {
         int fragment, apply_at;
         std::vector<std::byte> update;
@@ -282,7 +285,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
         for (int i = 0; i < s.islands; ++i) {
             islands[i]->get_params(full);
             diloco::gather(f, full, mine);
-            if (s.merge == "carry") sent.push_back(mine);
+            if (rule == diloco::StreamingMerge::carry) sent.push_back(mine);
             for (std::size_t k = 0; k < f.size; ++k) mine[k] = theirs[k] - mine[k];
             const std::vector<std::byte> payload = islands[i]->encode(mine, static_cast<uint64_t>(p));
             deltas.push_back(compression::decode(payload, f.size));
@@ -313,10 +316,8 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
                 auto& w = islands[i];
                 w->get_params(full);
                 diloco::gather(f, full, mine);
-                if (s.merge == "carry")
-                    for (std::size_t k = 0; k < f.size; ++k) mine[k] = theirs[k] + (mine[k] - it->sent[i][k]);
-                else
-                    for (std::size_t k = 0; k < f.size; ++k) mine[k] = s.alpha * mine[k] + (1.0f - s.alpha) * theirs[k];
+                diloco::merge_fragment(rule, s.alpha, mine, theirs,
+                                       it->sent.empty() ? std::span<const float>() : std::span<const float>(it->sent[i]));
                 diloco::scatter(f, mine, full);
                 w->set_params(full);
             }

@@ -1,6 +1,7 @@
 // peers/diloco/streaming_island.cpp: StreamingIsland.
 #include "peers/diloco/streaming_island.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -11,6 +12,17 @@ StreamingMerge parse_streaming_merge(const std::string& name) {
     if (name == "mix") return StreamingMerge::mix;
     if (name == "carry") return StreamingMerge::carry;
     throw Error("unknown streaming merge '" + name + "' (mix or carry)");
+}
+
+void merge_fragment(StreamingMerge rule, float alpha, std::span<float> mine, std::span<const float> global,
+                    std::span<const float> sent) {
+    if (rule == StreamingMerge::mix) {
+        for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = alpha * mine[k] + (1.0f - alpha) * global[k];
+    } else if (!sent.empty()) {
+        for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = global[k] + (mine[k] - sent[k]);
+    } else {
+        std::copy(global.begin(), global.end(), mine.begin());
+    }
 }
 
 StreamingIsland::StreamingIsland(IslandWorker& worker, int tau, float alpha, StreamingMerge rule)
@@ -73,14 +85,9 @@ std::pair<std::vector<int>, int> StreamingIsland::merge(const GlobalModel& repli
         global_.resize(f.size);
         gather(f, full_, mine_);
         replica.fragment_theta(fragment, global_);
-        if (rule_ == StreamingMerge::mix) {
-            for (std::size_t k = 0; k < f.size; ++k) mine_[k] = alpha_ * mine_[k] + (1.0f - alpha_) * global_[k];
-        } else if (fragment == sent_fragment_) {  // carry: the update, plus the progress since the send
-            for (std::size_t k = 0; k < f.size; ++k) mine_[k] = global_[k] + (mine_[k] - sent_[k]);
-            sent_fragment_ = -1;
-        } else {  // carry, for a fragment this island did not send: nothing of its own to carry
-            mine_ = global_;
-        }
+        const bool sent_it = fragment == sent_fragment_;
+        merge_fragment(rule_, alpha_, mine_, global_, sent_it ? std::span<const float>(sent_) : std::span<const float>());
+        if (sent_it) sent_fragment_ = -1;
         scatter(f, mine_, full_);
     }
     worker_.set_params(full_);
