@@ -5,22 +5,17 @@
 // host sends.
 #include <catch2/catch.hpp>
 
-#include <cstring>
-
 #include "compression/codec.h"
 #include "peers/diloco/island_worker.h"
 #include "tests/peers/tiny_island.h"
 
 using namespace arch;
+using arch::test::same_bits;
 using arch::test::noise;
 
 namespace {
 
 std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 }  // namespace
 

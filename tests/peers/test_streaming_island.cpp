@@ -4,8 +4,6 @@
 // it did not send is left alone, and under carry an update of a fragment it did not send replaces it.
 #include <catch2/catch.hpp>
 
-#include <cstring>
-
 #include "compression/codec.h"
 #include "peers/diloco/fragments.h"
 #include "peers/diloco/global_model.h"
@@ -13,6 +11,7 @@
 #include "tests/peers/tiny_island.h"
 
 using namespace arch;
+using arch::test::same_bits;
 using namespace arch::diloco;
 
 namespace {
@@ -27,10 +26,6 @@ std::vector<float> params(IslandWorker& w) {
     std::vector<float> out(w.num_params());
     w.get_params(out);
     return out;
-}
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // One island alone: a round of fragment 0, its update from the host, τ = 2 overlapped steps, the merge.

@@ -1,7 +1,9 @@
 // tests/peers/tiny_island.h: a tiny model (2 layers, C32, vocabulary 256) and an island's shard of
-// random tokens, for tests that drive an IslandWorker directly, with no host or link.
+// random tokens, for tests that drive an IslandWorker directly, with no host or link; and the
+// bit-for-bit comparison they make.
 #pragma once
 
+#include <cstring>
 #include <random>
 #include <span>
 #include <vector>
@@ -19,6 +21,10 @@ inline std::vector<float> noise(std::size_t n, uint32_t seed, float scale) {
     std::vector<float> v(n);
     for (float& x : v) x = d(rng);
     return v;
+}
+
+inline bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 struct TinyIsland {
