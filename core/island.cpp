@@ -59,11 +59,15 @@ Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel par
 }
 
 Island::Island(const ModelConfig& model, const TrainConfig& config, std::vector<std::unique_ptr<Model>> models,
-               std::vector<std::unique_ptr<Collective>> collectives)
-    : model_config_(model), config_(config), parallel_(Parallel::ddp), layout_((validate(model), model)) {
+               std::vector<std::unique_ptr<Collective>> collectives, Parallel parallel)
+    : model_config_(model), config_(config), parallel_(parallel), layout_((validate(model), model)) {
     check_train_config(config, model);
-    for (const auto& m : models)
+    for (const auto& m : models) {
         if (m->num_params() != layout_.num_params()) throw Error("island: the devices' models differ in size");
+        if (m->sharded() != (parallel == Parallel::zero3))
+            throw Error(std::string("island: a ") + parallel_name(parallel) + " island of whole models needs " +
+                        (parallel == Parallel::zero3 ? "models made as ZeRO-3 shards" : "unsharded models"));
+    }
     add_devices(std::move(collectives), models.size(), [&](Device& d, int r) { d.whole = std::move(models[r]); });
     open_data();
 }
@@ -158,6 +162,10 @@ void Island::get_params(std::span<float> full) {
     if (full.size() != layout_.num_params())
         throw Error("island get_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
+    if (devices_[0]->whole && devices_[0]->whole->sharded()) {
+        run_on_devices([&](int r) { devices_[r]->whole->get_params(r == 0 ? full : std::span<float>()); });
+        return;
+    }
     if (devices_[0]->whole) {
         devices_[0]->whole->get_params(full);
         return;
@@ -187,12 +195,13 @@ StepStats Island::step(float lr) {
         for (int k = 0; k < A; ++k) {
             const std::size_t m = static_cast<std::size_t>(k) * N + r;
             if (d.ddp) d.ddp->set_sync(k == A - 1);
+            if (d.whole) d.whole->set_last_micro_batch(k == A - 1);
             if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
             d.losses[k] = d.model().forward(inputs_.data() + m * bt, targets_.data() + m * bt, config_.B, config_.T);
             if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::backward);
             d.model().backward(loss_scale);
         }
-        if (d.whole) d.whole->all_reduce_grads(*d.collective);
+        if (d.whole) d.whole->reduce_grads(*d.collective);
         else if (d.ddp) d.ddp->wait_grads();
         else d.zero3->wait_grads();
     });
@@ -268,7 +277,11 @@ void Island::get_adamw_state(std::span<float> m, std::span<float> v) {
     if (m.size() != layout_.num_params() || v.size() != layout_.num_params())
         throw Error("get_adamw_state: buffers of " + std::to_string(m.size()) + " and " + std::to_string(v.size()) +
                     " values, the model has " + std::to_string(layout_.num_params()));
-    if (devices_[0]->whole) {
+    if (devices_[0]->whole && devices_[0]->whole->sharded()) {
+        run_on_devices([&](int r) {
+            devices_[r]->whole->get_adamw_state(r == 0 ? m : std::span<float>(), r == 0 ? v : std::span<float>());
+        });
+    } else if (devices_[0]->whole) {
         devices_[0]->whole->get_adamw_state(m, v);
     } else if (parallel_ == Parallel::ddp) {
         devices_[0]->adamw->get_state(m, v);  // identical on every rank
@@ -326,5 +339,7 @@ std::vector<DeviceMemory> Island::memory() const {
 std::uint64_t Island::bytes_sent(int device) const { return devices_.at(device)->collective->bytes_sent(); }
 
 Zero3Store* Island::zero3(int device) { return devices_.at(device)->zero3.get(); }
+
+Model* Island::model(int device) { return devices_.at(device)->whole.get(); }
 
 }  // namespace arch

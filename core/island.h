@@ -6,7 +6,7 @@
 // which makes an island of N equal to one device with grad_accum * N on the same data order.
 // Devices are CPU backends (a Transformer over a ParamStore: DDP with bucketed all-reduce during backward, or
 // ZeRO-3) or whole Models such as GPUs (DDP: each device's gradients all-reduced after its backward
-// passes, then the same AdamW step everywhere).
+// passes, then the same AdamW step everywhere; or ZeRO-3 models that shard themselves).
 // It prints nothing; callers report the StepStats and memory() it returns. See docs/island.md.
 #pragma once
 
@@ -37,9 +37,10 @@ public:
     // backends.size() ranks (e.g. make_cpu_collectives(n)). Checks the config as Trainer does.
     Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
            std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives);
-    // Data parallel over whole models (one per device, e.g. GPUs), collectives[r] for models[r].
+    // Whole models, one per device (e.g. GPUs), collectives[r] for models[r]: data parallel (DDP), or
+    // ZeRO-3 where every model was made as one rank's shard over that collective (Model::sharded()).
     Island(const ModelConfig& model, const TrainConfig& config, std::vector<std::unique_ptr<Model>> models,
-           std::vector<std::unique_ptr<Collective>> collectives);
+           std::vector<std::unique_ptr<Collective>> collectives, Parallel parallel = Parallel::ddp);
     ~Island();
     Island(const Island&) = delete;
     Island& operator=(const Island&) = delete;
@@ -75,6 +76,10 @@ public:
     std::vector<DeviceMemory> memory() const;      // per device
     std::uint64_t bytes_sent(int device) const;    // by that device's collective so far
     Zero3Store* zero3(int device);                 // its shard (for per-slice pseudo-gradients); null under DDP
+    Model* model(int device);                      // a whole model (a GPU); null for CPU backends
+    // fn(r) on every device's thread at once (collectives every rank must join); rethrows the first
+    // failure, after which the island is unusable.
+    void on_each_device(const std::function<void(int)>& fn) { run_on_devices(fn); }
 
 private:
     struct Device;

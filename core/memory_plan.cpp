@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/param_layout.h"
 #include "core/param_store.h"
+#include "core/shard_layout.h"
 
 namespace arch {
 
@@ -122,45 +123,12 @@ std::size_t activations(const PassBuffers& p, int L, Recompute recompute) {
     return 0;
 }
 
-std::size_t padded(std::size_t floats, std::size_t N) {
-    return ceil_div(floats, N) * N;
-}
-
 }  // namespace
 
 PlanDevice parse_plan_device(const std::string& name) {
     if (name == "cpu") return PlanDevice::cpu;
     if (name == "cuda") return PlanDevice::cuda;
     throw Error("device '" + name + "' is not known (cpu, cuda)");
-}
-
-Recompute parse_recompute(const std::string& name) {
-    if (name == "none") return Recompute::none;
-    if (name == "attention") return Recompute::attention;
-    if (name == "block") return Recompute::block;
-    throw Error("recompute '" + name + "' is not known (none, attention, block)");
-}
-
-Offload parse_offload(const std::string& name) {
-    if (name == "none") return Offload::none;
-    if (name == "optimizer") return Offload::optimizer;
-    throw Error("offload '" + name + "' is not known (none, optimizer)");
-}
-
-const char* recompute_name(Recompute recompute) {
-    switch (recompute) {
-        case Recompute::none:
-            return "none";
-        case Recompute::attention:
-            return "attention";
-        case Recompute::block:
-            return "block";
-    }
-    return "?";
-}
-
-const char* offload_name(Offload offload) {
-    return offload == Offload::optimizer ? "optimizer" : "none";
 }
 
 std::size_t parse_bytes(const std::string& text) {
@@ -229,14 +197,14 @@ DeviceBytes plan_device_bytes(const PlanRequest& q) {
     DeviceBytes d;
     std::size_t state = P;  // floats of the whole model, or of this rank's shard
     if (q.parallel == Parallel::zero3) {
-        state = 0;
-        for (int u = 0; u < num_units(layout); ++u)
-            state += ceil_div(unit_size(layout, u), N);  // core/zero3.cpp
-        // Transient full units (core/zero3.cpp's pool): the globals' weights and gradients for the
+        // The engines' shards (core/shard_layout.h; GPU pieces padded to pairs for the bf16 gathers).
+        const ShardLayout shards(layout, static_cast<int>(N), 0, cuda ? 2 : 1);
+        state = shards.shard_size;
+        // Transient full units (the stores' pools): the globals' weights and gradients for the
         // whole pass, and of blocks two weights (this one and the prefetched one) and two gradients
         // (this one and the one in its reduce-scatter).
-        const std::size_t G = padded(unit_size(layout, num_units(layout) - 1), N);
-        const std::size_t K = c.num_layers > 0 ? padded(layout.block_size(), N) : 0;
+        const std::size_t G = shards.units.back().full;
+        const std::size_t K = c.num_layers > 0 ? shards.units.front().full : 0;
         d.comm = (G + 2 * K) * weight + (G + 2 * K) * 4;
     }
     d.params = state * weight;

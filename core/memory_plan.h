@@ -2,9 +2,9 @@
 // for training (by the categories core/device_memory.h reports from the engine's own allocations)
 // and the host memory the island and its DiLoCo peer need. Pure: it allocates nothing, so a 13B
 // plan is instant. It models the buffers the engines allocate today (CPU: fp32 everything; CUDA:
-// bf16 weights and activations, fp32 master, gradients, m and v); recompute, offload and ZeRO-3 on
-// GPUs are modelled from their definitions in docs/plan.md, since the engine does not build them
-// yet.
+// bf16 weights and activations, fp32 master, gradients, m and v; ZeRO-3 shards from the engines' own
+// core/shard_layout.h); recompute and offload are modelled from their definitions in docs/plan.md,
+// since the engine does not build them yet.
 #pragma once
 
 #include <cstddef>
@@ -12,24 +12,14 @@
 #include <vector>
 
 #include "core/island.h"
+#include "core/memory_modes.h"
 #include "core/model_config.h"
 
 namespace arch {
 
 enum class PlanDevice { cpu, cuda };
-enum class Recompute {
-    none,
-    attention,
-    block
-};  // attention: its internals again in backward; block: all but the block's input
-enum class Offload { none, optimizer };  // optimizer: fp32 master weights, m and v in host memory
-
 PlanDevice parse_plan_device(
     const std::string& name);                        // "cpu" | "cuda"; throws arch::Error otherwise
-Recompute parse_recompute(const std::string& name);  // "none" | "attention" | "block"
-Offload parse_offload(const std::string& name);      // "none" | "optimizer"
-const char* recompute_name(Recompute recompute);
-const char* offload_name(Offload offload);
 // "24GiB", "24 GB", "512MiB", "1.5TiB", "1073741824": binary (KiB, MiB, GiB, TiB) or decimal (KB,
 // MB, GB, TB) units, or plain bytes. Throws arch::Error naming the text for anything else.
 std::size_t parse_bytes(const std::string& text);

@@ -49,9 +49,17 @@ public:
 
     // Data parallel over whole models (core/island.h): sums the gradients over the ranks of
     // `collective`, in place in the device's memory, once the backward passes of a step are done.
-    virtual void all_reduce_grads(Collective& collective) {
+    // A sharded model (ZeRO-3) has reduce-scattered them during backward: this waits for that.
+    virtual void reduce_grads(Collective& collective) {
         throw Error("the " + device_name() + " model cannot be trained data-parallel as a whole");
     }
+    // Data parallel models that reduce during backward (DDP on GPUs) do it only on the step's last
+    // micro-batch: the island says which one comes before its forward.
+    virtual void set_last_micro_batch(bool last) {}
+    // True when the model holds one rank's shard of an island's state (ZeRO-3 on GPUs): get_params,
+    // get_grads and get_adamw_state are then collectives every rank of the island calls, where ranks
+    // that need no result may pass empty spans; set_params and set_adamw_state keep this rank's slices.
+    virtual bool sharded() const { return false; }
     // Persistent parameters, gradients and optimizer state on the device (activations not counted).
     virtual DeviceMemory memory() const = 0;
 };

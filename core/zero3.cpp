@@ -15,44 +15,18 @@ Zero3Store::Zero3Store(const ParamLayout& layout, Backend& backend, Collective& 
     : layout_(layout),
       backend_(backend),
       collective_(collective),
+      shards_(layout, collective.world_size(), collective.rank()),
       world_(collective.world_size()),
-      rank_(collective.rank()),
       num_units_(num_units(layout)) {
-    const std::size_t N = static_cast<std::size_t>(world_), r = static_cast<std::size_t>(rank_);
-    std::size_t max_piece = 0;
-    for (int u = 0; u < num_units_; ++u) {
-        Unit un;
-        un.begin = unit_begin(layout, u);
-        un.size = unit_size(layout, u);
-        un.piece = (un.size + N - 1) / N;
-        un.shard_offset = shard_floats_;
-        shard_floats_ += un.piece;
-        max_piece = std::max(max_piece, un.piece);
-        const std::size_t lo = std::min(un.size, r * un.piece), hi = std::min(un.size, (r + 1) * un.piece);
-        ranges_.push_back({un.begin + lo, hi - lo, un.shard_offset});
-        units_.push_back(un);
-    }
-    // AdamW ranges on the shard: each owned range cut at tensor borders, runs of equal decay merged.
-    for (const ShardRange& sr : ranges_) {
-        for (const TensorView& t : layout.tensors()) {
-            const std::size_t a = std::max(sr.begin, t.offset), b = std::min(sr.begin + sr.size, t.offset + t.size);
-            if (a >= b) continue;
-            const std::size_t offset = sr.shard_offset + (a - sr.begin);
-            if (!decay_ranges_.empty() && decay_ranges_.back().decay == t.weight_decay &&
-                decay_ranges_.back().shard_offset + decay_ranges_.back().size == offset)
-                decay_ranges_.back().size += b - a;
-            else
-                decay_ranges_.push_back({offset, b - a, t.weight_decay});
-        }
-    }
+    const std::size_t N = static_cast<std::size_t>(world_);
     auto alloc = [&](std::size_t floats) {
         return static_cast<float*>(backend_.alloc(std::max<std::size_t>(floats, 1) * sizeof(float)));
     };
-    params_ = alloc(shard_floats_);
-    grads_ = alloc(shard_floats_);
-    m_ = alloc(shard_floats_);
-    v_ = alloc(shard_floats_);
-    piece_scratch_ = alloc(std::max(max_piece, 2 * N + 2));  // also the norm exchange buffer
+    params_ = alloc(shards_.shard_size);
+    grads_ = alloc(shards_.shard_size);
+    m_ = alloc(shards_.shard_size);
+    v_ = alloc(shards_.shard_size);
+    piece_scratch_ = alloc(std::max(shards_.max_piece, 2 * N + 2));  // also the norm exchange buffer
     gathered_.resize(num_units_);
     unit_grads_.assign(num_units_, nullptr);
 }
@@ -93,8 +67,8 @@ int Zero3Store::next_unit(int unit) const {
 }
 
 void Zero3Store::request_gather(int unit) {
-    const Unit& u = units_[unit];
-    float* buf = acquire(u.piece * world_);
+    const ShardUnit& u = shards_.units[unit];
+    float* buf = acquire(u.full);
     Gathered& g = gathered_[unit];
     g.buf = buf;
     g.ticket = comm_.push([this, buf, &u] { collective_.all_gather(buf, params_ + u.shard_offset, u.piece); });
@@ -119,7 +93,7 @@ void Zero3Store::params_done(int unit) {
 
 float* Zero3Store::grads(int unit) {
     if (unit_grads_[unit] == nullptr) {
-        const std::size_t floats = units_[unit].piece * world_;
+        const std::size_t floats = shards_.units[unit].full;
         unit_grads_[unit] = acquire(floats);
         backend_.zero(unit_grads_[unit], floats);
     }
@@ -130,7 +104,7 @@ void Zero3Store::grads_done(int unit) {
     float* buf = unit_grads_[unit];
     if (buf == nullptr) return;
     unit_grads_[unit] = nullptr;
-    const Unit& u = units_[unit];
+    const ShardUnit& u = shards_.units[unit];
     comm_.push([this, buf, &u] {
         collective_.reduce_scatter_sum(piece_scratch_, buf, u.piece);
         float* g = grads_ + u.shard_offset;
@@ -141,14 +115,14 @@ void Zero3Store::grads_done(int unit) {
 
 void Zero3Store::zero_grads() {
     comm_.drain();
-    backend_.zero(grads_, shard_floats_);
+    backend_.zero(grads_, shards_.shard_size);
 }
 
 void Zero3Store::scatter_from_host(std::span<const float> full, float* shard) {
     if (full.size() != layout_.num_params())
         throw Error("ZeRO-3: expected a full vector of " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
-    for (const ShardRange& r : ranges_)
+    for (const ShardRange& r : shards_.ranges)
         if (r.size > 0) backend_.upload(shard + r.shard_offset, full.data() + r.begin, r.size * sizeof(float));
 }
 
@@ -157,8 +131,8 @@ void Zero3Store::gather_to_host(const float* shard, std::span<float> full) {
         throw Error("ZeRO-3: expected a full vector of " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
     comm_.run([&] {
-        for (const Unit& u : units_) {
-            float* buf = acquire(u.piece * world_);
+        for (const ShardUnit& u : shards_.units) {
+            float* buf = acquire(u.full);
             collective_.all_gather(buf, shard + u.shard_offset, u.piece);
             if (!full.empty()) backend_.download(full.data() + u.begin, buf, u.size * sizeof(float));
             release(buf);
@@ -170,7 +144,7 @@ void Zero3Store::gather_to_host(const float* shard, std::span<float> full) {
 // rank adds them in rank order in double, so all ranks get the same norm, equal to the unsharded one
 // up to the order of a double sum.
 double Zero3Store::global_sum_squares() {
-    const double local = backend_.sum_squares(grads_, shard_floats_);
+    const double local = backend_.sum_squares(grads_, shards_.shard_size);
     const float pair[2] = {static_cast<float>(local), static_cast<float>(local - static_cast<float>(local))};
     float* send = piece_scratch_;
     float* recv = piece_scratch_ + 2;
@@ -189,7 +163,7 @@ float Zero3Store::adamw_step(float lr, const AdamWConfig& c) {
     const float norm = static_cast<float>(std::sqrt(sum_squares));
     const float scale = clip_scale(norm, c);
     ++steps_;
-    for (const DecayRange& r : decay_ranges_)
+    for (const ShardDecayRange& r : shards_.decay)
         backend_.adamw_update(params_ + r.shard_offset, grads_ + r.shard_offset, m_ + r.shard_offset,
                               v_ + r.shard_offset, r.size, lr, c.beta1, c.beta2, c.eps, r.decay ? c.weight_decay : 0.0f,
                               scale, steps_);
@@ -198,7 +172,7 @@ float Zero3Store::adamw_step(float lr, const AdamWConfig& c) {
 
 DeviceMemory Zero3Store::memory() const {
     DeviceMemory m;
-    m.params_bytes = shard_floats_ * sizeof(float);
+    m.params_bytes = shards_.shard_size * sizeof(float);
     m.grads_bytes = m.params_bytes;
     m.optimizer_bytes = 2 * m.params_bytes;
     std::lock_guard<std::mutex> lock(pool_mu_);

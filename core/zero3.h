@@ -21,16 +21,9 @@
 #include "core/comm_thread.h"
 #include "core/device_memory.h"
 #include "core/param_store.h"
+#include "core/shard_layout.h"
 
 namespace arch {
-
-// One range of the flat vector that this rank owns: [begin, begin + size) of the flat buffer is
-// stored at [shard_offset, shard_offset + size) of the shard buffers.
-struct ShardRange {
-    std::size_t begin = 0;
-    std::size_t size = 0;
-    std::size_t shard_offset = 0;
-};
 
 class Zero3Store final : public ParamStore {
 public:
@@ -50,8 +43,8 @@ public:
     void wait_grads() { comm_.drain(); }  // every queued reduce-scatter done; rethrows failures
 
     // The shard.
-    const std::vector<ShardRange>& shard_ranges() const { return ranges_; }  // one per unit, some may be empty
-    std::size_t shard_floats() const { return shard_floats_; }  // size of the shard buffers, padding included
+    const std::vector<ShardRange>& shard_ranges() const { return shards_.ranges; }  // one per unit, some may be empty
+    std::size_t shard_floats() const { return shards_.shard_size; }  // size of the shard buffers, padding included
     float* shard_params() { return params_; }
     float* shard_grads() { return grads_; }
     float* shard_m() { return m_; }
@@ -72,18 +65,9 @@ public:
     DeviceMemory memory() const;
 
 private:
-    struct Unit {
-        std::size_t begin = 0, size = 0;  // in the flat vector
-        std::size_t piece = 0;            // floats per rank, ceil(size / N)
-        std::size_t shard_offset = 0;     // where this rank's piece sits in the shard buffers
-    };
     struct Gathered {
         float* buf = nullptr;
         std::uint64_t ticket = 0;  // the gather job; 0 = not requested
-    };
-    struct DecayRange {
-        std::size_t shard_offset, size;
-        bool decay;
     };
     void request_gather(int unit);
     int next_unit(int unit) const;
@@ -94,11 +78,8 @@ private:
     const ParamLayout& layout_;
     Backend& backend_;
     Collective& collective_;
-    const int world_, rank_, num_units_;
-    std::vector<Unit> units_;
-    std::vector<ShardRange> ranges_;
-    std::vector<DecayRange> decay_ranges_;
-    std::size_t shard_floats_ = 0;
+    const ShardLayout shards_;
+    const int world_, num_units_;
     float* params_ = nullptr;
     float* grads_ = nullptr;
     float* m_ = nullptr;

@@ -22,6 +22,7 @@ struct AdamWConstants {
     float bc1, bc2;  // 1 - beta^step
     float decay;     // 1 - lr * weight_decay
     std::uint64_t seed;
+    std::uint64_t first_index;  // the hash index of element 0 (a shard's place in its range)
 };
 
 // One element: updates m, v, master in place and returns the new master value.
@@ -57,7 +58,7 @@ __global__ void adamw_kernel(float* __restrict__ master, bf16* __restrict__ para
         reinterpret_cast<float4*>(master)[i] = p;
         reinterpret_cast<float4*>(m)[i] = mi;
         reinterpret_cast<float4*>(v)[i] = vi;
-        const std::uint64_t e = i * 4;
+        const std::uint64_t e = k.first_index + i * 4;
         const unsigned lo =
             float_to_bf16_bits_stochastic(p.x, k.seed, e) |
             (static_cast<unsigned>(float_to_bf16_bits_stochastic(p.y, k.seed, e + 1)) << 16);
@@ -72,7 +73,7 @@ __global__ void adamw_kernel(float* __restrict__ master, bf16* __restrict__ para
         master[i] = p;
         m[i] = mi;
         v[i] = vi;
-        params[i] = __ushort_as_bfloat16(float_to_bf16_bits_stochastic(p, k.seed, i));
+        params[i] = __ushort_as_bfloat16(float_to_bf16_bits_stochastic(p, k.seed, k.first_index + i));
     }
 }
 
@@ -80,7 +81,7 @@ __global__ void adamw_kernel(float* __restrict__ master, bf16* __restrict__ para
 
 void adamw_update(float* master, bf16* params, const float* grads, float* m, float* v,
                   std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                  float grad_scale, int step, uint64_t seed, cudaStream_t stream) {
+                  float grad_scale, int step, uint64_t seed, cudaStream_t stream, std::uint64_t first_index) {
     if (n == 0) return;
     if (step < 1) throw Error("adamw_update: step is 1-based, got " + std::to_string(step));
     // The host constants exactly as kernels/cpu/adamw.cpp computes them.
@@ -94,6 +95,7 @@ void adamw_update(float* master, bf16* params, const float* grads, float* m, flo
     k.bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
     k.decay = 1.0f - lr * weight_decay;
     k.seed = seed;
+    k.first_index = first_index;
     // float4 for master, grads, m, v and 4 bf16 (8 bytes) for params.
     const bool vec = aligned16(master) && aligned16(grads) && aligned16(m) && aligned16(v) &&
                      (reinterpret_cast<std::uintptr_t>(params) & 7u) == 0;

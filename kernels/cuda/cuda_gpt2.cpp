@@ -1,6 +1,7 @@
 // kernels/cuda/cuda_gpt2.cpp: the bf16 GPT-2 blocks on one GPU as a sequence of launches (llm.c's
 // order): token + position embedding, fused residual + layernorm, cuBLASLt matmuls with bias / GELU
-// epilogues, attention (fused or unfused), and the way back. Everything else (memory, the lm_head
+// epilogues, attention (fused or unfused), and the way back; under recompute the way back first
+// rebuilds what forward did not keep. Everything else (memory, the lm_head
 // and classifier, AdamW, transfers) is CudaTransformer's (cuda_transformer.h).
 #include <vector>
 
@@ -18,6 +19,10 @@ class Gpt2OnGpu final : public CudaTransformer {
     void allocate_activations(int B, int T) override;
     const bf16* forward_blocks(int B, int T) override;
     void backward_blocks(bf16* dlnf, int B, int T) override;
+    // Block l from its ln1 to its MLP's activation (forward, and block recompute in backward).
+    void block_forward(int l, int B, int T);
+    // What recompute dropped of layer l, rebuilt in the shared buffers before its backward.
+    void recompute(int l, int B, int T);
 
     struct Acts {
         bf16* encoded = nullptr;  // (N,C)
@@ -45,21 +50,21 @@ void Gpt2OnGpu::allocate_activations(int B, int T) {
     a.encoded = act_bf16(N * C);
     const AttentionSizes att =
         attention_sizes(attention_, B, T, static_cast<int>(C), config_.num_heads);
-    for (int l = 0; l < L; ++l) {
-        a.ln1.push_back(act_bf16(N * C));
-        a.ln1_mean.push_back(act_f32(N));
-        a.ln1_rstd.push_back(act_f32(N));
-        a.qkv.push_back(act_bf16(N * 3 * C));
-        a.atty.push_back(act_bf16(N * C));
-        a.att_saved.push_back(act_bytes(att.saved_bytes));
-        a.residual2.push_back(act_bf16(N * C));
-        a.ln2.push_back(act_bf16(N * C));
-        a.ln2_mean.push_back(act_f32(N));
-        a.ln2_rstd.push_back(act_f32(N));
-        a.fch.push_back(act_bf16(N * 4 * C));
-        a.fch_gelu.push_back(act_bf16(N * 4 * C));
-        a.residual3.push_back(act_bf16(N * C));
-    }
+    // Under recompute the dropped buffers are one shared set (cuda_transformer.h per_layer).
+    const bool block = recompute_ == Recompute::block, attn = recompute_ != Recompute::none;
+    a.ln1 = per_layer<bf16>(L, block, [&] { return act_bf16(N * C); });
+    a.ln1_mean = per_layer<float>(L, block, [&] { return act_f32(N); });
+    a.ln1_rstd = per_layer<float>(L, block, [&] { return act_f32(N); });
+    a.qkv = per_layer<bf16>(L, block, [&] { return act_bf16(N * 3 * C); });
+    a.atty = per_layer<bf16>(L, attn, [&] { return act_bf16(N * C); });
+    a.att_saved = per_layer<void>(L, attn, [&] { return act_bytes(att.saved_bytes); });
+    a.residual2 = per_layer<bf16>(L, block, [&] { return act_bf16(N * C); });
+    a.ln2 = per_layer<bf16>(L, block, [&] { return act_bf16(N * C); });
+    a.ln2_mean = per_layer<float>(L, block, [&] { return act_f32(N); });
+    a.ln2_rstd = per_layer<float>(L, block, [&] { return act_f32(N); });
+    a.fch = per_layer<bf16>(L, block, [&] { return act_bf16(N * 4 * C); });
+    a.fch_gelu = per_layer<bf16>(L, block, [&] { return act_bf16(N * 4 * C); });
+    a.residual3 = per_layer<bf16>(L, false, [&] { return act_bf16(N * C); });  // the next block's input
     a.lnf = act_bf16(N * C);
     a.lnf_mean = act_f32(N);
     a.lnf_rstd = act_f32(N);
@@ -77,22 +82,17 @@ void Gpt2OnGpu::allocate_activations(int B, int T) {
 
 const bf16* Gpt2OnGpu::forward_blocks(int B, int T) {
     Acts& a = a_;
-    const int N = B * T, C = config_.channels, NH = config_.num_heads, L = config_.num_layers;
-    encoder_forward(a.encoded, tokens(), params_ + layout_.wte(), params_ + layout_.wpe(), B, T, C,
+    const int N = B * T, C = config_.channels, L = config_.num_layers;
+    encoder_forward(a.encoded, tokens(), weight(layout_.wte()), weight(layout_.wpe()), B, T, C,
                     stream_);
+    enter_unit(0);
     layernorm_forward(a.ln1[0], a.ln1_mean[0], a.ln1_rstd[0], a.encoded,
-                      params_ + layout_.block(0).ln1w, params_ + layout_.block(0).ln1b, N, C,
+                      weight(layout_.block(0).ln1w), weight(layout_.block(0).ln1b), N, C,
                       stream_);
     for (int l = 0; l < L; ++l) {
+        enter_unit(l);  // (block 0 was entered for its ln1 above; the next block's ln1 is read below)
         const BlockOffsets& o = layout_.block(l);
-        const bf16* residual = l == 0 ? a.encoded : a.residual3[l - 1];
-        matmul_forward(a.qkv[l], a.ln1[l], o.qkvw, o.qkvb, N, C, 3 * C);
-        attention_forward(attention_, *gemm_, a.atty[l], a.att_saved[l], a.att_scratch, a.qkv[l], B,
-                          T, C, NH, NH);
-        matmul_forward(a.proj, a.atty[l], o.attprojw, o.attprojb, N, C, C);
-        residual_layernorm_forward(a.residual2[l], a.ln2[l], a.ln2_mean[l], a.ln2_rstd[l], residual,
-                                   a.proj, params_ + o.ln2w, params_ + o.ln2b, N, C, stream_);
-        matmul_forward(a.fch_gelu[l], a.ln2[l], o.fcw, o.fcb, N, C, 4 * C, a.fch[l]);
+        block_forward(l, B, T);
         matmul_forward(a.proj, a.fch_gelu[l], o.fcprojw, o.fcprojb, N, 4 * C, C);
         // The next layernorm (the next block's ln1, or ln_f) with this block's second residual add.
         const bool last = l == L - 1;
@@ -102,9 +102,40 @@ const bf16* Gpt2OnGpu::forward_blocks(int B, int T) {
         const std::size_t w = last ? layout_.lnfw() : layout_.block(l + 1).ln1w;
         const std::size_t b = last ? layout_.lnfb() : layout_.block(l + 1).ln1b;
         residual_layernorm_forward(a.residual3[l], next_ln, next_mean, next_rstd, a.residual2[l],
-                                   a.proj, params_ + w, params_ + b, N, C, stream_);
+                                   a.proj, weight(w), weight(b), N, C, stream_);
+        leave_unit(l);
     }
     return a.lnf;
+}
+
+void Gpt2OnGpu::block_forward(int l, int B, int T) {
+    Acts& a = a_;
+    const int N = B * T, C = config_.channels, NH = config_.num_heads;
+    const BlockOffsets& o = layout_.block(l);
+    const bf16* residual = l == 0 ? a.encoded : a.residual3[l - 1];
+    matmul_forward(a.qkv[l], a.ln1[l], o.qkvw, o.qkvb, N, C, 3 * C);
+    attention_forward(attention_, *gemm_, a.atty[l], a.att_saved[l], a.att_scratch, a.qkv[l], B, T,
+                      C, NH, NH);
+    matmul_forward(a.proj, a.atty[l], o.attprojw, o.attprojb, N, C, C);
+    residual_layernorm_forward(a.residual2[l], a.ln2[l], a.ln2_mean[l], a.ln2_rstd[l], residual,
+                               a.proj, weight(o.ln2w), weight(o.ln2b), N, C, stream_);
+    matmul_forward(a.fch_gelu[l], a.ln2[l], o.fcw, o.fcb, N, C, 4 * C, a.fch[l]);
+}
+
+void Gpt2OnGpu::recompute(int l, int B, int T) {
+    Acts& a = a_;
+    const int N = B * T, C = config_.channels, NH = config_.num_heads;
+    if (recompute_ == Recompute::attention) {
+        attention_forward(attention_, *gemm_, a.atty[l], a.att_saved[l], a.att_scratch, a.qkv[l], B,
+                          T, C, NH, NH);
+    } else if (recompute_ == Recompute::block) {
+        // ln1 as forward made it (the previous block's fused residual + layernorm normalizes the
+        // same rows with the same code), then the block up to its MLP's activation.
+        const BlockOffsets& o = layout_.block(l);
+        layernorm_forward(a.ln1[l], a.ln1_mean[l], a.ln1_rstd[l], l == 0 ? a.encoded : a.residual3[l - 1],
+                          weight(o.ln1w), weight(o.ln1b), N, C, stream_);
+        block_forward(l, B, T);
+    }
 }
 
 void Gpt2OnGpu::backward_blocks(bf16* dln, int B, int T) {
@@ -112,28 +143,31 @@ void Gpt2OnGpu::backward_blocks(bf16* dln, int B, int T) {
     const int N = B * T, C = config_.channels, NH = config_.num_heads, L = config_.num_layers;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
     check(cudaMemsetAsync(a.dresidual, 0, NC * sizeof(bf16), stream_), "cudaMemset");
-    layernorm_backward(a.dresidual, grads_ + layout_.lnfw(), grads_ + layout_.lnfb(), a.ln_scratch,
-                       dln, a.residual3[L - 1], params_ + layout_.lnfw(), a.lnf_mean, a.lnf_rstd, N,
+    layernorm_backward(a.dresidual, grad(layout_.lnfw()), grad(layout_.lnfb()), a.ln_scratch,
+                       dln, a.residual3[L - 1], weight(layout_.lnfw()), a.lnf_mean, a.lnf_rstd, N,
                        C, stream_);
     for (int l = L - 1; l >= 0; --l) {
+        enter_unit(l);
+        recompute(l, B, T);
         const BlockOffsets& o = layout_.block(l);
         const bf16* residual = l == 0 ? a.encoded : a.residual3[l - 1];
         // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual flows through.
         matmul_backward(a.dfch, o.fcprojw, o.fcprojb, a.dresidual, a.fch_gelu[l], N, 4 * C, C);
         gelu_backward(a.dfch, a.fch[l], a.dfch, NC * 4, stream_);
         matmul_backward(dln, o.fcw, o.fcb, a.dfch, a.ln2[l], N, C, 4 * C);
-        layernorm_backward(a.dresidual, grads_ + o.ln2w, grads_ + o.ln2b, a.ln_scratch, dln,
-                           a.residual2[l], params_ + o.ln2w, a.ln2_mean[l], a.ln2_rstd[l], N, C,
+        layernorm_backward(a.dresidual, grad(o.ln2w), grad(o.ln2b), a.ln_scratch, dln,
+                           a.residual2[l], weight(o.ln2w), a.ln2_mean[l], a.ln2_rstd[l], N, C,
                            stream_);
         // residual2 = residual + attproj(attention(qkv(ln1(residual)))).
         matmul_backward(dln, o.attprojw, o.attprojb, a.dresidual, a.atty[l], N, C, C);  // d(atty)
         attention_backward(attention_, *gemm_, a.dqkv, a.att_scratch, dln, a.qkv[l], a.atty[l],
                            a.att_saved[l], B, T, C, NH, NH);
         matmul_backward(dln, o.qkvw, o.qkvb, a.dqkv, a.ln1[l], N, C, 3 * C);  // dln = d(ln1)
-        layernorm_backward(a.dresidual, grads_ + o.ln1w, grads_ + o.ln1b, a.ln_scratch, dln,
-                           residual, params_ + o.ln1w, a.ln1_mean[l], a.ln1_rstd[l], N, C, stream_);
+        layernorm_backward(a.dresidual, grad(o.ln1w), grad(o.ln1b), a.ln_scratch, dln,
+                           residual, weight(o.ln1w), a.ln1_mean[l], a.ln1_rstd[l], N, C, stream_);
+        leave_unit(l);
     }
-    encoder_backward(grads_ + layout_.wte(), grads_ + layout_.wpe(), a.enc_scratch, a.dresidual,
+    encoder_backward(grad(layout_.wte()), grad(layout_.wpe()), a.enc_scratch, a.dresidual,
                      tokens_host(), B, T, C, stream_);
 }
 

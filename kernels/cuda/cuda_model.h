@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_modes.h"
 #include "core/model.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/device_codec.h"
 
 namespace arch::cuda {
 
@@ -22,6 +24,22 @@ struct CudaModelOptions {
     AttentionKind attention = AttentionKind::fused;
     uint64_t rounding_seed =
         0x5eed;  // stochastic rounding of the bf16 weights after each AdamW step
+    // Set when the model is one rank of a ZeRO-3 island (cuda_shards.h): weights, gradients and
+    // optimizer state then hold only this rank's shard, gathered unit by unit over this collective
+    // (which must outlive the model), and get_params / get_grads / get_adamw_state / adamw_step are
+    // collectives every rank calls.
+    Collective* zero3 = nullptr;
+    // Set when the model is one rank of a DDP island (cuda_ddp.h): on the last micro-batch of a step
+    // (Model::set_last_micro_batch) each unit's gradients are all-reduced over this collective as soon
+    // as backward leaves the unit; reduce_grads then only waits.
+    Collective* ddp = nullptr;
+    // Activation recomputation (core/memory_modes.h): attention keeps no attention output or
+    // P / log-sum-exp per layer, block keeps only each block's input; backward recomputes them with
+    // the same kernels, so losses and gradients are bit for bit those without recompute.
+    Recompute recompute = Recompute::none;
+    // Optimizer offload (host_adamw.h): fp32 master weights, m and v in pinned host memory and the
+    // AdamW step on the CPU; the GPU keeps the bf16 weights and fp32 gradients. Not with zero3 yet.
+    Offload offload = Offload::none;
 };
 
 // A model on a GPU; also exposes its device buffers for device-side pseudo-gradient encoding.
@@ -33,6 +51,9 @@ class CudaModel : public Model {
     // copied back as the wire bytes the CPU codec would give.
     virtual std::vector<std::byte> encode_delta(std::span<const float> theta,
                                                 const std::string& spec) = 0;
+    // A ZeRO-3 rank (options.zero3): Δ formed and quantized on its own shard; a collective every
+    // rank calls. island_codec.h joins the parts into the wire bytes.
+    virtual ShardPayload encode_shard_delta(std::span<const float> theta, const std::string& spec) = 0;
 };
 
 // The config's family (GPT-2 or Llama) on cuda:options.device. Throws arch::Error when the device

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/param_store.h"
 #include "core/transformer.h"
 #include "kernels/cuda/bf16_math.h"
 #include "kernels/cuda/cuda_check.h"
@@ -19,13 +20,6 @@
 namespace arch::cuda {
 
 namespace {
-
-// The seed of the stochastic rounding after AdamW step `step` over range `begin` (fixed function,
-// so a resumed run can recompute the bf16 weights the uninterrupted run had).
-uint64_t rounding_seed(uint64_t base, int step, std::size_t begin) {
-    return base ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull) ^
-           (static_cast<uint64_t>(begin) << 1);
-}
 
 // 256-byte aligned slices: what device_alloc takes for `bytes`.
 std::size_t device_alloc_bytes(std::size_t bytes) {
@@ -49,6 +43,7 @@ CudaTransformer::CudaTransformer(const ModelConfig& config, const CudaModelOptio
     : config_(config),
       layout_((validate(config), config)),
       attention_(options.attention),
+      recompute_(options.recompute),
       n_(layout_.num_params()),
       device_(options.device),
       rounding_base_(options.rounding_seed) {
@@ -69,17 +64,35 @@ CudaTransformer::CudaTransformer(const ModelConfig& config, const CudaModelOptio
     name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     gemm_ = std::make_unique<GemmContext>(stream_);
-    master_ = static_cast<float*>(alloc(n_ * sizeof(float)));
+    if (options.zero3 != nullptr) {
+        if (options.offload != Offload::none)
+            throw Error("cuda: --offload optimizer with --parallel zero3 is not built yet; use one of them");
+        shards_ = std::make_unique<CudaShards>(layout_, *options.zero3, stream_, rounding_base_);
+        return;
+    }
     params_ = static_cast<bf16*>(alloc(n_ * sizeof(bf16)));
     grads_ = static_cast<float*>(alloc(n_ * sizeof(float)));
-    m_ = static_cast<float*>(alloc(n_ * sizeof(float)));
-    v_ = static_cast<float*>(alloc(n_ * sizeof(float)));
     norm_partials_ = static_cast<double*>(alloc(kSumSquaresPartials * sizeof(double)));
     ranges_ = decay_ranges(layout_);
+    if (options.offload == Offload::optimizer) {
+        std::vector<ShardDecayRange> runs;
+        for (const DecayRange& r : ranges_) runs.push_back({r.begin, r.size, r.decay, r.begin, 0});
+        std::vector<std::pair<std::size_t, std::size_t>> units;
+        for (int u = 0; u < num_units(layout_); ++u) units.emplace_back(unit_begin(layout_, u), unit_size(layout_, u));
+        host_ = std::make_unique<HostAdamW>(n_, std::move(runs), std::move(units), stream_, rounding_base_);
+    } else {
+        master_ = static_cast<float*>(alloc(n_ * sizeof(float)));
+        m_ = static_cast<float*>(alloc(n_ * sizeof(float)));
+        v_ = static_cast<float*>(alloc(n_ * sizeof(float)));
+    }
+    if (options.ddp != nullptr) ddp_ = std::make_unique<CudaDdpReducer>(layout_, *options.ddp, stream_, grads_);
 }
 
 CudaTransformer::~CudaTransformer() {
     cudaSetDevice(device_);
+    shards_.reset();
+    ddp_.reset();
+    host_.reset();
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     for (void* p : act_owned_) cudaFree(p);
     for (void* p : owned_) cudaFree(p);
@@ -141,6 +154,15 @@ void CudaTransformer::init_weights(uint64_t seed) {
 void CudaTransformer::set_params(std::span<const float> host) {
     check_size(host, "set_params");
     use_device();
+    if (shards_) {
+        shards_->set_params(host);
+        return;
+    }
+    if (host_) {
+        std::copy(host.begin(), host.end(), host_->master().begin());
+        host_->upload_weights(params_, 0);
+        return;
+    }
     check(
         cudaMemcpyAsync(master_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
         "cudaMemcpy (parameters)");
@@ -149,8 +171,17 @@ void CudaTransformer::set_params(std::span<const float> host) {
 }
 
 void CudaTransformer::get_params(std::span<float> host) {
-    if (host.size() != n_) throw Error("get_params: wrong buffer size");
     use_device();
+    if (shards_) {
+        shards_->gather_params(host);
+        return;
+    }
+    if (host.size() != n_) throw Error("get_params: wrong buffer size");
+    if (host_) {
+        sync();
+        std::copy(host_->master().begin(), host_->master().end(), host.begin());
+        return;
+    }
     check(
         cudaMemcpyAsync(host.data(), master_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
         "cudaMemcpy (parameters)");
@@ -158,8 +189,12 @@ void CudaTransformer::get_params(std::span<float> host) {
 }
 
 void CudaTransformer::get_grads(std::span<float> host) {
-    if (host.size() != n_) throw Error("get_grads: wrong buffer size");
     use_device();
+    if (shards_) {
+        shards_->gather_grads(host);
+        return;
+    }
+    if (host.size() != n_) throw Error("get_grads: wrong buffer size");
     check(cudaMemcpyAsync(host.data(), grads_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "cudaMemcpy (gradients)");
     sync();
@@ -167,26 +202,30 @@ void CudaTransformer::get_grads(std::span<float> host) {
 
 void CudaTransformer::zero_grad() {
     use_device();
+    if (shards_) {
+        shards_->zero_grads();
+        return;
+    }
     check(cudaMemsetAsync(grads_, 0, n_ * sizeof(float), stream_), "cudaMemset (gradients)");
 }
 
 void CudaTransformer::matmul_forward(bf16* out, const bf16* inp, std::size_t w, std::size_t bias,
                                      int N, int C, int OC, bf16* gelu_aux) {
-    const bf16* weight = params_ + w;
+    const bf16* wt = weight(w);
     if (bias == kAbsent) {
-        gemm(*gemm_, out, false, inp, false, weight, true, N, OC, C);
+        gemm(*gemm_, out, false, inp, false, wt, true, N, OC, C);
         return;
     }
-    const bf16* b = params_ + bias;
+    const bf16* b = weight(bias);
     if (gelu_aux != nullptr && OC % 8 == 0) {
-        gemm(*gemm_, out, false, inp, false, weight, true, N, OC, C, 1.0f, 0.0f, {},
+        gemm(*gemm_, out, false, inp, false, wt, true, N, OC, C, 1.0f, 0.0f, {},
              Epilogue::gelu_bias, b, gelu_aux);
     } else if (gelu_aux != nullptr) {  // cuBLASLt's GELU epilogue needs OC % 8 == 0
-        gemm(*gemm_, gelu_aux, false, inp, false, weight, true, N, OC, C, 1.0f, 0.0f, {},
+        gemm(*gemm_, gelu_aux, false, inp, false, wt, true, N, OC, C, 1.0f, 0.0f, {},
              Epilogue::bias, b);
         gelu_forward(out, gelu_aux, static_cast<std::size_t>(N) * OC, stream_);
     } else {
-        gemm(*gemm_, out, false, inp, false, weight, true, N, OC, C, 1.0f, 0.0f, {}, Epilogue::bias,
+        gemm(*gemm_, out, false, inp, false, wt, true, N, OC, C, 1.0f, 0.0f, {}, Epilogue::bias,
              b);
     }
 }
@@ -194,10 +233,10 @@ void CudaTransformer::matmul_forward(bf16* out, const bf16* inp, std::size_t w, 
 void CudaTransformer::matmul_backward(bf16* dinp, std::size_t w, std::size_t bias, const bf16* dout,
                                       const bf16* inp, int N, int C, int OC) {
     // dinp (N,C) = dout (N,OC) @ w (OC,C)
-    gemm(*gemm_, dinp, false, dout, false, params_ + w, false, N, C, OC);
+    gemm(*gemm_, dinp, false, dout, false, weight(w), false, N, C, OC);
     // dw (OC,C) += dout^T (OC,N) @ inp (N,C), in fp32
-    gemm(*gemm_, grads_ + w, true, dout, true, inp, false, OC, C, N, 1.0f, 1.0f);
-    if (bias != kAbsent) bias_backward(grads_ + bias, bias_scratch_, dout, N, OC, stream_);
+    gemm(*gemm_, grad(w), true, dout, true, inp, false, OC, C, N, 1.0f, 1.0f);
+    if (bias != kAbsent) bias_backward(grad(bias), bias_scratch_, dout, N, OC, stream_);
 }
 
 float CudaTransformer::forward(const int* inputs, const int* targets, int B, int T) {
@@ -214,9 +253,13 @@ float CudaTransformer::forward(const int* inputs, const int* targets, int B, int
     if (targets != nullptr)
         check(cudaMemcpyAsync(targets_, targets, N * sizeof(int), cudaMemcpyHostToDevice, stream_),
               "cudaMemcpy (targets)");
+    if (shards_) shards_->begin_pass(false);
+    in_backward_ = false;
+    enter_unit(globals_unit());
     lnf_ = forward_blocks(B, T);
     // logits (N,Vp) = lnf (N,C) @ lm_head (Vp,C)^T
-    gemm(*gemm_, logits_, false, lnf_, false, params_ + layout_.lm_head(), true, N, Vp, C);
+    gemm(*gemm_, logits_, false, lnf_, false, weight(layout_.lm_head()), true, N, Vp, C);
+    leave_unit(globals_unit());
     logits_valid_ = true;
     have_targets_ = targets != nullptr;
     if (!have_targets_) {
@@ -244,10 +287,14 @@ void CudaTransformer::backward(float loss_scale) {
                                 stream_);
     logits_valid_ = false;
     // dlnf (N,C) = dlogits (N,Vp) @ lm_head (Vp,C); dlm_head += dlogits^T @ lnf
+    if (shards_) shards_->begin_pass(true);
+    in_backward_ = true;
+    enter_unit(globals_unit());
     const std::size_t head = layout_.lm_head();
-    gemm(*gemm_, dlnf_, false, logits_, false, params_ + head, false, N, C, Vp);
-    gemm(*gemm_, grads_ + head, true, logits_, true, lnf_, false, Vp, C, N, 1.0f, 1.0f);
+    gemm(*gemm_, dlnf_, false, logits_, false, weight(head), false, N, C, Vp);
+    gemm(*gemm_, grad(head), true, logits_, true, lnf_, false, Vp, C, N, 1.0f, 1.0f);
     backward_blocks(dlnf_, B, T);
+    leave_unit(globals_unit());
     have_targets_ = false;
     sync();  // surface any asynchronous error here, at the pass that caused it
 }
@@ -269,10 +316,19 @@ std::vector<float> CudaTransformer::logits_at(int b, int t) const {
 
 float CudaTransformer::adamw_step(float lr, const AdamWConfig& c) {
     use_device();
+    if (shards_) {
+        const float norm = shards_->adamw_step(lr, c);
+        steps_ = shards_->steps();
+        return norm;
+    }
     const float norm =
         static_cast<float>(std::sqrt(sum_squares(grads_, n_, norm_partials_, stream_)));
     const float scale = clip_scale(norm, c);  // throws on NaN/Inf before anything changes
     ++steps_;
+    if (host_) {
+        host_->step(grads_, params_, lr, c, scale, steps_);
+        return norm;
+    }
     for (const DecayRange& r : ranges_)
         adamw_update(master_ + r.begin, params_ + r.begin, grads_ + r.begin, m_ + r.begin,
                      v_ + r.begin, r.size, lr, c.beta1, c.beta2, c.eps,
@@ -282,8 +338,17 @@ float CudaTransformer::adamw_step(float lr, const AdamWConfig& c) {
 }
 
 void CudaTransformer::get_adamw_state(std::span<float> m, std::span<float> v) const {
-    if (m.size() != n_ || v.size() != n_) throw Error("get_adamw_state: wrong buffer size");
     use_device();
+    if (shards_) {
+        shards_->gather_moments(m, v);
+        return;
+    }
+    if (m.size() != n_ || v.size() != n_) throw Error("get_adamw_state: wrong buffer size");
+    if (host_) {
+        std::copy(host_->m().begin(), host_->m().end(), m.begin());
+        std::copy(host_->v().begin(), host_->v().end(), v.begin());
+        return;
+    }
     check(cudaMemcpyAsync(m.data(), m_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "cudaMemcpy (m)");
     check(cudaMemcpyAsync(v.data(), v_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
@@ -297,6 +362,19 @@ void CudaTransformer::set_adamw_state(std::span<const float> m, std::span<const 
         throw Error("AdamW state holds " + std::to_string(m.size()) + " values, the model has " +
                     std::to_string(n_));
     use_device();
+    if (shards_) {
+        shards_->set_moments(m, v, steps);
+        steps_ = steps;
+        return;
+    }
+    if (host_) {
+        std::copy(m.begin(), m.end(), host_->m().begin());
+        std::copy(v.begin(), v.end(), host_->v().begin());
+        steps_ = steps;
+        // The bf16 weights the last update wrote, so a resumed run continues bit for bit.
+        host_->upload_weights(params_, steps_);
+        return;
+    }
     check(cudaMemcpyAsync(m_, m.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
           "cudaMemcpy (m)");
     check(cudaMemcpyAsync(v_, v.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
@@ -311,22 +389,35 @@ void CudaTransformer::set_adamw_state(std::span<const float> m, std::span<const 
     sync();
 }
 
-void CudaTransformer::all_reduce_grads(Collective& collective) {
+void CudaTransformer::reduce_grads(Collective& collective) {
     use_device();
+    if (shards_) {
+        shards_->finish_grads();
+        return;
+    }
+    if (ddp_) {
+        ddp_->finish();  // every unit was all-reduced as backward left it
+        return;
+    }
     sync();  // backward's last launches have written the gradients
     collective.all_reduce_sum(grads_, n_);
 }
 
 DeviceMemory CudaTransformer::memory() const {
     DeviceMemory m;
+    if (shards_) {
+        shards_->fill_memory(m);
+        m.activations_bytes = act_allocated_ - scratch_allocated_;
+        m.workspace_bytes = scratch_allocated_ + (allocated_ - act_allocated_) + gemm_->workspace_bytes();
+        return m;
+    }
     m.params_bytes = n_ * sizeof(bf16);  // the working copy the passes read
     m.grads_bytes = n_ * sizeof(float);
-    m.optimizer_bytes = 3 * n_ * sizeof(float);  // fp32 master weights, m and v
+    m.optimizer_bytes = host_ ? 0 : 3 * n_ * sizeof(float);  // fp32 master weights, m and v (or on the host)
     m.activations_bytes = act_allocated_ - scratch_allocated_;
     // Scratch, and what else was allocated beyond the five state buffers (the norm's partials, a
     // family's tables), plus cuBLASLt's workspace.
-    const std::size_t state =
-        master_ == nullptr ? 0 : 4 * device_alloc_bytes(n_ * sizeof(float)) + device_alloc_bytes(n_ * sizeof(bf16));
+    const std::size_t state = (host_ ? 1 : 4) * device_alloc_bytes(n_ * sizeof(float)) + device_alloc_bytes(n_ * sizeof(bf16));
     m.workspace_bytes = scratch_allocated_ + (allocated_ - act_allocated_ - state) + gemm_->workspace_bytes();
     return m;
 }
@@ -334,6 +425,7 @@ DeviceMemory CudaTransformer::memory() const {
 std::vector<std::byte> CudaTransformer::encode_delta(std::span<const float> theta,
                                                      const std::string& spec) {
     check_size(theta, "encode_delta");
+    if (shards_) throw Error("encode_delta: a ZeRO-3 rank encodes its shard (encode_shard_delta)");
     if (!device_codec_supports(spec))
         throw Error("encode_delta: '" + spec + "' has no device codec");
     use_device();
@@ -342,8 +434,22 @@ std::vector<std::byte> CudaTransformer::encode_delta(std::span<const float> thet
     check(cudaMemcpyAsync(delta.get(), theta.data(), n_ * sizeof(float), cudaMemcpyHostToDevice,
                           stream_),
           "cudaMemcpy (theta)");
-    subtract(delta.as<float>(), master_, n_, stream_);
+    if (host_) {  // the offloaded master weights, through a transient device copy
+        DeviceBuffer master(n_ * sizeof(float));
+        check(cudaMemcpyAsync(master.get(), host_->master().data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
+              "cudaMemcpy (master)");
+        subtract(delta.as<float>(), master.as<float>(), n_, stream_);
+        sync();
+    } else {
+        subtract(delta.as<float>(), master_, n_, stream_);
+    }
     return encode_on_device(spec, delta.as<float>(), n_, stream_);
+}
+
+ShardPayload CudaTransformer::encode_shard_delta(std::span<const float> theta, const std::string& spec) {
+    if (!shards_) throw Error("encode_shard_delta: this model is not a ZeRO-3 rank (use encode_delta)");
+    use_device();
+    return shards_->encode_delta(theta, spec);
 }
 
 std::unique_ptr<CudaModel> make_cuda_model(const ModelConfig& config,

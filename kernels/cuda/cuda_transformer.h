@@ -1,6 +1,7 @@
 // kernels/cuda/cuda_transformer.h: what the bf16 GPT-2 and Llama on one GPU share, the CUDA side of
 // core/transformer.h: the device, its stream and cuBLASLt context, the flat buffers in ParamLayout
-// order (fp32 master weights, the bf16 copy the passes read, fp32 gradients, AdamW m and v),
+// order (fp32 master weights, the bf16 copy the passes read, fp32 gradients, AdamW m and v; or one
+// rank's ZeRO-3 shard of them, cuda_shards.h),
 // activation memory, the lm_head matmul with the fused classifier, AdamW with stochastic rounding,
 // set/get, DDP and the device-side pseudo-gradient. A family (cuda_gpt2.cpp, cuda_llama.cpp) adds
 // only its activations and its blocks' forward and backward launches. Internal to kernels/cuda.
@@ -16,6 +17,9 @@
 #include "core/param_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_model.h"
+#include "kernels/cuda/cuda_ddp.h"
+#include "kernels/cuda/cuda_shards.h"
+#include "kernels/cuda/host_adamw.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 
@@ -50,7 +54,13 @@ class CudaTransformer : public CudaModel {
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
     std::vector<std::byte> encode_delta(std::span<const float> theta,
                                         const std::string& spec) override;
-    void all_reduce_grads(Collective& collective) override;
+    ShardPayload encode_shard_delta(std::span<const float> theta, const std::string& spec) override;
+    void reduce_grads(Collective& collective) override;
+    bool sharded() const override { return shards_ != nullptr; }
+    void set_last_micro_batch(bool last) override {
+        if (ddp_) ddp_->set_last_micro_batch(last);
+    }
+    int ddp_reduces_queued() const { return ddp_ ? ddp_->reduces_queued() : 0; }
     DeviceMemory memory() const override;
 
   protected:
@@ -61,8 +71,22 @@ class CudaTransformer : public CudaModel {
     // normed activations the lm_head reads. They must stay valid until backward.
     virtual const bf16* forward_blocks(int B, int T) = 0;
     // From dlnf (N,C), the gradient of forward_blocks' result, through the final norm, the blocks
-    // and the embeddings, accumulating into grads_. dlnf may be reused as (N,C) scratch once read.
+    // and the embeddings, accumulating into grad(). dlnf may be reused as (N,C) scratch once read.
     virtual void backward_blocks(bf16* dlnf, int B, int T) = 0;
+
+    // The bf16 weight and the fp32 gradient at a flat ParamLayout offset. Under ZeRO-3 they live in
+    // the gathered unit, so a family brackets each block's launches with enter_unit(l) / leave_unit(l)
+    // (forward 0..L-1, backward L-1..0; the globals unit is entered around the passes here) and may
+    // also read the next block's weights in forward.
+    const bf16* weight(std::size_t offset) { return shards_ ? shards_->weights(offset) : params_ + offset; }
+    float* grad(std::size_t offset) { return shards_ ? shards_->grads(offset) : grads_ + offset; }
+    void enter_unit(int unit) {
+        if (shards_) shards_->enter(unit);
+    }
+    void leave_unit(int unit) {
+        if (shards_) shards_->leave(unit);
+        else if (ddp_ && in_backward_) ddp_->unit_done(unit);
+    }
 
     // Persistent device memory (freed in the destructor), zero-filled.
     void* alloc(std::size_t bytes);
@@ -84,6 +108,15 @@ class CudaTransformer : public CudaModel {
     void matmul_backward(bf16* dinp, std::size_t w, std::size_t bias, const bf16* dout,
                          const bf16* inp, int N, int C, int OC);
 
+    // A per-layer activation buffer: L of them, or one that every layer shares when recompute drops
+    // it (backward then rebuilds a layer's value just before that layer's backward).
+    template <class T, class Make>
+    static std::vector<T*> per_layer(int L, bool shared, Make make) {
+        std::vector<T*> v;
+        for (int l = 0; l < L; ++l) v.push_back(shared && l > 0 ? v.front() : static_cast<T*>(make()));
+        return v;
+    }
+
     const int* tokens() const { return tokens_; }                   // (N) on the device
     const int* tokens_host() const { return tokens_host_.data(); }  // the same ids on the host
     void sync() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
@@ -91,10 +124,9 @@ class CudaTransformer : public CudaModel {
     ModelConfig config_;
     ParamLayout layout_;
     AttentionKind attention_;
+    Recompute recompute_;
     cudaStream_t stream_ = nullptr;
     std::unique_ptr<GemmContext> gemm_;
-    bf16* params_ = nullptr;  // bf16 copy the passes read
-    float* grads_ = nullptr;
     float* bias_scratch_ = nullptr;
 
   private:
@@ -112,6 +144,14 @@ class CudaTransformer : public CudaModel {
     std::size_t allocated_ = 0, act_allocated_ = 0;
     std::size_t scratch_allocated_ = 0;  // the part of act_allocated_ that scratch_bytes took
 
+    int globals_unit() const { return config_.num_layers; }
+
+    std::unique_ptr<CudaShards> shards_;  // ZeRO-3; else the whole buffers below
+    std::unique_ptr<CudaDdpReducer> ddp_;  // DDP with the all-reduce in backward
+    std::unique_ptr<HostAdamW> host_;  // optimizer offload: master, m and v in pinned host memory
+    bool in_backward_ = false;
+    bf16* params_ = nullptr;  // bf16 copy the passes read
+    float* grads_ = nullptr;
     float* master_ = nullptr;  // fp32 master weights
     float* m_ = nullptr;
     float* v_ = nullptr;

@@ -4,7 +4,9 @@
 // drift from the CPU's. Only the packed payload crosses PCIe; kernels are in device_codec.cu.
 #include "kernels/cuda/device_codec.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -130,6 +132,91 @@ std::vector<std::byte> encode_on_device(std::string_view spec, const float* x, s
         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (encode_on_device)");
         if (bad != ~0ull) throw_non_finite(s.id, x, bad, stream);
     }
+    return compression::wrap_payload(spec, n, std::move(payload));
+}
+
+std::uint32_t device_codec_block(std::string_view spec) { return require_spec(spec).block; }
+
+void quantize_shard(std::string_view spec, const float* x, std::size_t n, ShardPayload& part,
+                    cudaStream_t stream) {
+    const DeviceSpec s = require_spec(spec);
+    part.payload.assign(codec_math::payload_bytes(s.quant, n, s.block), std::byte{0});
+    part.first_bad = ~0ull;
+    if (n == 0) return;
+    DeviceBuffer d_payload(part.payload.size()), d_bad(sizeof(unsigned long long));
+    wait_for_fill(stream);
+    device_codec_detail::launch_quantize(s.quant, x, n, s.block, d_payload.as<std::byte>(),
+                                         d_bad.as<unsigned long long>(), stream);
+    unsigned long long bad = 0;
+    check(cudaMemcpyAsync(&bad, d_bad.get(), sizeof bad, cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (codec flag)");
+    check(cudaMemcpyAsync(part.payload.data(), d_payload.get(), part.payload.size(),
+                          cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (codec payload)");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (quantize_shard)");
+    if (bad == ~0ull) return;
+    check(cudaMemcpy(&part.bad_value, x + bad, sizeof(float), cudaMemcpyDeviceToHost),
+          "cudaMemcpy (non-finite value)");
+    std::uint64_t at = 0;  // x index -> flat index through the runs
+    for (const BlockRun& r : part.runs) {
+        const std::uint64_t len = r.blocks * s.block;
+        if (bad < at + len) {
+            part.first_bad = r.first_block * s.block + (bad - at);
+            return;
+        }
+        at += len;
+    }
+    part.first_bad = bad;  // past the runs: cannot happen for a well-formed part
+}
+
+std::vector<std::byte> join_shard_payloads(std::string_view spec, std::size_t n,
+                                           const std::vector<ShardPayload>& parts) {
+    const DeviceSpec s = require_spec(spec);
+    const std::uint64_t blocks = codec_math::blocks_of(n, s.block);
+    const std::uint64_t per_byte = s.quant == Quant::int8 ? 1 : 2;
+    const std::uint64_t block_code_bytes = s.block / per_byte;  // block is a multiple of 8
+    std::uint64_t first_bad = ~0ull;
+    float bad_value = 0.0f;
+    for (const ShardPayload& p : parts)
+        if (p.first_bad < first_bad) first_bad = p.first_bad, bad_value = p.bad_value;
+    if (first_bad != ~0ull)
+        throw Error(std::string(compression::codec_name(s.id)) + ": input element " +
+                    std::to_string(first_bad) + " is " + (std::isnan(bad_value) ? "NaN" : "infinite") +
+                    "; refusing to encode a non-finite pseudo-gradient");
+    std::vector<std::byte> payload;
+    payload.reserve(compression::kWireHeaderBytes + codec_math::payload_bytes(s.quant, n, s.block));
+    payload.resize(codec_math::payload_bytes(s.quant, n, s.block));
+    std::vector<bool> covered(blocks, false);
+    const std::uint64_t codes_at = 4 * blocks;
+    for (const ShardPayload& p : parts) {
+        std::uint64_t count = 0, elements = 0;
+        for (const BlockRun& r : p.runs) {
+            count += r.blocks;
+            elements += r.blocks * s.block;
+        }
+        if (count > 0 && p.runs.back().first_block + p.runs.back().blocks == blocks)
+            elements -= blocks * s.block - n;  // the vector's last block may be short
+        if (p.payload.size() != codec_math::payload_bytes(s.quant, elements, s.block))
+            throw Error("join_shard_payloads: a part's payload does not match its runs");
+        std::uint64_t k = 0;  // blocks of this part so far
+        for (const BlockRun& r : p.runs) {
+            if (r.first_block + r.blocks > blocks)
+                throw Error("join_shard_payloads: a run lies past the vector's last block");
+            for (std::uint64_t b = r.first_block; b < r.first_block + r.blocks; ++b) {
+                if (covered[b]) throw Error("join_shard_payloads: block " + std::to_string(b) + " twice");
+                covered[b] = true;
+            }
+            std::memcpy(payload.data() + 4 * r.first_block, p.payload.data() + 4 * k, 4 * r.blocks);
+            const std::uint64_t code_begin = r.first_block * block_code_bytes;
+            const std::uint64_t code_end =
+                std::min(codec_math::code_bytes(s.quant, n), (r.first_block + r.blocks) * block_code_bytes);
+            std::memcpy(payload.data() + codes_at + code_begin, p.payload.data() + 4 * count + k * block_code_bytes,
+                        code_end - code_begin);
+            k += r.blocks;
+        }
+    }
+    for (std::uint64_t b = 0; b < blocks; ++b)
+        if (!covered[b]) throw Error("join_shard_payloads: block " + std::to_string(b) + " is in no part");
     return compression::wrap_payload(spec, n, std::move(payload));
 }
 

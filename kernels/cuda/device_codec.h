@@ -32,6 +32,31 @@ bool device_codec_supports(std::string_view spec);
 std::vector<std::byte> encode_on_device(std::string_view spec, const float* x, std::size_t n,
                                         cudaStream_t stream);
 
+// ---- per shard (ZeRO-3): each rank quantizes the codec blocks that start in its pieces ----------
+// A run of whole codec blocks of the full vector, [first_block, first_block + blocks).
+struct BlockRun {
+    std::uint64_t first_block = 0, blocks = 0;
+};
+// What one rank encoded: its runs in increasing order, and their payload as quantize writes it for
+// the runs' values back to back: every block's 4-byte scale, then every block's codes.
+struct ShardPayload {
+    std::vector<BlockRun> runs;
+    std::vector<std::byte> payload;
+    std::uint64_t first_bad = ~0ull;  // flat index of the first non-finite value, if any
+    float bad_value = 0.0f;
+};
+// The block size of a device spec (throws as encode_on_device does for one it does not handle).
+std::uint32_t device_codec_block(std::string_view spec);
+// Quantizes x (device, n floats: whole blocks of the full vector, the runs back to back) into
+// part.payload, and sets part.first_bad to the flat index of its first non-finite value (via the runs).
+void quantize_shard(std::string_view spec, const float* x, std::size_t n, ShardPayload& part,
+                    cudaStream_t stream);
+// The wire bytes compression::make_codec(spec)->encode(Δ) gives for the full vector of n floats, from
+// the ranks' parts, which must cover every block once. Throws the CPU codec's message for a
+// non-finite value, and arch::Error when the parts do not tile the vector.
+std::vector<std::byte> join_shard_payloads(std::string_view spec, std::size_t n,
+                                           const std::vector<ShardPayload>& parts);
+
 // Validates bytes on the host exactly as compression::decode does (header, sizes, zstd frames,
 // scales, padding), then dequantizes on the GPU into out (n floats, device) on `stream`. Throws
 // arch::Error on any problem (also for codecs other than int8, int4, fp4) and then leaves out

@@ -100,17 +100,21 @@ void classifier_forward_backward(bf16* logits, float* losses, const int* targets
 // ---- AdamW with fp32 master weights (adamw.cu) ---------------------------------------------------
 // torch.optim.AdamW on master (fp32) with grads * grad_scale, m, v fp32; decoupled weight decay;
 // step is 1-based. Then params (bf16) = stochastic_round(master) with the counter-based hash of
-// (seed, index) in bf16_math.h, so the same seed gives the same bits and E[params] = master.
+// (seed, first_index + index) in bf16_math.h, so the same seed gives the same bits and E[params] =
+// master; a ZeRO-3 shard passes its distance from the start of the range to round as the whole would.
 void adamw_update(float* master, bf16* params, const float* grads, float* m, float* v, std::size_t n, float lr,
                   float beta1, float beta2, float eps, float weight_decay, float grad_scale, int step, uint64_t seed,
-                  cudaStream_t stream);
+                  cudaStream_t stream, uint64_t first_index = 0);
 
 // ---- master weights (master_weights.cu) ---------------------------------------------------------
 // params (bf16) = stochastic_round(master) with the same hash as adamw_update: what the last update
 // with this seed wrote, so a resumed run continues from the same bf16 bits.
-void stochastic_round_bf16(bf16* params, const float* master, std::size_t n, uint64_t seed, cudaStream_t stream);
+void stochastic_round_bf16(bf16* params, const float* master, std::size_t n, uint64_t seed, cudaStream_t stream,
+                           uint64_t first_index = 0);
 // x = x - y in fp32, one IEEE subtraction per element (the same bits as the host's theta - theta_i).
 void subtract(float* x, const float* y, std::size_t n, cudaStream_t stream);
+// x = x + y in fp32 (a ZeRO-3 shard adds each micro-batch's reduce-scattered gradients).
+void add(float* x, const float* y, std::size_t n, cudaStream_t stream);
 
 // ---- global norm (global_norm.cu) ---------------------------------------------------------------
 // Sum of squares of x (n fp32), fixed grid and order (the same bits every run). partials: device

@@ -89,6 +89,8 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
 std::vector<std::byte> IslandWorker::encode_round(std::span<const float> theta) {
     if (model_) {
         if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) return std::move(*on_device);
+    } else if (auto per_shard = encode_delta_on_island(*island_, theta, codec_->spec())) {
+        return std::move(*per_shard);
     }
     get_params(delta_);
     for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];

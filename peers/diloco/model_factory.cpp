@@ -13,6 +13,7 @@
 #ifdef ARCH_HAVE_CUDA
 #include "kernels/cuda/cuda_model.h"
 #include "kernels/cuda/device_codec.h"
+#include "kernels/cuda/island_codec.h"
 #endif
 
 namespace arch::diloco {
@@ -70,16 +71,22 @@ std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig
         for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
         return std::make_unique<Island>(config, train, parallel, std::move(backends), make_cpu_collectives(devices));
     }
-    if (parallel != Parallel::ddp)
-        throw Error("an island of GPUs trains data-parallel (--parallel ddp); ZeRO-3 runs on CPU devices only so far");
 #ifdef ARCH_HAVE_NCCL
+    if (attention != "fused" && attention != "unfused")
+        throw Error("attention '" + attention + "' is not one of fused, unfused");
     std::vector<int> gpus;
+    for (int r = 0; r < devices; ++r) gpus.push_back(d.index + r);
+    auto collectives = make_nccl_collectives(gpus);
     std::vector<std::unique_ptr<Model>> models;
     for (int r = 0; r < devices; ++r) {
-        gpus.push_back(d.index + r);
-        models.push_back(make_model(config, "cuda:" + std::to_string(d.index + r), attention));
+        cuda::CudaModelOptions options;
+        options.device = gpus[r];
+        options.attention = attention == "fused" ? cuda::AttentionKind::fused : cuda::AttentionKind::unfused;
+        if (parallel == Parallel::zero3) options.zero3 = collectives[r].get();  // each GPU holds its shard
+        else options.ddp = collectives[r].get();  // all-reduce each unit as backward leaves it
+        models.push_back(cuda::make_cuda_model(config, options));
     }
-    return std::make_unique<Island>(config, train, std::move(models), make_nccl_collectives(gpus));
+    return std::make_unique<Island>(config, train, std::move(models), std::move(collectives), parallel);
 #else
     throw Error("an island of several GPUs needs NCCL, which was not found when this archipelago was built");
 #endif
@@ -92,6 +99,15 @@ std::optional<std::vector<std::byte>> encode_delta_on_device(Model& model, std::
     if (gpu != nullptr && cuda::device_codec_supports(spec)) return gpu->encode_delta(theta, spec);
 #endif
     return std::nullopt;
+}
+
+std::optional<std::vector<std::byte>> encode_delta_on_island(Island& island, std::span<const float> theta,
+                                                             const std::string& spec) {
+#ifdef ARCH_HAVE_CUDA
+    return cuda::encode_island_delta(island, theta, spec);
+#else
+    return std::nullopt;
+#endif
 }
 
 }  // namespace arch::diloco

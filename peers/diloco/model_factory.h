@@ -30,7 +30,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& 
                                   const std::string& attention = "fused");
 
 // An island of `devices` devices: CPU threads (DDP or ZeRO-3), or the GPUs cuda:K .. cuda:K+N-1 for
-// device "cuda:K" (DDP over NCCL; ZeRO-3 on GPUs is refused).
+// device "cuda:K" (DDP or ZeRO-3 over NCCL).
 std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
                                    Parallel parallel, const std::string& device,
                                    const std::string& attention = "fused");
@@ -38,6 +38,10 @@ std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig
 // Δ = theta - θ_model encoded on the model's GPU with the codec `spec` when both allow it (a CUDA
 // model and an int8/int4/fp4 spec without error feedback); nullopt means: encode on the host.
 std::optional<std::vector<std::byte>> encode_delta_on_device(Model& model, std::span<const float> theta,
+                                                             const std::string& spec);
+// The same for an island: a ZeRO-3 island of GPUs forms and encodes Δ per shard on its devices
+// (kernels/cuda/island_codec.h) without gathering θ_i; nullopt: gather and encode on the host.
+std::optional<std::vector<std::byte>> encode_delta_on_island(Island& island, std::span<const float> theta,
                                                              const std::string& spec);
 
 }  // namespace arch::diloco

@@ -4,6 +4,7 @@
 #include "shim.h"
 
 #include <cstdarg>
+#include <cstdlib>
 #include <mutex>
 #include <sys/mman.h>
 #include <string>
@@ -267,6 +268,9 @@ cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { static char x[16]; *e = reinterpret_cast<cudaEvent_t>(x); return cudaSuccess; }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }  // every launch ran when it was made
+cudaError_t cudaMallocHost(void** p, std::size_t bytes) { *p = std::malloc(bytes); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
+cudaError_t cudaFreeHost(void* p) { std::free(p); return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaRuntimeGetVersion(int* v) { *v = 13000; return cudaSuccess; }
 cudaError_t cudaDriverGetVersion(int* v) { *v = 13000; return cudaSuccess; }
