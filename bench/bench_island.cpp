@@ -1,8 +1,8 @@
 // bench/bench_island.cpp: an island's throughput and traffic: tokens/s of training steps on 1 and 2
 // CPU devices (threads) in DDP and ZeRO-3, bytes each device sends per step, and per-device memory by
 // category, as the engine allocated it (core/device_memory.h; `archipelago plan` predicts the same).
-// Where a GPU and NCCL are present it also times the step's collective pattern on NCCL (there is no
-// CUDA Backend yet, so GPU training rows wait for it); otherwise it prints why the GPU rows are skipped.
+// Where GPUs and NCCL are present, the same on 1 and all GPUs for every mode of docs/island.md and
+// docs/plan.md: DDP, ZeRO-3, recompute attention / block, offload optimizer; otherwise why not.
 // Usage: bench_island [--json] [--steps N] [--config tiny|small|gpt2-124m] [--batch B] [--seq-len T]
 #include <unistd.h>
 
@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/bench_cli.h"
@@ -20,9 +19,10 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
 #ifdef ARCH_HAVE_NCCL
-#include <cuda_runtime.h>
 
+#include "core/memory_modes.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_model.h"
 #include "kernels/cuda/nccl_collective.h"
 #endif
 
@@ -57,7 +57,7 @@ void print(const Row& r, bool json) {
                           {"workspace_mb", bench::rounded(mb(r.memory.workspace_bytes), 3)}});
     } else {
         const DeviceMemory& m = r.memory;
-        std::printf("%-6s %7d %-6s %12.0f %10.2f %14.0f %10.3f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", r.device.c_str(),
+        std::printf("%-6s %7d %-18s %12.0f %10.2f %14.0f %10.3f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", r.device.c_str(),
                     r.devices, r.parallel.c_str(), r.tokens_per_s, r.ms_per_step, r.bytes_per_step, mb(m.state_bytes()),
                     mb(m.params_bytes), mb(m.grads_bytes), mb(m.optimizer_bytes), mb(m.gathered_bytes),
                     mb(m.activations_bytes), mb(m.workspace_bytes));
@@ -88,45 +88,35 @@ Row run_cpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices
 }
 
 #ifdef ARCH_HAVE_NCCL
-// The collectives of one step with one micro-batch: DDP all-reduces every unit; ZeRO-3 all-gathers every
-// unit twice (forward, backward) and reduce-scatters it once. Timed on NCCL; no compute.
-Row run_nccl_pattern(const ModelConfig& mc, Parallel p, int devices, int steps) {
-    std::vector<int> ids(devices);
-    for (int r = 0; r < devices; ++r) ids[r] = r;
-    auto comms = make_nccl_collectives(ids);
-    const ParamLayout layout(mc);
-    const int U = num_units(layout);
-    std::vector<double> seconds(devices);
-    auto device_run = [&](int r) {
-        cudaSetDevice(ids[r]);
-        float* full = nullptr;
-        float* piece = nullptr;
-        cudaMalloc(&full, (layout.num_params() + devices * U) * sizeof(float));
-        cudaMalloc(&piece, (layout.num_params() / devices + U + 1) * sizeof(float));
-        auto one_step = [&] {
-            for (int u = 0; u < U; ++u) {
-                const std::size_t n = unit_size(layout, u), k = (n + devices - 1) / devices;
-                if (p == Parallel::ddp) {
-                    comms[r]->all_reduce_sum(full, n);
-                } else {
-                    comms[r]->all_gather(full, piece, k);
-                    comms[r]->all_gather(full, piece, k);
-                    comms[r]->reduce_scatter_sum(piece, full, k);
-                }
-            }
-        };
-        one_step();
-        const auto t0 = Clock::now();
-        for (int s = 0; s < steps; ++s) one_step();
-        seconds[r] = std::chrono::duration<double>(Clock::now() - t0).count();
-        cudaFree(full);
-        cudaFree(piece);
-    };
-    std::vector<std::thread> threads;
-    for (int r = 0; r < devices; ++r) threads.emplace_back(device_run, r);
-    for (auto& th : threads) th.join();
-    const double bytes = static_cast<double>(comms[0]->bytes_sent()) / (steps + 1);
-    return {"nccl", std::string(parallel_name(p)) + "*", devices, 0.0, seconds[0] / steps * 1e3, bytes, DeviceMemory{}};
+// A GPU island in one mode: whole bf16 models over NCCL (DDP with the all-reduce in backward, or
+// ZeRO-3 shards), with recompute and offload as asked. Timed like the CPU rows.
+Row run_gpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices, Recompute recompute,
+            Offload offload, int steps) {
+    std::vector<int> gpus;
+    for (int r = 0; r < devices; ++r) gpus.push_back(r);
+    auto collectives = make_nccl_collectives(gpus);
+    std::vector<std::unique_ptr<Model>> models;
+    for (int r = 0; r < devices; ++r) {
+        cuda::CudaModelOptions o;
+        o.device = r;
+        o.recompute = recompute;
+        o.offload = offload;
+        (p == Parallel::zero3 ? o.zero3 : o.ddp) = collectives[r].get();
+        models.push_back(cuda::make_cuda_model(mc, o));
+    }
+    Island island(mc, t, std::move(models), std::move(collectives), p);
+    island.init_weights(1);
+    island.step();  // warm-up: cuBLASLt's choices, the ZeRO-3 pool, pinned staging
+    const std::uint64_t bytes0 = island.bytes_sent(0);
+    const auto t0 = Clock::now();
+    for (int s = 0; s < steps; ++s) island.step();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::string mode = parallel_name(p);
+    if (recompute != Recompute::none) mode += std::string("+rc:") + recompute_name(recompute);
+    if (offload != Offload::none) mode += "+offload";
+    const double tokens = static_cast<double>(t.B) * t.T * t.grad_accum * devices * steps;
+    return {"gpu", mode, devices, tokens / seconds, seconds / steps * 1e3,
+            static_cast<double>(island.bytes_sent(0) - bytes0) / steps, island.memory()[0]};
 }
 #endif
 
@@ -153,26 +143,37 @@ void run(const std::string& config, int B, int T, int steps, bool json) {
         std::printf("island step, %s, B=%d T=%d per device, %d steps; bytes = sent by each device per step (ring)\n",
                     describe(mc).c_str(), B, T, steps);
         std::printf("memory per device in MB: state = params + grads + optimizer; comm = ZeRO-3's gathered units\n");
-        std::printf("%-6s %7s %-6s %12s %10s %14s %10s %8s %8s %8s %8s %8s %8s\n", "device", "devices", "mode", "tokens/s",
+        std::printf("%-6s %7s %-18s %12s %10s %14s %10s %8s %8s %8s %8s %8s %8s\n", "device", "devices", "mode", "tokens/s",
                     "ms/step", "bytes/step", "state MB", "params", "grads", "optim", "comm", "activ", "work");
     }
     print(run_cpu(mc, t, Parallel::ddp, 1, steps), json);
     for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_cpu(mc, t, p, 2, steps), json);
-    std::filesystem::remove_all(dir);
+    if (!json) std::printf("cpu rows: recompute and offload are GPU modes (a CPU device keeps activations and optimizer in RAM)\n");
 
 #ifdef ARCH_HAVE_NCCL
     const std::string why = cuda::no_device_reason();
     if (why.empty()) {
         const int n = cuda::device_count();
+        struct Mode {
+            Parallel parallel;
+            Recompute recompute;
+            Offload offload;
+        };
+        const Mode modes[] = {{Parallel::ddp, Recompute::none, Offload::none},
+                              {Parallel::zero3, Recompute::none, Offload::none},
+                              {Parallel::ddp, Recompute::attention, Offload::none},
+                              {Parallel::ddp, Recompute::block, Offload::none},
+                              {Parallel::zero3, Recompute::block, Offload::none},
+                              {Parallel::ddp, Recompute::none, Offload::optimizer}};
         for (int devices : n > 1 ? std::vector<int>{1, n} : std::vector<int>{1})
-            for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_nccl_pattern(mc, p, devices, steps), json);
-        if (!json) std::printf("nccl rows (mode*): the step's collectives alone, timed on the GPUs (training throughput on GPUs: bench_gpu_train)\n");
+            for (const Mode& m : modes) print(run_gpu(mc, t, m.parallel, devices, m.recompute, m.offload, steps), json);
     } else {
         print_gpu_skipped(why, json);
     }
 #else
     print_gpu_skipped("built without CUDA/NCCL", json);
 #endif
+    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -154,7 +154,8 @@ void Peer::data_ready(Link& link) {
     log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->tokens()) + ")");
     data_.reset();
     worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_), c.codec,
-                                                     options_.devices, options_.parallel, options_.device);
+                                                     options_.devices, options_.parallel, options_.device,
+                                                     options_.device_options);
     if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }

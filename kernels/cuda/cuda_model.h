@@ -38,7 +38,7 @@ struct CudaModelOptions {
     // the same kernels, so losses and gradients are bit for bit those without recompute.
     Recompute recompute = Recompute::none;
     // Optimizer offload (host_adamw.h): fp32 master weights, m and v in pinned host memory and the
-    // AdamW step on the CPU; the GPU keeps the bf16 weights and fp32 gradients. Not with zero3 yet.
+    // AdamW step on the CPU; the GPU keeps the bf16 weights and fp32 gradients (of its shard, with zero3).
     Offload offload = Offload::none;
 };
 

@@ -22,7 +22,7 @@ float* as_floats(void* p) { return static_cast<float*>(p); }
 }  // namespace
 
 CudaShards::CudaShards(const ParamLayout& layout, Collective& collective, cudaStream_t stream,
-                       uint64_t rounding_base)
+                       uint64_t rounding_base, bool offload)
     : layout_(layout),
       collective_(collective),
       stream_(stream),
@@ -32,10 +32,16 @@ CudaShards::CudaShards(const ParamLayout& layout, Collective& collective, cudaSt
     check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate (comm)");
     const std::size_t n = shards_.shard_size, N = static_cast<std::size_t>(shards_.world);
     params_ = DeviceBuffer(n * sizeof(bf16));
-    master_ = DeviceBuffer(n * sizeof(float));
     grads_ = DeviceBuffer(n * sizeof(float));
-    m_ = DeviceBuffer(n * sizeof(float));
-    v_ = DeviceBuffer(n * sizeof(float));
+    if (offload) {
+        std::vector<std::pair<std::size_t, std::size_t>> pieces;  // streamed one unit's piece at a time
+        for (const ShardUnit& u : shards_.units) pieces.emplace_back(u.shard_offset, u.piece);
+        host_ = std::make_unique<HostAdamW>(n, shards_.decay, std::move(pieces), stream_, rounding_base_);
+    } else {
+        master_ = DeviceBuffer(n * sizeof(float));
+        m_ = DeviceBuffer(n * sizeof(float));
+        v_ = DeviceBuffer(n * sizeof(float));
+    }
     piece_scratch_ = DeviceBuffer(std::max(shards_.max_piece, 2 * N + 2) * sizeof(float));
     norm_partials_ = DeviceBuffer(kSumSquaresPartials * sizeof(double));
     gathered_.resize(num_units_);
@@ -48,6 +54,7 @@ CudaShards::~CudaShards() {
     } catch (...) {  // already reported to whoever waited on the failed job
     }
     cudaStreamSynchronize(stream_);
+    host_.reset();
     for (auto& [p, info] : pool_all_) {
         cudaFree(p);
         cudaEventDestroy(info.second);
@@ -160,6 +167,12 @@ void CudaShards::zero_grads() {
 
 void CudaShards::set_params(std::span<const float> full) {
     comm_.drain();
+    if (host_) {
+        for (const ShardRange& r : shards_.ranges)
+            std::copy(full.begin() + r.begin, full.begin() + r.begin + r.size, host_->master().begin() + r.shard_offset);
+        host_->upload_weights(params_.as<bf16>(), 0);
+        return;
+    }
     for (const ShardRange& r : shards_.ranges)
         if (r.size > 0)
             check(cudaMemcpyAsync(master_.as<float>() + r.shard_offset, full.data() + r.begin, r.size * sizeof(float),
@@ -171,6 +184,15 @@ void CudaShards::set_params(std::span<const float> full) {
 
 void CudaShards::set_moments(std::span<const float> m, std::span<const float> v, int steps) {
     comm_.drain();
+    if (host_) {
+        for (const ShardRange& r : shards_.ranges) {
+            std::copy(m.begin() + r.begin, m.begin() + r.begin + r.size, host_->m().begin() + r.shard_offset);
+            std::copy(v.begin() + r.begin, v.begin() + r.begin + r.size, host_->v().begin() + r.shard_offset);
+        }
+        steps_ = steps;
+        if (steps_ > 0) round_shard(steps_);
+        return;
+    }
     for (const ShardRange& r : shards_.ranges) {
         if (r.size == 0) continue;
         check(cudaMemcpyAsync(m_.as<float>() + r.shard_offset, m.data() + r.begin, r.size * sizeof(float),
@@ -187,6 +209,10 @@ void CudaShards::set_moments(std::span<const float> m, std::span<const float> v,
 }
 
 void CudaShards::round_shard(int step) {
+    if (host_) {
+        host_->upload_weights(params_.as<bf16>(), step);
+        return;
+    }
     for (const ShardDecayRange& r : shards_.decay)
         stochastic_round_bf16(params_.as<bf16>() + r.shard_offset, master_.as<float>() + r.shard_offset, r.size,
                               rounding_seed(rounding_base_, step, r.run_begin), stream_, r.from_run_start);
@@ -228,6 +254,10 @@ float CudaShards::adamw_step(float lr, const AdamWConfig& c) {
     const float norm = static_cast<float>(std::sqrt(total));
     const float scale = clip_scale(norm, c);  // throws on NaN/Inf before anything changes
     ++steps_;
+    if (host_) {
+        host_->step(grads_.as<float>(), params_.as<bf16>(), lr, c, scale, steps_);
+        return norm;
+    }
     for (const ShardDecayRange& r : shards_.decay)
         adamw_update(master_.as<float>() + r.shard_offset, params_.as<bf16>() + r.shard_offset,
                      grads_.as<float>() + r.shard_offset, m_.as<float>() + r.shard_offset,
@@ -252,7 +282,9 @@ ShardPayload CudaShards::encode_delta(std::span<const float> theta, std::string_
             check(cudaMemcpyAsync(delta.as<float>() + r.shard_offset, theta.data() + r.begin, r.size * sizeof(float),
                                   cudaMemcpyHostToDevice, stream_),
                   "cudaMemcpy (θ shard)");
-    subtract(delta.as<float>(), master_.as<float>(), shards_.shard_size, stream_);
+    DeviceBuffer scratch;
+    subtract(delta.as<float>(), on_device(master_, host_ ? host_->master() : std::span<float>(), scratch),
+             shards_.shard_size, stream_);
     // Every piece's first block, from every rank.
     DeviceBuffer heads_send(U * b * sizeof(float)), heads_recv(N * U * b * sizeof(float));
     check(cudaMemsetAsync(heads_send.get(), 0, heads_send.bytes(), stream_), "cudaMemset (heads)");
@@ -305,6 +337,26 @@ ShardPayload CudaShards::encode_delta(std::span<const float> theta, std::string_
     }
     quantize_shard(spec, x.as<float>(), total, part, stream_);
     return part;
+}
+
+const float* CudaShards::on_device(const DeviceBuffer& own, std::span<const float> offloaded, DeviceBuffer& scratch) {
+    if (!host_) return own.as<float>();
+    scratch = DeviceBuffer(offloaded.size_bytes());
+    check(cudaMemcpyAsync(scratch.get(), offloaded.data(), offloaded.size_bytes(), cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpy (offloaded state)");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    return scratch.as<float>();
+}
+
+void CudaShards::gather_params(std::span<float> full) {
+    DeviceBuffer scratch;
+    gather(on_device(master_, host_ ? host_->master() : std::span<float>(), scratch), full);
+}
+
+void CudaShards::gather_moments(std::span<float> m, std::span<float> v) {
+    DeviceBuffer scratch;
+    gather(on_device(m_, host_ ? host_->m() : std::span<float>(), scratch), m);
+    gather(on_device(v_, host_ ? host_->v() : std::span<float>(), scratch), v);
 }
 
 std::size_t CudaShards::shard_bytes() const {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include "core/shard_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_codec.h"
+#include "kernels/cuda/host_adamw.h"
 #include "kernels/cuda/ops.h"
 
 namespace arch::cuda {
@@ -38,7 +40,10 @@ class CudaShards {
   public:
     // stream: the model's compute stream; rounding_base: its stochastic-rounding seed (the rounding of
     // each shard piece uses its place in the whole vector, so sharded and whole models round alike).
-    CudaShards(const ParamLayout& layout, Collective& collective, cudaStream_t stream, uint64_t rounding_base);
+    // offload: the master weights, m and v of the shard in pinned host memory (host_adamw.h), the
+    // step on the CPU.
+    CudaShards(const ParamLayout& layout, Collective& collective, cudaStream_t stream, uint64_t rounding_base,
+               bool offload = false);
     ~CudaShards();
     CudaShards(const CudaShards&) = delete;
     CudaShards& operator=(const CudaShards&) = delete;
@@ -66,12 +71,9 @@ class CudaShards {
     void set_moments(std::span<const float> m, std::span<const float> v, int steps);
     // All-gathers the master weights / gradients / m and v; `full` may be empty on ranks that need
     // no result.
-    void gather_params(std::span<float> full) { gather(master_.as<float>(), full); }
+    void gather_params(std::span<float> full);
     void gather_grads(std::span<float> full) { gather(grads_.as<float>(), full); }
-    void gather_moments(std::span<float> m, std::span<float> v) {
-        gather(m_.as<float>(), m);
-        gather(v_.as<float>(), v);
-    }
+    void gather_moments(std::span<float> m, std::span<float> v);
     // Global-norm clipping (the unsharded norm) and AdamW on the shard, rounding to bf16 as the whole
     // model would. Collective; returns the norm (the same on every rank).
     float adamw_step(float lr, const AdamWConfig& config);
@@ -102,6 +104,9 @@ class CudaShards {
     int next_unit(int unit) const;
     void gather(const float* shard, std::span<float> full);
     void round_shard(int step);  // bf16 weights = the stochastic rounding AdamW step `step` wrote
+    // A shard-sized fp32 state buffer on the device: its own, or (offloaded) the host copy uploaded
+    // into `scratch`.
+    const float* on_device(const DeviceBuffer& own, std::span<const float> offloaded, DeviceBuffer& scratch);
 
     const ParamLayout& layout_;
     Collective& collective_;
@@ -110,7 +115,8 @@ class CudaShards {
     const uint64_t rounding_base_;
     const ShardLayout shards_;
     const int num_units_;
-    DeviceBuffer params_, master_, grads_, m_, v_;
+    DeviceBuffer params_, master_, grads_, m_, v_;  // master, m, v empty when offloaded
+    std::unique_ptr<HostAdamW> host_;
     DeviceBuffer piece_scratch_;  // a reduce-scattered piece before it is added; the norm exchange
     DeviceBuffer norm_partials_;
     int steps_ = 0;

@@ -65,9 +65,8 @@ CudaTransformer::CudaTransformer(const ModelConfig& config, const CudaModelOptio
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     gemm_ = std::make_unique<GemmContext>(stream_);
     if (options.zero3 != nullptr) {
-        if (options.offload != Offload::none)
-            throw Error("cuda: --offload optimizer with --parallel zero3 is not built yet; use one of them");
-        shards_ = std::make_unique<CudaShards>(layout_, *options.zero3, stream_, rounding_base_);
+        shards_ = std::make_unique<CudaShards>(layout_, *options.zero3, stream_, rounding_base_,
+                                               options.offload == Offload::optimizer);
         return;
     }
     params_ = static_cast<bf16*>(alloc(n_ * sizeof(bf16)));

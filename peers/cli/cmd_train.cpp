@@ -41,7 +41,7 @@ struct TrainFlags {
     int warmup = 20;
     std::string schedule = "cosine";
     uint64_t seed = 1337;
-    std::string device = "cpu", attention = "fused", parallel = "ddp";
+    std::string device = "cpu", attention = "fused", parallel = "ddp", recompute = "none", offload = "none";
     int devices = 1;
     std::string out;  // "": DATA/runs/train
     bool resume = false;
@@ -122,10 +122,10 @@ struct Loop {
     std::unique_ptr<Trainer> one;
     std::unique_ptr<Island> many;
     Loop(Model& m, const TrainConfig& t, int devices, Parallel parallel, const std::string& device,
-         const std::string& attention)
+         const diloco::DeviceOptions& options)
         : model(m) {
         if (devices == 1) one = std::make_unique<Trainer>(m, t);
-        else many = diloco::make_island(m.config(), t, devices, parallel, device, attention);
+        else many = diloco::make_island(m.config(), t, devices, parallel, device, options);
     }
     StepStats step() { return one ? one->step() : many->step(); }
     float evaluate() { return one ? one->evaluate() : many->evaluate(); }
@@ -157,13 +157,16 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
     const int save_every = f.save_every, stop_after = f.stop_after, val_every = f.val_every;
     const int sample_tokens = f.sample_tokens, devices = f.devices;
     const std::string& device = f.device;
-    const std::string& attention = f.attention;
+    diloco::DeviceOptions device_options;
+    device_options.attention = f.attention;
+    device_options.recompute = parse_recompute(f.recompute);
+    device_options.offload = parse_offload(f.offload);
 
     // The model for sampling (and the whole run on one device); an island of several devices has its own.
-    const std::unique_ptr<Model> model_ptr =
-        diloco::make_model(model_config, devices == 1 ? device : "cpu", attention);
+    const std::unique_ptr<Model> model_ptr = devices == 1 ? diloco::make_model(model_config, device, device_options)
+                                                          : diloco::make_model(model_config, "cpu");
     Model& model = *model_ptr;
-    Loop trainer(model, train_config, devices, parallel, device, attention);  // validates data against the model before any file is written
+    Loop trainer(model, train_config, devices, parallel, device, device_options);  // validates data against the model before any file is written
     const std::string ckpt = out + "/model.bin";
     if (resume) {
         trainer.resume(ckpt);
@@ -281,6 +284,12 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--attention", f->attention, "fused or unfused (GPU)")->check(CLI::IsMember({"fused", "unfused"}))->group("Device");
     cmd->add_option("--devices", f->devices, "devices in the island (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Device");
     cmd->add_option("--parallel", f->parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Device");
+    cmd->add_option("--recompute", f->recompute, "none, attention or block: recompute activations in backward (GPU)")
+        ->check(CLI::IsMember({"none", "attention", "block"}))
+        ->group("Device");
+    cmd->add_option("--offload", f->offload, "none or optimizer: master weights and AdamW state in host memory (GPU)")
+        ->check(CLI::IsMember({"none", "optimizer"}))
+        ->group("Device");
     cmd->add_option("--out", f->out, "run folder (default: DATA/runs/train, DATA the user's data directory)")->group("Run");
     cmd->add_flag("--resume", f->resume, "continue from --out's checkpoint")->group("Run");
     cmd->add_option("--save-every", f->save_every, "checkpoint every N steps (0: at the end)")->check(CLI::Range(0, 1 << 30))->group("Run");

@@ -111,6 +111,12 @@ void add_peer_flags(CLI::App& command, PeerSession& s) {
         ->group("Island");
     command.add_option("--devices", s.devices, "this island's devices (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Island");
     command.add_option("--parallel", s.parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Island");
+    command.add_option("--recompute", s.recompute, "none, attention or block: recompute activations in backward (GPU)")
+        ->check(CLI::IsMember({"none", "attention", "block"}))
+        ->group("Island");
+    command.add_option("--offload", s.offload, "none or optimizer: master weights and AdamW state in host memory (GPU)")
+        ->check(CLI::IsMember({"none", "optimizer"}))
+        ->group("Island");
     command.add_option("--device", s.device, "cpu, cuda or cuda:N")->group("Island");
     command.add_option("--workdir", s.workdir,
                        "where this peer keeps what it writes: fetched data, the island's shard, its log "
@@ -129,7 +135,10 @@ std::string peer_workdir(const PeerSession& s) {
 }
 
 void check_peer_flags(const PeerSession& s) {
-    diloco::parse_device(s.device);  // a clear error now rather than after joining
+    diloco::DeviceOptions options;  // a clear error now rather than after joining
+    options.recompute = parse_recompute(s.recompute);
+    options.offload = parse_offload(s.offload);
+    diloco::check_device_options(s.device, options);
 }
 
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal) {
@@ -161,6 +170,8 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     po.devices = session.devices;
     po.parallel = parse_parallel(session.parallel);
     po.device = session.device;
+    po.device_options.recompute = parse_recompute(session.recompute);
+    po.device_options.offload = parse_offload(session.offload);
     po.log = line;
     po.status = &status;
     po.workdir = peer_workdir(session);

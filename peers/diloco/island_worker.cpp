@@ -9,18 +9,18 @@
 namespace arch::diloco {
 
 IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices,
-                           Parallel parallel, const std::string& device)
+                           Parallel parallel, const std::string& device, const DeviceOptions& options)
     : codec_(compression::make_codec(up_codec)), delta_(ParamLayout(model).num_params()) {
     if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
     if (devices == 1) {
-        model_ = make_model(model, device);
+        model_ = make_model(model, device, options);
         trainer_ = std::make_unique<Trainer>(*model_, train);
         return;
     }
     if (train.optimizer != "adamw")
         throw Error("inner.optimizer = \"" + train.optimizer + "\" runs on one device only; this island has " +
                     std::to_string(devices) + " (use adamw, or --devices 1)");
-    island_ = make_island(model, train, devices, parallel, device);
+    island_ = make_island(model, train, devices, parallel, device, options);
 }
 
 void IslandWorker::get_params(std::span<float> out) {

@@ -21,6 +21,7 @@
 #include "core/island.h"
 #include "core/model.h"
 #include "core/trainer.h"
+#include "peers/diloco/model_factory.h"
 #include "peers/rounds/local_steps.h"
 
 namespace arch::diloco {
@@ -44,7 +45,8 @@ struct RoundPlan {
 class IslandWorker {
 public:
     IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices = 1,
-                 Parallel parallel = Parallel::ddp, const std::string& device = "cpu");
+                 Parallel parallel = Parallel::ddp, const std::string& device = "cpu",
+                 const DeviceOptions& options = {});
 
     // Runs `steps` inner steps from theta; on_step (optional) sees each step's stats.
     RoundResult run_round(std::span<const float> theta, int steps,

@@ -47,41 +47,64 @@ DeviceChoice parse_device(const std::string& device) {
     throw Error("device '" + device + "' is not one of cpu, cuda, cuda:N");
 }
 
-std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& device, const std::string& attention) {
+namespace {
+
+// The options checked for the device: CPU engines keep every activation and their optimizer in RAM.
+void check_options(const DeviceChoice& d, const DeviceOptions& o) {
+    if (o.attention != "fused" && o.attention != "unfused")
+        throw Error("attention '" + o.attention + "' is not one of fused, unfused");
+    if (!d.cuda && (o.recompute != Recompute::none || o.offload != Offload::none))
+        throw Error(std::string("--recompute ") + recompute_name(o.recompute) + " / --offload " +
+                    offload_name(o.offload) +
+                    ": these save GPU memory and are built for --device cuda; a CPU device keeps its "
+                    "activations and optimizer state in RAM (use --recompute none --offload none)");
+}
+
+#ifdef ARCH_HAVE_CUDA
+cuda::CudaModelOptions cuda_options(int gpu, const DeviceOptions& o) {
+    cuda::CudaModelOptions options;
+    options.device = gpu;
+    options.attention = o.attention == "fused" ? cuda::AttentionKind::fused : cuda::AttentionKind::unfused;
+    options.recompute = o.recompute;
+    options.offload = o.offload;
+    return options;
+}
+#endif
+
+}  // namespace
+
+void check_device_options(const std::string& device, const DeviceOptions& options) {
+    check_options(parse_device(device), options);
+}
+
+std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& device, const DeviceOptions& options) {
     const DeviceChoice d = parse_device(device);
-    if (attention != "fused" && attention != "unfused")
-        throw Error("attention '" + attention + "' is not one of fused, unfused");
+    check_options(d, options);
     if (!d.cuda) return make_transformer(config, make_cpu_backend());
 #ifdef ARCH_HAVE_CUDA
-    cuda::CudaModelOptions options;
-    options.device = d.index;
-    options.attention = attention == "fused" ? cuda::AttentionKind::fused : cuda::AttentionKind::unfused;
-    return cuda::make_cuda_model(config, options);
+    return cuda::make_cuda_model(config, cuda_options(d.index, options));
 #else
     throw Error("unreachable: CUDA device without the CUDA backend");
 #endif
 }
 
 std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
-                                   Parallel parallel, const std::string& device, const std::string& attention) {
+                                   Parallel parallel, const std::string& device, const DeviceOptions& device_options) {
     if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
     const DeviceChoice d = parse_device(device);
+    check_options(d, device_options);
     if (!d.cuda) {
         std::vector<std::unique_ptr<Backend>> backends;
         for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
         return std::make_unique<Island>(config, train, parallel, std::move(backends), make_cpu_collectives(devices));
     }
 #ifdef ARCH_HAVE_NCCL
-    if (attention != "fused" && attention != "unfused")
-        throw Error("attention '" + attention + "' is not one of fused, unfused");
     std::vector<int> gpus;
     for (int r = 0; r < devices; ++r) gpus.push_back(d.index + r);
     auto collectives = make_nccl_collectives(gpus);
     std::vector<std::unique_ptr<Model>> models;
     for (int r = 0; r < devices; ++r) {
-        cuda::CudaModelOptions options;
-        options.device = gpus[r];
-        options.attention = attention == "fused" ? cuda::AttentionKind::fused : cuda::AttentionKind::unfused;
+        cuda::CudaModelOptions options = cuda_options(gpus[r], device_options);
         if (parallel == Parallel::zero3) options.zero3 = collectives[r].get();  // each GPU holds its shard
         else options.ddp = collectives[r].get();  // all-reduce each unit as backward leaves it
         models.push_back(cuda::make_cuda_model(config, options));

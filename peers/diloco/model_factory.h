@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/island.h"
+#include "core/memory_modes.h"
 #include "core/model.h"
 
 namespace arch::diloco {
@@ -25,15 +26,26 @@ struct DeviceChoice {
 DeviceChoice parse_device(const std::string& device);
 bool cuda_backend_built();
 
-// attention: "fused" or "unfused" (CUDA only; ignored on the CPU).
+// How a GPU model runs and what it trades for device memory (docs/plan.md). On CPU devices the
+// attention kernel is ignored and recompute / offload are refused: the CPU engine keeps every
+// activation and its optimizer state in RAM (docs/island.md).
+struct DeviceOptions {
+    std::string attention = "fused";        // fused | unfused
+    Recompute recompute = Recompute::none;  // none | attention | block
+    Offload offload = Offload::none;        // none | optimizer
+};
+
+// Throws arch::Error for options the device cannot take (make_model and make_island check too).
+void check_device_options(const std::string& device, const DeviceOptions& options);
+
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& device,
-                                  const std::string& attention = "fused");
+                                  const DeviceOptions& options = {});
 
 // An island of `devices` devices: CPU threads (DDP or ZeRO-3), or the GPUs cuda:K .. cuda:K+N-1 for
 // device "cuda:K" (DDP or ZeRO-3 over NCCL).
 std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
                                    Parallel parallel, const std::string& device,
-                                   const std::string& attention = "fused");
+                                   const DeviceOptions& options = {});
 
 // Δ = theta - θ_model encoded on the model's GPU with the codec `spec` when both allow it (a CUDA
 // model and an int8/int4/fp4 spec without error feedback); nullopt means: encode on the host.

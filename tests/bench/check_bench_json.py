@@ -117,8 +117,12 @@ def case_island(bin_dir):
     cpu = [(r["devices"], r["parallel"]) for r in rows if r["device"] == "cpu"]
     if cpu != [(1, "ddp"), (2, "ddp"), (2, "zero3")]:
         fail(f"cpu rows are {cpu}, expected 1 ddp, 2 ddp, 2 zero3")
-    if not any(r["device"] in ("gpu", "nccl") for r in rows):
-        fail("no NCCL rows and no 'skipped' row for the GPU")
+    gpu = [r for r in rows if r["device"] == "gpu"]
+    if not gpu:
+        fail("no GPU rows and no 'skipped' row for the GPU")
+    modes = {r["parallel"] for r in gpu if "skipped" not in r}
+    if modes and modes != {"ddp", "zero3", "ddp+rc:attention", "ddp+rc:block", "zero3+rc:block", "ddp+offload"}:
+        fail(f"GPU rows have the modes {sorted(modes)}, not one row per mode")
 
 
 def case_convergence(bin_dir):
