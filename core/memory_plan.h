@@ -3,8 +3,7 @@
 // and the host memory the island and its DiLoCo peer need. Pure: it allocates nothing, so a 13B
 // plan is instant. It models the buffers the engines allocate today (CPU: fp32 everything; CUDA:
 // bf16 weights and activations, fp32 master, gradients, m and v; ZeRO-3 shards from the engines' own
-// core/shard_layout.h); recompute and offload are modelled from their definitions in docs/plan.md,
-// since the engine does not build them yet.
+// core/shard_layout.h; recompute and offload as the CUDA engine builds them, docs/plan.md).
 #pragma once
 
 #include <cstddef>

@@ -150,8 +150,8 @@ void print_table(const std::vector<MemoryPlan>& plans) {
         format_bytes(h.outer_update).c_str(), format_bytes(h.pseudo_gradient).c_str(),
         format_bytes(h.ef_residual).c_str());
     std::printf(
-        "  recompute and offload are modelled (docs/plan.md): the engine does not build them "
-        "yet\n");
+        "  recompute and offload are GPU modes (--device cuda); CPU devices keep activations and "
+        "optimizer in RAM\n");
 }
 
 void run_plan(const PlanFlags& f) {
