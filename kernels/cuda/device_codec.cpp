@@ -98,6 +98,23 @@ void wait_for_fill(cudaStream_t stream) {
                 "; refusing to encode a non-finite pseudo-gradient");
 }
 
+// Quantizes x (n > 0 floats, device) into payload (its size already payload_bytes) on the GPU;
+// returns the first non-finite index, or ~0.
+std::uint64_t quantize_to_host(const DeviceSpec& s, const float* x, std::size_t n, std::vector<std::byte>& payload,
+                               cudaStream_t stream) {
+    DeviceBuffer d_payload(payload.size()), d_bad(sizeof(unsigned long long));
+    wait_for_fill(stream);
+    device_codec_detail::launch_quantize(s.quant, x, n, s.block, d_payload.as<std::byte>(),
+                                         d_bad.as<unsigned long long>(), stream);
+    unsigned long long bad = 0;
+    check(cudaMemcpyAsync(&bad, d_bad.get(), sizeof bad, cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (codec flag)");
+    check(cudaMemcpyAsync(payload.data(), d_payload.get(), payload.size(), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (codec payload)");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (device codec)");
+    return bad;
+}
+
 }  // namespace
 
 bool device_codec_supports(std::string_view spec) {
@@ -119,17 +136,7 @@ std::vector<std::byte> encode_on_device(std::string_view spec, const float* x, s
         if (x == nullptr) {
             throw Error("encode_on_device: x is null for " + std::to_string(n) + " elements");
         }
-        DeviceBuffer d_payload(bytes), d_bad(sizeof(unsigned long long));
-        wait_for_fill(stream);
-        device_codec_detail::launch_quantize(s.quant, x, n, s.block, d_payload.as<std::byte>(),
-                                             d_bad.as<unsigned long long>(), stream);
-        unsigned long long bad = 0;
-        check(cudaMemcpyAsync(&bad, d_bad.get(), sizeof bad, cudaMemcpyDeviceToHost, stream),
-              "cudaMemcpyAsync (codec flag)");
-        check(
-            cudaMemcpyAsync(payload.data(), d_payload.get(), bytes, cudaMemcpyDeviceToHost, stream),
-            "cudaMemcpyAsync (codec payload)");
-        check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (encode_on_device)");
+        const std::uint64_t bad = quantize_to_host(s, x, n, payload, stream);
         if (bad != ~0ull) throw_non_finite(s.id, x, bad, stream);
     }
     return compression::wrap_payload(spec, n, std::move(payload));
@@ -143,17 +150,7 @@ void quantize_shard(std::string_view spec, const float* x, std::size_t n, ShardP
     part.payload.assign(codec_math::payload_bytes(s.quant, n, s.block), std::byte{0});
     part.first_bad = ~0ull;
     if (n == 0) return;
-    DeviceBuffer d_payload(part.payload.size()), d_bad(sizeof(unsigned long long));
-    wait_for_fill(stream);
-    device_codec_detail::launch_quantize(s.quant, x, n, s.block, d_payload.as<std::byte>(),
-                                         d_bad.as<unsigned long long>(), stream);
-    unsigned long long bad = 0;
-    check(cudaMemcpyAsync(&bad, d_bad.get(), sizeof bad, cudaMemcpyDeviceToHost, stream),
-          "cudaMemcpyAsync (codec flag)");
-    check(cudaMemcpyAsync(part.payload.data(), d_payload.get(), part.payload.size(),
-                          cudaMemcpyDeviceToHost, stream),
-          "cudaMemcpyAsync (codec payload)");
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (quantize_shard)");
+    const std::uint64_t bad = quantize_to_host(s, x, n, part.payload, stream);
     if (bad == ~0ull) return;
     check(cudaMemcpy(&part.bad_value, x + bad, sizeof(float), cudaMemcpyDeviceToHost),
           "cudaMemcpy (non-finite value)");

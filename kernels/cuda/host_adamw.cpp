@@ -89,26 +89,24 @@ void HostAdamW::step(const float* d_grads, bf16* d_params, float lr, const AdamW
                               r.decay ? c.weight_decay : 0.0f, grad_scale, step);
         }
         std::fill(bits, bits + size, std::uint16_t{0});  // padding (a shard's) stays 0
-        for (const ShardDecayRange& r : ranges_) {  // then its bf16 bits, over the gradients just used
-            const std::size_t a = std::max(offset, r.shard_offset), b = std::min(offset + size, r.shard_offset + r.size);
-            const uint64_t seed = rounding_seed(rounding_base_, step, r.run_begin);
-            for (std::size_t i = a; i < b; ++i)
-                bits[i - offset] = float_to_bf16_bits_stochastic(master_[i], seed, r.from_run_start + (i - r.shard_offset));
-        }
+        round_chunk(offset, size, bits, step);  // over the gradients just used
     });
+}
+
+void HostAdamW::round_chunk(std::size_t offset, std::size_t size, std::uint16_t* bits, int step) const {
+    for (const ShardDecayRange& r : ranges_) {
+        const std::size_t a = std::max(offset, r.shard_offset), b = std::min(offset + size, r.shard_offset + r.size);
+        const uint64_t seed = rounding_seed(rounding_base_, step, r.run_begin);
+        for (std::size_t i = a; i < b; ++i)
+            bits[i - offset] = float_to_bf16_bits_stochastic(master_[i], seed, r.from_run_start + (i - r.shard_offset));
+    }
 }
 
 void HostAdamW::upload_weights(bf16* d_params, int step) {
     stream_chunks(nullptr, d_params, [&](std::size_t offset, std::size_t size, float* staging) {
         std::uint16_t* bits = reinterpret_cast<std::uint16_t*>(staging);
         for (std::size_t i = offset; i < offset + size; ++i) bits[i - offset] = float_to_bf16_bits(master_[i]);
-        if (step == 0) return;
-        for (const ShardDecayRange& r : ranges_) {
-            const std::size_t a = std::max(offset, r.shard_offset), b = std::min(offset + size, r.shard_offset + r.size);
-            const uint64_t seed = rounding_seed(rounding_base_, step, r.run_begin);
-            for (std::size_t i = a; i < b; ++i)
-                bits[i - offset] = float_to_bf16_bits_stochastic(master_[i], seed, r.from_run_start + (i - r.shard_offset));
-        }
+        if (step > 0) round_chunk(offset, size, bits, step);
     });
 }
 

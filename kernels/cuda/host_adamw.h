@@ -49,6 +49,8 @@ class HostAdamW {
   private:
     template <class Fill>
     void stream_chunks(const float* d_grads, bf16* d_params, Fill fill);
+    // bits[i - offset] = the stochastic rounding AdamW step `step` gives master[i], over the chunk.
+    void round_chunk(std::size_t offset, std::size_t size, std::uint16_t* bits, int step) const;
 
     std::size_t n_;
     std::vector<ShardDecayRange> ranges_;

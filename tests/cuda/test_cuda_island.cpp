@@ -16,116 +16,20 @@
 #include <cstring>
 #include <vector>
 
-#include "core/island.h"
-#include "core/rng.h"
-#include "core/token_shard.h"
-#include "core/trainer.h"
-#include "kernels/cuda/cuda_check.h"
 #include "compression/codec.h"
 #include "core/transformer.h"
-#include "kernels/cuda/cuda_model.h"
+#include "core/trainer.h"
 #include "kernels/cuda/cuda_transformer.h"
 #include "kernels/cuda/island_codec.h"
-#include "tests/core/temp_dir.h"
-#ifdef ARCH_CUDA_EMULATED
-#include "kernels/cpu/cpu_collective.h"
-#else
-#include "kernels/cuda/nccl_collective.h"
-#endif
+#include "tests/cuda/island_fixture.h"
 
 using namespace arch;
-
-namespace {
-
-ModelConfig island_model() {
-    ModelConfig c;
-    c.max_seq_len = 32;
-    c.vocab_size = 200;
-    c.padded_vocab_size = pad_vocab(c.vocab_size);
-    c.num_layers = 2;
-    c.num_heads = 2;
-    c.channels = 64;
-    return c;
-}
-
-// The same size in the Llama family: one KV head for both query heads, SwiGLU F96, untied.
-ModelConfig island_llama() {
-    ModelConfig c = island_model();
-    c.family = ModelFamily::llama;
-    c.num_kv_heads = 1;
-    c.ffn_hidden = 96;
-    c.tied_embeddings = false;
-    return c;
-}
-
-struct Data {
-    TempDir dir;
-    Data() {
-        Rng rng(3);
-        std::vector<uint16_t> tokens(20000);
-        for (std::size_t i = 0; i < tokens.size(); ++i)
-            tokens[i] = static_cast<uint16_t>(rng.uniform() < 0.2f ? rng.below(200) : (i * 11 + i / 5) % 200);
-        write_token_shard(dir.file("train_000000.bin"), tokens);
-    }
-    TrainConfig config(int grad_accum) const {
-        TrainConfig t;
-        t.B = 2;
-        t.T = 32;
-        t.grad_accum = grad_accum;
-        t.steps = 6;
-        t.schedule.max_lr = 2e-3f;
-        t.schedule.warmup_steps = 1;
-        t.schedule.total_steps = 6;
-        t.train_pattern = dir.file("train_*.bin");
-        return t;
-    }
-};
-
-int usable_gpus() {
-#ifdef ARCH_CUDA_EMULATED
-    return 2;
-#else
-    return cuda::device_count();
-#endif
-}
-
-std::unique_ptr<Island> gpu_island(const ModelConfig& c, const TrainConfig& t, int n,
-                                   Parallel parallel = Parallel::ddp) {
-    std::vector<int> gpus;
-    for (int r = 0; r < n; ++r) gpus.push_back(r);
-#ifdef ARCH_CUDA_EMULATED
-    auto collectives = make_cpu_collectives(n);
-#else
-    auto collectives = make_nccl_collectives(gpus);
-#endif
-    std::vector<std::unique_ptr<Model>> models;
-    for (int r = 0; r < n; ++r) {
-        cuda::CudaModelOptions o;
-#ifndef ARCH_CUDA_EMULATED
-        o.device = r;
-#endif
-        if (parallel == Parallel::zero3) o.zero3 = collectives[r].get();
-        else o.ddp = collectives[r].get();
-        models.push_back(cuda::make_cuda_model(c, o));
-    }
-    return std::make_unique<Island>(c, t, std::move(models), std::move(collectives), parallel);
-}
-
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0, n = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        d += (a[i] - b[i]) * static_cast<double>(a[i] - b[i]);
-        n += static_cast<double>(b[i]) * b[i];
-    }
-    return std::sqrt(d / n);
-}
-
-}  // namespace
+using namespace cuda_test;
 
 TEST_CASE("an island of GPUs trains like one GPU accumulating the same micro-batches", "[cuda][island]") {
     const ModelConfig c = GENERATE(island_model(), island_llama());
     INFO(describe(c));
-    Data data;
+    TrainData data;
     const int n = usable_gpus() >= 2 ? 2 : 1;
     if (n == 1) std::printf("only one GPU: checking a 1-device island; the 2-device case needs 2 GPUs\n");
 
@@ -164,7 +68,7 @@ TEST_CASE("an island of GPUs trains like one GPU accumulating the same micro-bat
 
 TEST_CASE("an island of GPUs resumes from its checkpoint bit for bit", "[cuda][island]") {
     const ModelConfig c = island_model();
-    Data data;
+    TrainData data;
     const int n = usable_gpus() >= 2 ? 2 : 1;
     std::vector<float> straight, replay;
     {
@@ -196,7 +100,7 @@ TEST_CASE("a ZeRO-3 island of one GPU is that GPU, bit for bit", "[cuda][island]
     // the norm's partial sums are grouped by the buffer's length, which the padding changes.
     const ModelConfig c = GENERATE(island_model(), island_llama());
     INFO(describe(c));
-    Data data;
+    TrainData data;
     TrainConfig t = data.config(1);
     t.adamw.grad_clip = 0.0f;
     auto one = cuda::make_cuda_model(c);
@@ -229,7 +133,7 @@ TEST_CASE("a ZeRO-3 island of GPUs trains like one GPU accumulating the same mic
     const ModelConfig c = GENERATE(island_model(), island_llama());
 #endif
     INFO(describe(c));
-    Data data;
+    TrainData data;
     const int n = usable_gpus() >= 2 ? 2 : 1;
     if (n == 1) std::printf("only one GPU: checking a 1-device ZeRO-3 island; the 2-device case needs 2 GPUs\n");
     const int steps = 20;
@@ -278,7 +182,7 @@ TEST_CASE("a ZeRO-3 island of GPUs trains like one GPU accumulating the same mic
 
 TEST_CASE("a ZeRO-3 island of GPUs resumes from its checkpoint bit for bit", "[cuda][island][zero3]") {
     const ModelConfig c = island_llama();
-    Data data;
+    TrainData data;
     const int n = usable_gpus() >= 2 ? 2 : 1;
     std::vector<float> straight, replay;
     {
@@ -310,7 +214,7 @@ TEST_CASE("a DiLoCo peer's ZeRO-3 island of GPUs: Δ encoded per shard, θ bit-i
     // outer step. The per-shard bytes must be the CPU codec's bytes for the gathered Δ (codec blocks
     // straddle the shards' borders here), and the island must hold exactly the host's θ each round.
     const ModelConfig c = island_model();
-    Data data;
+    TrainData data;
     const int n = usable_gpus() >= 2 ? 2 : 1;
     auto island = gpu_island(c, data.config(1), n, Parallel::zero3);
     std::vector<float> theta = init_params(c, 11), theta_i(theta.size());

@@ -13,16 +13,34 @@
 
 #include "core/memory_plan.h"
 #include "core/rng.h"
-#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_model.h"
-#ifdef ARCH_CUDA_EMULATED
-#include "kernels/cpu/cpu_collective.h"
-#elif defined(ARCH_HAVE_NCCL)
-#include "kernels/cuda/nccl_collective.h"
-#endif
+#include "tests/cuda/island_fixture.h"
 
 using namespace arch;
 using cuda::AttentionKind;
+
+namespace {
+
+// Every category, plan against the engine, printed and within 10%.
+void compare(const std::string& what, const DeviceBytes& p, const DeviceMemory& m, bool comm) {
+    std::vector<std::pair<const char*, std::pair<std::size_t, std::size_t>>> cats = {
+        {"params", {p.params, m.params_bytes}},
+        {"grads", {p.grads, m.grads_bytes}},
+        {"optimizer", {p.optimizer, m.optimizer_bytes}},
+        {"activations", {p.activations, m.activations_bytes}},
+        {"workspace", {p.workspace, m.workspace_bytes}},
+    };
+    if (comm) cats.push_back({"comm", {p.comm, m.gathered_bytes}});
+    for (const auto& [name, pm] : cats) {
+        const auto [planned, measured] = pm;
+        std::printf("%-36s %-12s %12s %12s %9.3f\n", what.c_str(), name, format_bytes(planned).c_str(),
+                    format_bytes(measured).c_str(), static_cast<double>(planned) / static_cast<double>(measured));
+        INFO(what << " " << name << ": plan " << planned << " bytes, engine " << measured);
+        CHECK(std::abs(static_cast<double>(planned) / static_cast<double>(measured) - 1.0) <= 0.10);
+    }
+}
+
+}  // namespace
 
 TEST_CASE("plan matches the CUDA model's own allocations", "[cuda][plan]") {
     const int B = 2, T = 64;
@@ -52,51 +70,20 @@ TEST_CASE("plan matches the CUDA model's own allocations", "[cuda][plan]") {
             const std::string what = std::string(preset) +
                                      (q.fused_attention ? " fused" : " unfused") + " B" +
                                      std::to_string(B) + " T" + std::to_string(T);
-            const std::pair<const char*, std::pair<std::size_t, std::size_t>> cats[] = {
-                {"params", {p.params, m.params_bytes}},
-                {"grads", {p.grads, m.grads_bytes}},
-                {"optimizer", {p.optimizer, m.optimizer_bytes}},
-                {"activations", {p.activations, m.activations_bytes}},
-                {"workspace", {p.workspace, m.workspace_bytes}},
-            };
-            for (const auto& [name, pm] : cats) {
-                const auto [planned, measured] = pm;
-                std::printf("%-36s %-12s %12s %12s %9.3f\n", what.c_str(), name,
-                            format_bytes(planned).c_str(), format_bytes(measured).c_str(),
-                            static_cast<double>(planned) / static_cast<double>(measured));
-                INFO(what << " " << name << ": plan " << planned << " bytes, engine " << measured);
-                CHECK(std::abs(static_cast<double>(planned) / static_cast<double>(measured) -
-                               1.0) <= 0.10);
-            }
+            compare(what, p, m, false);
         }
 }
 
 TEST_CASE("plan matches a ZeRO-3 rank's own allocations on GPUs", "[cuda][plan][zero3]") {
     const int B = 2, T = 64;
-#ifdef ARCH_CUDA_EMULATED
-    const int N = 2;
-    auto collectives = make_cpu_collectives(N);
-#elif defined(ARCH_HAVE_NCCL)
-    const int N = cuda::device_count() >= 2 ? 2 : 1;
-    std::vector<int> gpus;
-    for (int r = 0; r < N; ++r) gpus.push_back(r);
-    auto collectives = make_nccl_collectives(gpus);
-#else
-    std::printf("SKIPPED: this build has no NCCL, so no ZeRO-3 island of GPUs\n");
-    return;
-#endif
-#if defined(ARCH_CUDA_EMULATED) || defined(ARCH_HAVE_NCCL)
+#if ARCH_TEST_GPU_ISLANDS
+    const int N = cuda_test::usable_gpus() >= 2 ? 2 : 1;
+    auto collectives = cuda_test::island_collectives(N);
     for (const char* preset : {"tiny", "llama-tiny"}) {
         const ModelConfig c = model_preset(preset);
         std::vector<std::unique_ptr<cuda::CudaModel>> ranks;
-        for (int r = 0; r < N; ++r) {
-            cuda::CudaModelOptions options;
-#ifndef ARCH_CUDA_EMULATED
-            options.device = r;
-#endif
-            options.zero3 = collectives[r].get();
-            ranks.push_back(cuda::make_cuda_model(c, options));
-        }
+        for (int r = 0; r < N; ++r)
+            ranks.push_back(cuda::make_cuda_model(c, cuda_test::rank_options(r, *collectives[r], Parallel::zero3)));
         Rng rng(3);
         std::vector<int> in(static_cast<std::size_t>(B) * T), tg(in.size());
         for (std::size_t i = 0; i < in.size(); ++i) {
@@ -123,23 +110,10 @@ TEST_CASE("plan matches a ZeRO-3 rank's own allocations on GPUs", "[cuda][plan][
             const DeviceMemory m = ranks[r]->memory();
             const std::string what = std::string(preset) + " zero3 rank " + std::to_string(r) + " of " +
                                      std::to_string(N) + " B" + std::to_string(B) + " T" + std::to_string(T);
-            const std::pair<const char*, std::pair<std::size_t, std::size_t>> cats[] = {
-                {"params", {p.params, m.params_bytes}},
-                {"grads", {p.grads, m.grads_bytes}},
-                {"optimizer", {p.optimizer, m.optimizer_bytes}},
-                {"activations", {p.activations, m.activations_bytes}},
-                {"workspace", {p.workspace, m.workspace_bytes}},
-                {"comm", {p.comm, m.gathered_bytes}},
-            };
-            for (const auto& [name, pm] : cats) {
-                const auto [planned, measured] = pm;
-                std::printf("%-36s %-12s %12s %12s %9.3f\n", what.c_str(), name, format_bytes(planned).c_str(),
-                            format_bytes(measured).c_str(),
-                            static_cast<double>(planned) / static_cast<double>(measured));
-                INFO(what << " " << name << ": plan " << planned << " bytes, engine " << measured);
-                CHECK(std::abs(static_cast<double>(planned) / static_cast<double>(measured) - 1.0) <= 0.10);
-            }
+            compare(what, p, m, true);
         }
     }
+#else
+    std::printf("SKIPPED: this build has no NCCL, so no ZeRO-3 island of GPUs\n");
 #endif
 }

@@ -13,56 +13,21 @@
 #include <cstring>
 #include <vector>
 
-#include "core/island.h"
-#include "core/rng.h"
-#include "core/token_shard.h"
 #include "core/trainer.h"
 #include "kernels/cuda/cuda_model.h"
-#include "tests/core/temp_dir.h"
-#ifdef ARCH_CUDA_EMULATED
-#include "kernels/cpu/cpu_collective.h"
-#elif defined(ARCH_HAVE_NCCL)
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/nccl_collective.h"
-#endif
+#include "tests/cuda/island_fixture.h"
 
 using namespace arch;
+using namespace cuda_test;
 
 namespace {
 
-ModelConfig offload_model() {
-    ModelConfig c;
-    c.max_seq_len = 32;
-    c.vocab_size = 200;
-    c.padded_vocab_size = pad_vocab(c.vocab_size);
-    c.num_layers = 2;
-    c.num_heads = 2;
-    c.channels = 64;
-    return c;
+// 20 steps of one micro-batch each, a warmup of 2.
+TrainConfig offload_config(const TrainData& data, int steps) {
+    TrainConfig t = data.config(1, steps);
+    t.schedule.warmup_steps = 2;
+    return t;
 }
-
-struct Data {
-    TempDir dir;
-    Data() {
-        Rng rng(3);
-        std::vector<uint16_t> tokens(20000);
-        for (std::size_t i = 0; i < tokens.size(); ++i)
-            tokens[i] = static_cast<uint16_t>(rng.uniform() < 0.2f ? rng.below(200) : (i * 11 + i / 5) % 200);
-        write_token_shard(dir.file("train_000000.bin"), tokens);
-    }
-    TrainConfig config(int steps) const {
-        TrainConfig t;
-        t.B = 2;
-        t.T = 32;
-        t.grad_accum = 1;
-        t.steps = steps;
-        t.schedule.max_lr = 2e-3f;
-        t.schedule.warmup_steps = 2;
-        t.schedule.total_steps = steps;
-        t.train_pattern = dir.file("train_*.bin");
-        return t;
-    }
-};
 
 std::unique_ptr<cuda::CudaModel> model(const ModelConfig& c, Offload offload) {
     cuda::CudaModelOptions o;
@@ -70,25 +35,16 @@ std::unique_ptr<cuda::CudaModel> model(const ModelConfig& c, Offload offload) {
     return cuda::make_cuda_model(c, o);
 }
 
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0, n = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        d += (a[i] - b[i]) * static_cast<double>(a[i] - b[i]);
-        n += static_cast<double>(b[i]) * b[i];
-    }
-    return std::sqrt(d / n);
-}
-
 }  // namespace
 
 TEST_CASE("offloaded AdamW follows the on-device trajectory with no optimizer state on the GPU", "[cuda][offload]") {
-    const ModelConfig c = offload_model();
-    Data data;
+    const ModelConfig c = island_model();
+    TrainData data;
     const int steps = 20;
     auto on_device = model(c, Offload::none), offloaded = model(c, Offload::optimizer);
     on_device->init_weights(7);
     offloaded->init_weights(7);
-    Trainer a(*on_device, data.config(steps)), b(*offloaded, data.config(steps));
+    Trainer a(*on_device, offload_config(data, steps)), b(*offloaded, offload_config(data, steps));
     for (int s = 0; s < steps; ++s) {
         const float la = a.step().loss, lb = b.step().loss;
         INFO("step " << s + 1 << ": on device " << la << ", offloaded " << lb);
@@ -112,26 +68,26 @@ TEST_CASE("offloaded AdamW follows the on-device trajectory with no optimizer st
 }
 
 TEST_CASE("an offloaded run resumes bit for bit", "[cuda][offload]") {
-    const ModelConfig c = offload_model();
-    Data data;
+    const ModelConfig c = island_model();
+    TrainData data;
     std::vector<float> straight, replay;
     {
         auto m = model(c, Offload::optimizer);
         m->init_weights(4);
-        Trainer t(*m, data.config(6));
+        Trainer t(*m, offload_config(data, 6));
         for (int s = 0; s < 6; ++s) straight.push_back(t.step().loss);
     }
     const std::string ckpt = data.dir.file("offload.bin");
     {
         auto m = model(c, Offload::optimizer);
         m->init_weights(4);
-        Trainer t(*m, data.config(6));
+        Trainer t(*m, offload_config(data, 6));
         for (int s = 0; s < 3; ++s) replay.push_back(t.step().loss);
         t.save(ckpt);
     }
     {
         auto m = model(c, Offload::optimizer);
-        Trainer t(*m, data.config(6));
+        Trainer t(*m, offload_config(data, 6));
         t.resume(ckpt);
         for (int s = 3; s < 6; ++s) replay.push_back(t.step().loss);
     }
@@ -142,36 +98,12 @@ TEST_CASE("an offloaded run resumes bit for bit", "[cuda][offload]") {
 }
 
 TEST_CASE("a ZeRO-3 island offloads its shards' optimizer state", "[cuda][offload][zero3]") {
-#ifdef ARCH_CUDA_EMULATED
-    const int n = 2;
-#elif defined(ARCH_HAVE_NCCL)
-    const int n = cuda::device_count() >= 2 ? 2 : 1;
-#else
-    std::printf("SKIPPED: this build has no NCCL, so no ZeRO-3 island of GPUs\n");
-    return;
-#endif
-#if defined(ARCH_CUDA_EMULATED) || defined(ARCH_HAVE_NCCL)
-    const ModelConfig c = offload_model();
-    Data data;
+#if ARCH_TEST_GPU_ISLANDS
+    const ModelConfig c = island_model();
+    TrainData data;
+    const int n = usable_gpus() >= 2 ? 2 : 1;
     auto island = [&](Offload offload) {
-#ifdef ARCH_CUDA_EMULATED
-        auto collectives = make_cpu_collectives(n);
-#else
-        std::vector<int> gpus;
-        for (int r = 0; r < n; ++r) gpus.push_back(r);
-        auto collectives = make_nccl_collectives(gpus);
-#endif
-        std::vector<std::unique_ptr<Model>> models;
-        for (int r = 0; r < n; ++r) {
-            cuda::CudaModelOptions o;
-#ifndef ARCH_CUDA_EMULATED
-            o.device = r;
-#endif
-            o.zero3 = collectives[r].get();
-            o.offload = offload;
-            models.push_back(cuda::make_cuda_model(c, o));
-        }
-        auto made = std::make_unique<Island>(c, data.config(6), std::move(models), std::move(collectives), Parallel::zero3);
+        auto made = gpu_island(c, offload_config(data, 6), n, Parallel::zero3, offload);
         made->init_weights(8);
         return made;
     };
@@ -197,5 +129,7 @@ TEST_CASE("a ZeRO-3 island offloads its shards' optimizer state", "[cuda][offloa
     resumed->resume(ckpt);
     const float again = resumed->step().loss;
     CHECK(std::memcmp(&next, &again, sizeof(float)) == 0);
+#else
+    std::printf("SKIPPED: this build has no NCCL, so no ZeRO-3 island of GPUs\n");
 #endif
 }
