@@ -1,5 +1,5 @@
 // bench/bench_island.cpp: an island's throughput and traffic: tokens/s of training steps on 1 and 2
-// CPU devices (threads) in DDP and ZeRO-3, bytes each device sends per step, and per-device memory by
+// CPU devices (threads) in DDP and ZeRO-3, with recompute, bytes each device sends per step, and per-device memory by
 // category, as the engine allocated it (core/device_memory.h; `archipelago plan` predicts the same).
 // Where GPUs and NCCL are present, the same on 1 and all GPUs for every mode of docs/island.md and
 // docs/plan.md: DDP, ZeRO-3, recompute attention / block, offload optimizer; otherwise why not.
@@ -14,13 +14,13 @@
 
 #include "bench/bench_cli.h"
 #include "core/island.h"
+#include "core/memory_modes.h"
 #include "core/rng.h"
 #include "core/token_shard.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
 #ifdef ARCH_HAVE_NCCL
 
-#include "core/memory_modes.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_model.h"
 #include "kernels/cuda/nccl_collective.h"
@@ -71,10 +71,18 @@ void print_gpu_skipped(const std::string& why, bool json) {
     else std::printf("gpu rows SKIPPED: %s\n", why.c_str());
 }
 
-Row run_cpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices, int steps) {
+// "ddp", "zero3+rc:block", "ddp+offload": the mode column.
+std::string mode_name(Parallel p, Recompute recompute, Offload offload) {
+    std::string mode = parallel_name(p);
+    if (recompute != Recompute::none) mode += std::string("+rc:") + recompute_name(recompute);
+    if (offload != Offload::none) mode += "+offload";
+    return mode;
+}
+
+Row run_cpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices, Recompute recompute, int steps) {
     std::vector<std::unique_ptr<Backend>> backends;
     for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
-    Island island(mc, t, p, std::move(backends), make_cpu_collectives(devices));
+    Island island(mc, t, p, std::move(backends), make_cpu_collectives(devices), recompute);
     island.init_weights(1);
     island.step();  // warm-up: first touch, oneDNN kernel choice, the ZeRO-3 buffer pool
     const std::uint64_t bytes0 = island.bytes_sent(0);
@@ -83,7 +91,7 @@ Row run_cpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     const DeviceMemory m = island.memory()[0];
     const double tokens = static_cast<double>(t.B) * t.T * t.grad_accum * devices * steps;
-    return {"cpu", parallel_name(p), devices, tokens / seconds, seconds / steps * 1e3,
+    return {"cpu", mode_name(p, recompute, Offload::none), devices, tokens / seconds, seconds / steps * 1e3,
             static_cast<double>(island.bytes_sent(0) - bytes0) / steps, m};
 }
 
@@ -111,9 +119,7 @@ Row run_gpu(const ModelConfig& mc, const TrainConfig& t, Parallel p, int devices
     const auto t0 = Clock::now();
     for (int s = 0; s < steps; ++s) island.step();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::string mode = parallel_name(p);
-    if (recompute != Recompute::none) mode += std::string("+rc:") + recompute_name(recompute);
-    if (offload != Offload::none) mode += "+offload";
+    const std::string mode = mode_name(p, recompute, offload);
     const double tokens = static_cast<double>(t.B) * t.T * t.grad_accum * devices * steps;
     return {"gpu", mode, devices, tokens / seconds, seconds / steps * 1e3,
             static_cast<double>(island.bytes_sent(0) - bytes0) / steps, island.memory()[0]};
@@ -146,9 +152,11 @@ void run(const std::string& config, int B, int T, int steps, bool json) {
         std::printf("%-6s %7s %-18s %12s %10s %14s %10s %8s %8s %8s %8s %8s %8s\n", "device", "devices", "mode", "tokens/s",
                     "ms/step", "bytes/step", "state MB", "params", "grads", "optim", "comm", "activ", "work");
     }
-    print(run_cpu(mc, t, Parallel::ddp, 1, steps), json);
-    for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_cpu(mc, t, p, 2, steps), json);
-    if (!json) std::printf("cpu rows: recompute and offload are GPU modes (a CPU device keeps activations and optimizer in RAM)\n");
+    print(run_cpu(mc, t, Parallel::ddp, 1, Recompute::none, steps), json);
+    for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_cpu(mc, t, p, 2, Recompute::none, steps), json);
+    print(run_cpu(mc, t, Parallel::ddp, 2, Recompute::attention, steps), json);
+    for (Parallel p : {Parallel::ddp, Parallel::zero3}) print(run_cpu(mc, t, p, 2, Recompute::block, steps), json);
+    if (!json) std::printf("cpu rows: no offload (a CPU device's optimizer state is in RAM already)\n");
 
 #ifdef ARCH_HAVE_NCCL
     const std::string why = cuda::no_device_reason();

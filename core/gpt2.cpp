@@ -62,7 +62,7 @@ std::vector<float> gpt2_init_params(const ModelConfig& config, uint64_t seed) {
 }
 
 void GPT2::ensure_activations(int B, int T) {
-    if (acts_ != nullptr && B <= acts_->B && T <= acts_->T) return;
+    if (acts_ != nullptr && !owned_.empty() && B <= acts_->B && T <= acts_->T) return;  // (empty: freed by set_recompute)
     free_activations();
     acts_ = std::make_unique<Activations>();
     Activations& a = *acts_;
@@ -71,19 +71,20 @@ void GPT2::ensure_activations(int B, int T) {
     const std::size_t N = static_cast<std::size_t>(B) * T, C = config_.channels, NH = config_.num_heads;
     alloc_io(N);
     a.encoded = alloc_floats(N * C);
-    a.ln1 = alloc_per_layer(N * C);
-    a.ln1_mean = alloc_per_layer(N);
-    a.ln1_rstd = alloc_per_layer(N);
-    a.qkv = alloc_per_layer(N * 3 * C);
-    a.atty = alloc_per_layer(N * C);
-    a.att = alloc_per_layer(B * NH * T * T);
-    a.residual2 = alloc_per_layer(N * C);
-    a.ln2 = alloc_per_layer(N * C);
-    a.ln2_mean = alloc_per_layer(N);
-    a.ln2_rstd = alloc_per_layer(N);
-    a.fch = alloc_per_layer(N * 4 * C);
-    a.fch_gelu = alloc_per_layer(N * 4 * C);
-    a.residual3 = alloc_per_layer(N * C);
+    const bool block = recompute_ == Recompute::block, attn = recompute_ != Recompute::none;  // shared sets
+    a.ln1 = alloc_per_layer(N * C, block);
+    a.ln1_mean = alloc_per_layer(N, block);
+    a.ln1_rstd = alloc_per_layer(N, block);
+    a.qkv = alloc_per_layer(N * 3 * C, block);
+    a.atty = alloc_per_layer(N * C, attn);
+    a.att = alloc_per_layer(B * NH * T * T, attn);
+    a.residual2 = alloc_per_layer(N * C, block);
+    a.ln2 = alloc_per_layer(N * C, block);
+    a.ln2_mean = alloc_per_layer(N, block);
+    a.ln2_rstd = alloc_per_layer(N, block);
+    a.fch = alloc_per_layer(N * 4 * C, block);
+    a.fch_gelu = alloc_per_layer(N * 4 * C, block);
+    a.residual3 = alloc_per_layer(N * C);  // the next block's input
     a.lnf = alloc_floats(N * C);
     a.lnf_mean = alloc_floats(N);
     a.lnf_rstd = alloc_floats(N);
@@ -100,7 +101,7 @@ float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
     begin_forward(inputs, targets, B, T);
     Activations& a = *acts_;
     const int N = B * T;
-    const int C = config_.channels, NH = config_.num_heads, L = config_.num_layers, Vp = config_.padded_vocab_size;
+    const int C = config_.channels, L = config_.num_layers, Vp = config_.padded_vocab_size;
 
     // Globals (unit L) stay acquired for the whole pass: the encoder and the classifier both use wte.
     const std::size_t g0 = layout_.wte();
@@ -111,16 +112,7 @@ float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
         const std::size_t b0 = layout_.block_begin(l);
         const float* bp = store_->params(l);
         auto P = [&](std::size_t offset) { return bp + (offset - b0); };
-        const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
-        backend_.layernorm_forward(a.ln1[l], a.ln1_mean[l], a.ln1_rstd[l], residual, P(o.ln1w), P(o.ln1b), N, C);
-        backend_.matmul_forward(a.qkv[l], a.ln1[l], P(o.qkvw), P(o.qkvb), N, C, 3 * C);
-        backend_.attention_forward(a.atty[l], a.att[l], a.qkv[l], B, T, C, NH, NH);
-        backend_.matmul_forward(a.scratch, a.atty[l], P(o.attprojw), P(o.attprojb), N, C, C);
-        backend_.residual_forward(a.residual2[l], residual, a.scratch, static_cast<std::size_t>(N) * C);
-        backend_.layernorm_forward(a.ln2[l], a.ln2_mean[l], a.ln2_rstd[l], a.residual2[l], P(o.ln2w), P(o.ln2b), N,
-                                   C);
-        backend_.matmul_forward(a.fch[l], a.ln2[l], P(o.fcw), P(o.fcb), N, C, 4 * C);
-        backend_.gelu_forward(a.fch_gelu[l], a.fch[l], static_cast<std::size_t>(N) * 4 * C);
+        block_forward(l, bp, b0);
         backend_.matmul_forward(a.scratch, a.fch_gelu[l], P(o.fcprojw), P(o.fcprojb), N, 4 * C, C);
         backend_.residual_forward(a.residual3[l], a.residual2[l], a.scratch, static_cast<std::size_t>(N) * C);
         store_->params_done(l);
@@ -131,6 +123,31 @@ float GPT2::forward(const int* inputs, const int* targets, int B, int T) {
     backend_.matmul_forward(logits_, a.lnf, gp + (layout_.wte() - g0), nullptr, N, C, Vp);
     store_->params_done(L);
     return finish_forward();
+}
+
+void GPT2::block_forward(int l, const float* bp, std::size_t b0) {
+    Activations& a = *acts_;
+    const int B = B_, T = T_, N = B * T, C = config_.channels, NH = config_.num_heads;
+    const BlockOffsets& o = layout_.block(l);
+    auto P = [&](std::size_t offset) { return bp + (offset - b0); };
+    const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
+    backend_.layernorm_forward(a.ln1[l], a.ln1_mean[l], a.ln1_rstd[l], residual, P(o.ln1w), P(o.ln1b), N, C);
+    backend_.matmul_forward(a.qkv[l], a.ln1[l], P(o.qkvw), P(o.qkvb), N, C, 3 * C);
+    backend_.attention_forward(a.atty[l], a.att[l], a.qkv[l], B, T, C, NH, NH);
+    backend_.matmul_forward(a.scratch, a.atty[l], P(o.attprojw), P(o.attprojb), N, C, C);
+    backend_.residual_forward(a.residual2[l], residual, a.scratch, static_cast<std::size_t>(N) * C);
+    backend_.layernorm_forward(a.ln2[l], a.ln2_mean[l], a.ln2_rstd[l], a.residual2[l], P(o.ln2w), P(o.ln2b), N, C);
+    backend_.matmul_forward(a.fch[l], a.ln2[l], P(o.fcw), P(o.fcb), N, C, 4 * C);
+    backend_.gelu_forward(a.fch_gelu[l], a.fch[l], static_cast<std::size_t>(N) * 4 * C);
+}
+
+void GPT2::recompute(int l, const float* bp, std::size_t b0) {
+    Activations& a = *acts_;
+    if (recompute_ == Recompute::attention)
+        backend_.attention_forward(a.atty[l], a.att[l], a.qkv[l], B_, T_, config_.channels, config_.num_heads,
+                                   config_.num_heads);
+    else if (recompute_ == Recompute::block)
+        block_forward(l, bp, b0);
 }
 
 void GPT2::backward(float loss_scale) {
@@ -161,6 +178,7 @@ void GPT2::backward(float loss_scale) {
         auto P = [&](std::size_t offset) { return bp + (offset - b0); };
         auto G = [&](std::size_t offset) { return bg + (offset - b0); };
         const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
+        recompute(l, bp, b0);
         // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual flows through unchanged.
         backend_.zero(a.dfch_gelu, NC * 4);
         backend_.matmul_backward(a.dfch_gelu, G(o.fcprojw), G(o.fcprojb), a.dresidual, a.fch_gelu[l], P(o.fcprojw), N,

@@ -31,6 +31,11 @@ public:
 private:
     struct Activations;
     void ensure_activations(int B, int T) override;
+    // Block l from its first norm to its MLP's activation, reading weights through bp (the block's
+    // unit, first float at b0): forward, and block recompute in backward.
+    void block_forward(int l, const float* bp, std::size_t b0);
+    // What recompute dropped of layer l, rebuilt before its backward.
+    void recompute(int l, const float* bp, std::size_t b0);
     std::unique_ptr<Activations> acts_;
 };
 

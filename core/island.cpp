@@ -39,7 +39,8 @@ struct Island::Device {
 };
 
 Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
-               std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives)
+               std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives,
+               Recompute recompute)
     : model_config_(model), config_(config), parallel_(parallel), layout_((validate(model), model)) {
     check_train_config(config, model);
     add_devices(std::move(collectives), backends.size(), [&](Device& d, int r) {
@@ -54,6 +55,7 @@ Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel par
             store = d.zero3.get();
         }
         d.net = make_transformer(model, *d.backend, store);
+        d.net->set_recompute(recompute);
     });
     open_data();
 }

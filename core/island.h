@@ -36,7 +36,8 @@ public:
     // backends[r] and collectives[r] belong to device r; the collectives form one group of
     // backends.size() ranks (e.g. make_cpu_collectives(n)). Checks the config as Trainer does.
     Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
-           std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives);
+           std::vector<std::unique_ptr<Backend>> backends, std::vector<std::unique_ptr<Collective>> collectives,
+           Recompute recompute = Recompute::none);
     // Whole models, one per device (e.g. GPUs), collectives[r] for models[r]: data parallel (DDP), or
     // ZeRO-3 where every model was made as one rank's shard over that collective (Model::sharded()).
     Island(const ModelConfig& model, const TrainConfig& config, std::vector<std::unique_ptr<Model>> models,

@@ -109,7 +109,7 @@ void Llama::upload_rope_tables() {
 }
 
 void Llama::ensure_activations(int B, int T) {
-    if (acts_ != nullptr && B <= acts_->B && T <= acts_->T) return;
+    if (acts_ != nullptr && !owned_.empty() && B <= acts_->B && T <= acts_->T) return;  // (empty: freed by set_recompute)
     free_activations();
     acts_ = std::make_unique<Activations>();
     Activations& a = *acts_;
@@ -119,17 +119,18 @@ void Llama::ensure_activations(int B, int T) {
     const std::size_t F = config_.ffn_hidden, QKV = qkv_channels(config_);
     alloc_io(N);
     a.encoded = alloc_floats(N * C);
-    a.ln1 = alloc_per_layer(N * C);
-    a.ln1_rstd = alloc_per_layer(N);
-    a.qkvr = alloc_per_layer(N * QKV);
-    a.atty = alloc_per_layer(N * C);
-    a.att = alloc_per_layer(B * NH * T * T);
-    a.residual2 = alloc_per_layer(N * C);
-    a.ln2 = alloc_per_layer(N * C);
-    a.ln2_rstd = alloc_per_layer(N);
-    a.fch = alloc_per_layer(N * 2 * F);
-    a.fch_swiglu = alloc_per_layer(N * F);
-    a.residual3 = alloc_per_layer(N * C);
+    const bool block = recompute_ == Recompute::block, attn = recompute_ != Recompute::none;  // shared sets
+    a.ln1 = alloc_per_layer(N * C, block);
+    a.ln1_rstd = alloc_per_layer(N, block);
+    a.qkvr = alloc_per_layer(N * QKV, block);
+    a.atty = alloc_per_layer(N * C, attn);
+    a.att = alloc_per_layer(B * NH * T * T, attn);
+    a.residual2 = alloc_per_layer(N * C, block);
+    a.ln2 = alloc_per_layer(N * C, block);
+    a.ln2_rstd = alloc_per_layer(N, block);
+    a.fch = alloc_per_layer(N * 2 * F, block);
+    a.fch_swiglu = alloc_per_layer(N * F, block);
+    a.residual3 = alloc_per_layer(N * C);  // the next block's input
     a.lnf = alloc_floats(N * C);
     a.lnf_rstd = alloc_floats(N);
     a.scratch = alloc_scratch(N * std::max(QKV, C));
@@ -145,9 +146,8 @@ void Llama::ensure_activations(int B, int T) {
 float Llama::forward(const int* inputs, const int* targets, int B, int T) {
     begin_forward(inputs, targets, B, T);
     Activations& a = *acts_;
-    const int N = B * T, C = config_.channels, NH = config_.num_heads, KV = config_.num_kv_heads;
+    const int N = B * T, C = config_.channels;
     const int L = config_.num_layers, Vp = config_.padded_vocab_size, F = config_.ffn_hidden;
-    const int QKV = qkv_channels(config_), hs = head_size(config_);
     const float eps = config_.norm_eps;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
 
@@ -160,16 +160,7 @@ float Llama::forward(const int* inputs, const int* targets, int B, int T) {
         const std::size_t b0 = layout_.block_begin(l);
         const float* bp = store_->params(l);
         auto P = [&](std::size_t offset) { return bp + (offset - b0); };
-        const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
-        backend_.rmsnorm_forward(a.ln1[l], a.ln1_rstd[l], residual, P(o.ln1w), eps, N, C);
-        backend_.matmul_forward(a.scratch, a.ln1[l], P(o.qkvw), nullptr, N, C, QKV);
-        backend_.rope_forward(a.qkvr[l], a.scratch, rope_cos_, rope_sin_, B, T, NH, KV, hs);
-        backend_.attention_forward(a.atty[l], a.att[l], a.qkvr[l], B, T, C, NH, KV);
-        backend_.matmul_forward(a.scratch, a.atty[l], P(o.attprojw), nullptr, N, C, C);
-        backend_.residual_forward(a.residual2[l], residual, a.scratch, NC);
-        backend_.rmsnorm_forward(a.ln2[l], a.ln2_rstd[l], a.residual2[l], P(o.ln2w), eps, N, C);
-        backend_.matmul_forward(a.fch[l], a.ln2[l], P(o.fcw), nullptr, N, C, 2 * F);
-        backend_.swiglu_forward(a.fch_swiglu[l], a.fch[l], N, F);
+        block_forward(l, bp, b0);
         backend_.matmul_forward(a.scratch, a.fch_swiglu[l], P(o.fcprojw), nullptr, N, F, C);
         backend_.residual_forward(a.residual3[l], a.residual2[l], a.scratch, NC);
         store_->params_done(l);
@@ -179,6 +170,34 @@ float Llama::forward(const int* inputs, const int* targets, int B, int T) {
     backend_.matmul_forward(logits_, a.lnf, gp + (layout_.lm_head() - g0), nullptr, N, C, Vp);
     store_->params_done(L);
     return finish_forward();
+}
+
+void Llama::block_forward(int l, const float* bp, std::size_t b0) {
+    Activations& a = *acts_;
+    const int B = B_, T = T_, N = B * T, C = config_.channels, NH = config_.num_heads, KV = config_.num_kv_heads;
+    const int F = config_.ffn_hidden, QKV = qkv_channels(config_), hs = head_size(config_);
+    const float eps = config_.norm_eps;
+    const BlockOffsets& o = layout_.block(l);
+    auto P = [&](std::size_t offset) { return bp + (offset - b0); };
+    const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
+    backend_.rmsnorm_forward(a.ln1[l], a.ln1_rstd[l], residual, P(o.ln1w), eps, N, C);
+    backend_.matmul_forward(a.scratch, a.ln1[l], P(o.qkvw), nullptr, N, C, QKV);
+    backend_.rope_forward(a.qkvr[l], a.scratch, rope_cos_, rope_sin_, B, T, NH, KV, hs);
+    backend_.attention_forward(a.atty[l], a.att[l], a.qkvr[l], B, T, C, NH, KV);
+    backend_.matmul_forward(a.scratch, a.atty[l], P(o.attprojw), nullptr, N, C, C);
+    backend_.residual_forward(a.residual2[l], residual, a.scratch, static_cast<std::size_t>(N) * C);
+    backend_.rmsnorm_forward(a.ln2[l], a.ln2_rstd[l], a.residual2[l], P(o.ln2w), eps, N, C);
+    backend_.matmul_forward(a.fch[l], a.ln2[l], P(o.fcw), nullptr, N, C, 2 * F);
+    backend_.swiglu_forward(a.fch_swiglu[l], a.fch[l], N, F);
+}
+
+void Llama::recompute(int l, const float* bp, std::size_t b0) {
+    Activations& a = *acts_;
+    if (recompute_ == Recompute::attention)
+        backend_.attention_forward(a.atty[l], a.att[l], a.qkvr[l], B_, T_, config_.channels, config_.num_heads,
+                                   config_.num_kv_heads);
+    else if (recompute_ == Recompute::block)
+        block_forward(l, bp, b0);
 }
 
 void Llama::backward(float loss_scale) {
@@ -208,6 +227,7 @@ void Llama::backward(float loss_scale) {
         auto P = [&](std::size_t offset) { return bp + (offset - b0); };
         auto G = [&](std::size_t offset) { return bg + (offset - b0); };
         const float* residual = l == 0 ? a.encoded : a.residual3[l - 1];
+        recompute(l, bp, b0);
         // residual3 = residual2 + fcproj(swiglu(fc(ln2(residual2)))); dresidual flows through unchanged.
         backend_.zero(a.dfch_swiglu, NF);
         backend_.matmul_backward(a.dfch_swiglu, G(o.fcprojw), nullptr, a.dresidual, a.fch_swiglu[l], P(o.fcprojw), N,

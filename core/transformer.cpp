@@ -127,10 +127,18 @@ float* Transformer::alloc_scratch(std::size_t n) {
     return p;
 }
 
-std::vector<float*> Transformer::alloc_per_layer(std::size_t n) {
+std::vector<float*> Transformer::alloc_per_layer(std::size_t n, bool shared) {
     std::vector<float*> v(config_.num_layers);
-    for (auto& p : v) p = alloc_floats(n);
+    for (std::size_t l = 0; l < v.size(); ++l) v[l] = shared && l > 0 ? v[0] : alloc_floats(n);
     return v;
+}
+
+void Transformer::set_recompute(Recompute recompute) {
+    if (recompute == recompute_) return;
+    recompute_ = recompute;
+    free_activations();  // the next batch allocates for the new mode
+    B_ = T_ = 0;
+    have_targets_ = logits_valid_ = false;
 }
 
 void Transformer::alloc_io(std::size_t N) {

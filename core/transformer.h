@@ -11,6 +11,7 @@
 
 #include "core/adamw.h"
 #include "core/backend.h"
+#include "core/memory_modes.h"
 #include "core/model.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
@@ -64,11 +65,17 @@ public:
     // fp32 parameters, gradients, m and v of the whole model; activations and workspace as allocated.
     DeviceMemory memory() const override;
 
+    // Activation recomputation (core/memory_modes.h): what forward does not keep per layer, backward
+    // rebuilds with the same kernels just before that layer's backward, so losses and gradients do
+    // not change. Takes effect at the next batch.
+    void set_recompute(Recompute recompute);
+
 protected:
     // Activation memory: every allocation goes through these and is freed by free_activations().
     float* alloc_floats(std::size_t n);
     float* alloc_scratch(std::size_t n);  // the same, counted as workspace (shared by the layers, not kept)
-    std::vector<float*> alloc_per_layer(std::size_t n);  // L buffers of n floats
+    // L buffers of n floats, or one that every layer shares (what recompute drops).
+    std::vector<float*> alloc_per_layer(std::size_t n, bool shared = false);
     void alloc_io(std::size_t N);  // inputs_, targets_, logits_ and losses_ for N = B*T rows
     void free_activations();
     // Sizes the family's activations for (B, T) when they are smaller, setting the buffers below.
@@ -89,6 +96,7 @@ protected:
     ParamStore* store_ = nullptr;
     std::vector<void*> owned_;  // every activation allocation, freed in the destructor
     std::size_t activation_bytes_ = 0, workspace_bytes_ = 0;  // what owned_ holds, by kind
+    Recompute recompute_ = Recompute::none;
     int* inputs_ = nullptr;     // (N) token ids on the backend
     int* targets_ = nullptr;    // (N)
     float* logits_ = nullptr;   // (N,Vp) of the last forward, dlogits after begin_backward

@@ -42,7 +42,7 @@ struct PeerOptions {
     int devices = 1;        // this island's devices (CPU threads here), trained together every step
     Parallel parallel = Parallel::ddp;
     std::string device = "cpu";  // "cpu" or "cuda[:N]" (the first GPU of the island)
-    diloco::DeviceOptions device_options;  // recompute / offload (GPUs)
+    diloco::DeviceOptions device_options;  // recompute, offload (GPUs)
     std::function<void(const std::string&)> log;
     RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
     std::string workdir;          // everything this peer writes: fetched data, the island's shard

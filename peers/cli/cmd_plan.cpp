@@ -150,8 +150,7 @@ void print_table(const std::vector<MemoryPlan>& plans) {
         format_bytes(h.outer_update).c_str(), format_bytes(h.pseudo_gradient).c_str(),
         format_bytes(h.ef_residual).c_str());
     std::printf(
-        "  recompute and offload are GPU modes (--device cuda); CPU devices keep activations and "
-        "optimizer in RAM\n");
+        "  offload is a GPU mode (--device cuda): a CPU device's optimizer state is in RAM already\n");
 }
 
 void run_plan(const PlanFlags& f) {

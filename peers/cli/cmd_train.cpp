@@ -284,7 +284,7 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--attention", f->attention, "fused or unfused (GPU)")->check(CLI::IsMember({"fused", "unfused"}))->group("Device");
     cmd->add_option("--devices", f->devices, "devices in the island (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Device");
     cmd->add_option("--parallel", f->parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Device");
-    cmd->add_option("--recompute", f->recompute, "none, attention or block: recompute activations in backward (GPU)")
+    cmd->add_option("--recompute", f->recompute, "none, attention or block: recompute activations in backward")
         ->check(CLI::IsMember({"none", "attention", "block"}))
         ->group("Device");
     cmd->add_option("--offload", f->offload, "none or optimizer: master weights and AdamW state in host memory (GPU)")

@@ -111,7 +111,7 @@ void add_peer_flags(CLI::App& command, PeerSession& s) {
         ->group("Island");
     command.add_option("--devices", s.devices, "this island's devices (CPU threads, or GPUs)")->check(CLI::Range(1, 64))->group("Island");
     command.add_option("--parallel", s.parallel, "ddp or zero3")->check(CLI::IsMember({"ddp", "zero3"}))->group("Island");
-    command.add_option("--recompute", s.recompute, "none, attention or block: recompute activations in backward (GPU)")
+    command.add_option("--recompute", s.recompute, "none, attention or block: recompute activations in backward")
         ->check(CLI::IsMember({"none", "attention", "block"}))
         ->group("Island");
     command.add_option("--offload", s.offload, "none or optimizer: master weights and AdamW state in host memory (GPU)")

@@ -32,7 +32,7 @@ struct PeerSession {
     int devices = 1;
     std::string device = "cpu";
     std::string parallel = "ddp";  // ddp | zero3
-    std::string recompute = "none";  // none | attention | block (GPUs)
+    std::string recompute = "none";  // none | attention | block
     std::string offload = "none";    // none | optimizer (GPUs)
     std::string workdir;           // --workdir; "": peer_workdir()
     std::vector<std::string> data_dirs;  // --data

@@ -49,15 +49,14 @@ DeviceChoice parse_device(const std::string& device) {
 
 namespace {
 
-// The options checked for the device: CPU engines keep every activation and their optimizer in RAM.
+// The options checked for the device: a CPU engine's optimizer state is in host RAM already.
 void check_options(const DeviceChoice& d, const DeviceOptions& o) {
     if (o.attention != "fused" && o.attention != "unfused")
         throw Error("attention '" + o.attention + "' is not one of fused, unfused");
-    if (!d.cuda && (o.recompute != Recompute::none || o.offload != Offload::none))
-        throw Error(std::string("--recompute ") + recompute_name(o.recompute) + " / --offload " +
-                    offload_name(o.offload) +
-                    ": these save GPU memory and are built for --device cuda; a CPU device keeps its "
-                    "activations and optimizer state in RAM (use --recompute none --offload none)");
+    if (!d.cuda && o.offload != Offload::none)
+        throw Error(std::string("--offload ") + offload_name(o.offload) +
+                    ": offload moves GPU state to host memory and is built for --device cuda; a CPU "
+                    "device's optimizer state is in RAM already (use --offload none)");
 }
 
 #ifdef ARCH_HAVE_CUDA
@@ -80,7 +79,11 @@ void check_device_options(const std::string& device, const DeviceOptions& option
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& device, const DeviceOptions& options) {
     const DeviceChoice d = parse_device(device);
     check_options(d, options);
-    if (!d.cuda) return make_transformer(config, make_cpu_backend());
+    if (!d.cuda) {
+        auto model = make_transformer(config, make_cpu_backend());
+        model->set_recompute(options.recompute);
+        return model;
+    }
 #ifdef ARCH_HAVE_CUDA
     return cuda::make_cuda_model(config, cuda_options(d.index, options));
 #else
@@ -96,7 +99,8 @@ std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig
     if (!d.cuda) {
         std::vector<std::unique_ptr<Backend>> backends;
         for (int r = 0; r < devices; ++r) backends.push_back(make_cpu_backend());
-        return std::make_unique<Island>(config, train, parallel, std::move(backends), make_cpu_collectives(devices));
+        return std::make_unique<Island>(config, train, parallel, std::move(backends), make_cpu_collectives(devices),
+                                        device_options.recompute);
     }
 #ifdef ARCH_HAVE_NCCL
     std::vector<int> gpus;

@@ -26,9 +26,8 @@ struct DeviceChoice {
 DeviceChoice parse_device(const std::string& device);
 bool cuda_backend_built();
 
-// How a GPU model runs and what it trades for device memory (docs/plan.md). On CPU devices the
-// attention kernel is ignored and recompute / offload are refused: the CPU engine keeps every
-// activation and its optimizer state in RAM (docs/island.md).
+// How a model runs and what it trades for device memory (docs/plan.md). On CPU devices the attention
+// kernel is ignored and offload is refused: the CPU engine's optimizer state is in RAM already.
 struct DeviceOptions {
     std::string attention = "fused";        // fused | unfused
     Recompute recompute = Recompute::none;  // none | attention | block

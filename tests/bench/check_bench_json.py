@@ -115,8 +115,9 @@ def case_island(bin_dir):
     p = run(bin_dir, ["bench_island", "--json", "--steps", "1", "--batch", "1", "--seq-len", "16"])
     rows = json_rows(p.stdout, ISLAND, ISLAND_SKIPPED)
     cpu = [(r["devices"], r["parallel"]) for r in rows if r["device"] == "cpu"]
-    if cpu != [(1, "ddp"), (2, "ddp"), (2, "zero3")]:
-        fail(f"cpu rows are {cpu}, expected 1 ddp, 2 ddp, 2 zero3")
+    expected = [(1, "ddp"), (2, "ddp"), (2, "zero3"), (2, "ddp+rc:attention"), (2, "ddp+rc:block"), (2, "zero3+rc:block")]
+    if cpu != expected:
+        fail(f"cpu rows are {cpu}, expected {expected}")
     gpu = [r for r in rows if r["device"] == "gpu"]
     if not gpu:
         fail("no GPU rows and no 'skipped' row for the GPU")

@@ -166,8 +166,8 @@ TEST_CASE("info lists the backends and devices; a device that cannot be used is 
     const bool cuda_built = info.out.find("not built") == std::string::npos;
     expect_error(run("train " + flags + " --device cuda:1000 --devices 2 --parallel zero3"),
                  cuda_built ? "does not exist" : "built without the CUDA backend");
-    // Recompute and offload save GPU memory; a CPU device refuses them before any file is written.
-    expect_error(run("train " + flags + " --recompute block"), "built for --device cuda");
+    // Offload moves GPU state to the host; a CPU device refuses it before any file is written.
+    expect_error(run("train " + flags + " --offload optimizer"), "built for --device cuda");
     expect_error(run("train " + flags + " --devices 2 --offload optimizer"), "built for --device cuda");
     expect_error(run("train " + flags + " --recompute most"), "--recompute");
     // Without a usable GPU (or without the backend), cuda is refused with the reason, before any file is written.
