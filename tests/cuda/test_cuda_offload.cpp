@@ -22,9 +22,10 @@ using namespace cuda_test;
 
 namespace {
 
-// 20 steps of one micro-batch each, a warmup of 2.
+// One micro-batch of one row per step (20 emulated steps stay short), a warmup of 2.
 TrainConfig offload_config(const TrainData& data, int steps) {
     TrainConfig t = data.config(1, steps);
+    t.B = 1;
     t.schedule.warmup_steps = 2;
     return t;
 }
