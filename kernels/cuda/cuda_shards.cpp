@@ -99,13 +99,16 @@ int CudaShards::next_unit(int unit) const {
 
 void CudaShards::begin_pass(bool backward) { backward_ = backward; }
 
+// The buffer is taken on the comm thread, so waiting for the compute stream to be done with it (its
+// event) never holds up the launches of the compute thread; g.buf is read only after the ticket.
 void CudaShards::request_gather(int unit) {
     const ShardUnit& u = shards_.units[unit];
     Gathered& g = gathered_[unit];
-    g.buf = acquire(u.full * sizeof(bf16));
-    void* dst = g.buf.ptr;
     const bf16* src = params_.as<bf16>() + u.shard_offset;
-    g.ticket = comm_.push([this, dst, src, &u] { collective_.all_gather(as_floats(dst), reinterpret_cast<const float*>(src), u.piece / 2); });
+    g.ticket = comm_.push([this, &g, src, &u] {
+        g.buf = acquire(u.full * sizeof(bf16));
+        collective_.all_gather(as_floats(g.buf.ptr), reinterpret_cast<const float*>(src), u.piece / 2);
+    });
 }
 
 void CudaShards::enter(int unit) {
