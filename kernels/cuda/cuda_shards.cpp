@@ -362,10 +362,6 @@ void CudaShards::gather_moments(std::span<float> m, std::span<float> v) {
     gather(on_device(v_, host_ ? host_->v() : std::span<float>(), scratch), v);
 }
 
-std::size_t CudaShards::shard_bytes() const {
-    return params_.bytes() + master_.bytes() + grads_.bytes() + m_.bytes() + v_.bytes();
-}
-
 std::size_t CudaShards::pool_bytes() const {
     std::lock_guard<std::mutex> lock(pool_mu_);
     return pool_bytes_;

@@ -1,6 +1,6 @@
 // kernels/cuda/cuda_shards.h: ZeRO-3 on GPUs: one rank's shard of a bf16 model (core/shard_layout.h's
 // pieces): the bf16 weights the passes read, the fp32 master weights, gradients and AdamW m and v,
-// all only this rank's 1/N. Before a unit (a block, or the globals) is used, its bf16 pieces are
+// all only this rank's 1/N (master, m and v in pinned host memory with offload). Before a unit (a block, or the globals) is used, its bf16 pieces are
 // all-gathered into a pooled full-unit buffer, and the next unit in the pass's order is prefetched on
 // the communication thread; in backward the unit's fp32 gradients go to a zeroed full-unit buffer
 // that is reduce-scattered and added into the shard gradients when the unit is left. Semantics of the
@@ -48,8 +48,6 @@ class CudaShards {
     CudaShards(const CudaShards&) = delete;
     CudaShards& operator=(const CudaShards&) = delete;
 
-    const ShardLayout& layout() const { return shards_; }
-
     // ---- the passes (compute thread) ----
     void begin_pass(bool backward);  // decides which unit is prefetched next
     // Makes the unit's weights present (gathering them if no prefetch did) and, in backward, gives it
@@ -85,9 +83,8 @@ class CudaShards {
     // Collective. device_codec.h's join_shard_payloads makes the wire bytes from every rank's part.
     ShardPayload encode_delta(std::span<const float> theta, std::string_view spec);
 
-    std::size_t shard_bytes() const;  // bf16 weights, master, grads, m, v
-    std::size_t pool_bytes() const;   // the full-unit buffers (gathered weights, unit gradients)
-    void fill_memory(DeviceMemory& m) const;
+    std::size_t pool_bytes() const;  // the full-unit buffers (gathered weights, unit gradients)
+    void fill_memory(DeviceMemory& m) const;  // the shard's categories and the pool as comm
 
   private:
     struct Buffer {

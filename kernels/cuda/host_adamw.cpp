@@ -110,8 +110,4 @@ void HostAdamW::upload_weights(bf16* d_params, int step) {
     });
 }
 
-std::size_t HostAdamW::staging_bytes() const { return 2 * std::max<std::size_t>(staging_floats_, 1) * sizeof(float); }
-
-std::size_t HostAdamW::host_bytes() const { return 3 * std::max<std::size_t>(n_, 1) * sizeof(float) + staging_bytes(); }
-
 }  // namespace arch::cuda

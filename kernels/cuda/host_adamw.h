@@ -43,8 +43,6 @@ class HostAdamW {
     // `step` rounded them (a resumed run).
     void upload_weights(bf16* d_params, int step);
 
-    std::size_t host_bytes() const;     // master, m, v and the staging buffers, all pinned
-    std::size_t staging_bytes() const;  // the two staging buffers
 
   private:
     template <class Fill>
