@@ -153,9 +153,14 @@ void Peer::data_ready(Link& link) {
     const RunConfig& c = *config_;
     log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->tokens()) + ")");
     data_.reset();
-    worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_), c.codec,
-                                                     options_.devices, options_.parallel, options_.device,
-                                                     options_.device_options);
+    try {
+        worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_),
+                                                         c.codec, options_.devices, options_.parallel, options_.device,
+                                                         options_.device_options);
+    } catch (const Error& e) {  // this machine's devices, not the message: no later message can mend it
+        throw Fatal(std::string("the island could not be started on ") + std::to_string(options_.devices) + " x " +
+                    options_.device + ": " + e.what());
+    }
     if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
@@ -294,6 +299,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +
+        (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
         (stream_ ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) +
                        " steps, loss " + std::to_string(result.mean_loss) + ")"
                  : std::string()));

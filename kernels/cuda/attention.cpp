@@ -95,6 +95,10 @@ UnfusedScratch unfused_scratch(void* base, int B, int T, int C, int NH) {
 
 }  // namespace
 
+void check_attention_heads(AttentionKind kind, int C, int NH) {
+    check_shape(kind, 1, 1, C, NH, NH);
+}
+
 AttentionSizes attention_sizes(AttentionKind kind, int B, int T, int C, int NH) {
     check_shape(kind, B, T, C, NH, NH);
     const std::size_t rows = static_cast<std::size_t>(B) * NH * T;

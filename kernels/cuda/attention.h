@@ -29,6 +29,9 @@ struct AttentionSizes {
     std::size_t scratch_bytes;  // shared by all layers (permuted q/k/v, their gradients, dS ...)
 };
 AttentionSizes attention_sizes(AttentionKind kind, int B, int T, int C, int NH);
+// Throws, naming the shape, when `kind` cannot run NH heads of C channels (a model checks this when
+// it is built, not at its first step).
+void check_attention_heads(AttentionKind kind, int C, int NH);
 
 void attention_forward(AttentionKind kind, GemmContext& ctx, __nv_bfloat16* out, void* saved, void* scratch,
                        const __nv_bfloat16* inp, int B, int T, int C, int NH, int KV);

@@ -49,6 +49,7 @@ CudaTransformer::CudaTransformer(const ModelConfig& config, const CudaModelOptio
       rounding_base_(options.rounding_seed) {
     const std::string missing = no_device_reason();
     if (!missing.empty()) throw Error("cuda: " + missing + "; train on --device cpu instead");
+    check_attention_heads(attention_, config.channels, config.num_heads);
     int count = 0;
     check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (device_ < 0 || device_ >= count)

@@ -82,19 +82,26 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
                                     const std::function<void(const StepStats&)>& on_step) {
     set_params(theta);
     RoundResult r = run_steps(steps, on_step);
-    r.payload = encode_round(theta);
+    encode_round(theta, r);
     return r;
 }
 
-std::vector<std::byte> IslandWorker::encode_round(std::span<const float> theta) {
+void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r) {
     if (model_) {
-        if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) return std::move(*on_device);
+        if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
+            r.payload = std::move(*on_device);
+            r.encoded_on = "on the GPU";
+            return;
+        }
     } else if (auto per_shard = encode_delta_on_island(*island_, theta, codec_->spec())) {
-        return std::move(*per_shard);
+        r.payload = std::move(*per_shard);
+        r.encoded_on = "per shard on " + std::to_string(island_->devices()) + " GPUs";
+        return;
     }
     get_params(delta_);
     for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];
-    return codec_->encode(delta_, 0);
+    r.payload = codec_->encode(delta_, 0);
+    r.encoded_on = "on the host";
 }
 
 RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPlan& plan,
@@ -105,7 +112,7 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPla
     const bool ef = codec_->spec().find("+ef") != std::string::npos;  // else there is nothing to put back
     if (ef) unsettled_.push_back({plan.round, std::vector<float>(before.begin(), before.end())});
     try {
-        r.payload = encode_round(theta);
+        encode_round(theta, r);
     } catch (...) {  // nothing was sent (a non-finite Δ): the residual is unchanged
         if (ef) unsettled_.pop_back();
         throw;

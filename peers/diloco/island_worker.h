@@ -31,6 +31,9 @@ struct RoundResult {
     double tokens = 0;               // tokens processed this round (the aggregation weight)
     float mean_loss = 0;             // mean inner training loss over the round
     int steps = 0;
+    // Where the payload was encoded: "on the host", "on the GPU", or "per shard on N GPUs" (an
+    // island of GPUs encodes each device's shard of Δ where it lives, never gathering θ_i).
+    std::string encoded_on;
 };
 
 // What the host's round_start asks of an island (peers/peer.cpp fills it from the message).
@@ -84,7 +87,7 @@ public:
 
 private:
     RoundResult train(int steps, const rounds::ScheduleSpan* placed, const std::function<void(const StepStats&)>& on_step);
-    std::vector<std::byte> encode_round(std::span<const float> theta);  // Δ = θ − θ_i, encoded
+    void encode_round(std::span<const float> theta, RoundResult& r);  // Δ = θ − θ_i, encoded into r
 
     struct Unsettled {
         uint64_t round;

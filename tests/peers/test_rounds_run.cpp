@@ -1,4 +1,4 @@
-// tests/peers/test_rounds_run.cpp: a real Host and real Peers in one process (tests/peers/local_net.h),
+// tests/peers/test_rounds_run.cpp: a real Host and real Peers in one process (tests/peers/local_cluster.h),
 // so the test sees every message and each island's error-feedback residual. Sync: a straggler's Δ
 // that the host drops is not named by the update, and the island puts its residual back bit for bit;
 // async with islands at different speeds: stale Δs refused (the island restarted from the current θ)
@@ -8,17 +8,9 @@
 
 #include <atomic>
 #include <cstring>
-#include <mutex>
-#include <random>
 #include <thread>
 
-#include "core/token_shard.h"
-#include "peers/host.h"
-#include "peers/peer.h"
-#include "peers/protocol.h"
-#include "peers/run_config.h"
-#include "tests/core/temp_dir.h"
-#include "tests/peers/local_net.h"
+#include "tests/peers/local_cluster.h"
 
 using namespace arch;
 using namespace arch::test;
@@ -26,168 +18,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct ResidualSeen {
-    ResidualEvent what;
-    uint64_t round;
-    std::vector<float> residual;
-};
-
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-// A host and its islands on threads over a LocalNet, each with its own folder; logs kept per node.
-class Cluster {
-public:
-    Cluster(int islands, int rounds, const std::string& mode_and_more, const std::string& codec, double round_timeout_s) {
-        std::mt19937 rng(9);
-        std::vector<uint16_t> tokens(60'000);
-        for (uint16_t& t : tokens) t = static_cast<uint16_t>(rng() % 256);
-        write_token_shard(dir_.file("train_000.bin"), tokens);
-        tokens.resize(4'000);
-        write_token_shard(dir_.file("val_000.bin"), tokens);
-        toml_ = "[run]\nname = \"local\"\nrounds = " + std::to_string(rounds) + "\nislands = " + std::to_string(islands) +
-                "\ncheckpoint_dir = \"" + dir_.file("ckpt") + "\"\n" + mode_and_more +
-                "\n[model]\nconfig = \"tiny\"\nlayers = 1\nchannels = 32\nheads = 2\nmax_seq_len = 16\nvocab = 256\n"
-                "[data]\ntrain = \"" + dir_.file("train_*.bin") + "\"\nval = \"" + dir_.file("val_000.bin") +
-                "\"\n[inner]\nsteps_per_round = 8\nbatch = 2\nseq_len = 16\nwarmup = 2\nval_batches = 2\n"
-                "[wire]\ncodec = \"" + codec + "\"\n[deadlines]\njoin_timeout_s = 30\nround_timeout_s = " +
-                std::to_string(round_timeout_s) + "\nheartbeat_timeout_s = 1\n";
-    }
-    ~Cluster() {
-        if (host_) host_->stop();
-        for (auto& p : peers_) p->stop();
-        for (std::thread& t : threads_)
-            if (t.joinable()) t.join();
-    }
-
-    // Adds island `name` (its key too). hook: its residual events, from its own thread.
-    void add_peer(const std::string& name, double throttle = 1.0,
-                  std::function<void(ResidualEvent, uint64_t)> hook = {}) {
-        PeerOptions o;
-        o.name = name;
-        o.throttle = throttle;
-        o.workdir = dir_.file(name);
-        o.log = [this, name](const std::string& line) { append(name, line); };
-        o.on_residual = [this, name, hook](ResidualEvent what, uint64_t round, std::span<const float> r) {
-            {
-                std::lock_guard lock(mutex_);
-                residuals_[name].push_back({what, round, std::vector<float>(r.begin(), r.end())});
-            }
-            if (hook) hook(what, round);
-        };
-        peers_.push_back(std::make_unique<Peer>(std::move(o)));
-        names_.push_back(name);
-    }
-
-    // Runs the host and every island until the host is done (true) or timeout_s passes (false).
-    bool run(double timeout_s) {
-        HostOptions ho;
-        ho.config = parse_run_config(toml_, "local.toml");
-        ho.log = [this](const std::string& line) { append("host", line); };
-        host_ = std::make_unique<Host>(std::move(ho));
-        std::atomic<bool> done{false};
-        threads_.emplace_back([&] {
-            try {
-                host_->run(net_.host());
-            } catch (const std::exception& e) {
-                append("host", std::string("HOST THREW: ") + e.what());
-            }
-            done = true;
-        });
-        std::atomic<std::size_t> peers_done{0};
-        for (std::size_t i = 0; i < peers_.size(); ++i)
-            threads_.emplace_back([this, i, &peers_done] {
-                try {
-                    peers_[i]->run(net_.peer(names_[i]), LocalNet::kHostKey);
-                } catch (const std::exception& e) {
-                    append(names_[i], std::string("PEER THREW: ") + e.what());
-                }
-                ++peers_done;
-            });
-        const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-        while (!done && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (!done) host_->stop();
-        // The host says bye once every island holds its last θ: let them read it.
-        const auto byes = Clock::now() + std::chrono::seconds(30);
-        while (peers_done < peers_.size() && Clock::now() < byes) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        for (auto& p : peers_) p->stop();
-        for (std::thread& t : threads_) t.join();
-        threads_.clear();
-        return done;
-    }
-
-    std::string log(const std::string& node) const {
-        std::lock_guard lock(mutex_);
-        const auto it = logs_.find(node);
-        return it == logs_.end() ? "" : it->second;
-    }
-    std::string all_logs() const {
-        std::string out = "--- host\n" + log("host");
-        for (const std::string& n : names_) out += "--- " + n + "\n" + log(n);
-        return out;
-    }
-    std::vector<ResidualSeen> residuals(const std::string& name) const {
-        std::lock_guard lock(mutex_);
-        const auto it = residuals_.find(name);
-        return it == residuals_.end() ? std::vector<ResidualSeen>{} : it->second;
-    }
-    const Peer& peer(int i) const { return *peers_[i]; }
-    std::string host_hash() const { return host_->theta_hash(); }
-    LocalNet& net() { return net_; }
-
-    // The island index the host gave `name` (from its welcome).
-    uint32_t island_of(const std::string& name) const {
-        for (const LocalNet::Sent& s : net_.sent_by_host())
-            if (s.to == name && s.type == protocol::Type::welcome) return protocol::decode_welcome(s.payload).island_index;
-        FAIL("no welcome for " << name);
-        return 0;
-    }
-    std::vector<protocol::UpdateMeta> updates() const {  // as everyone got them, once each
-        std::vector<protocol::UpdateMeta> out;
-        for (const LocalNet::Sent& s : net_.sent_by_host()) {
-            if (s.type != protocol::Type::update) continue;
-            protocol::Reader r(s.payload, "update");
-            protocol::UpdateMeta m = protocol::decode_update(r.bytes(4096));
-            if (out.empty() || out.back().round != m.round) out.push_back(std::move(m));
-        }
-        return out;
-    }
-    std::vector<protocol::RoundStart> round_starts(const std::string& name) const {
-        std::vector<protocol::RoundStart> out;
-        for (const LocalNet::Sent& s : net_.sent_by_host())
-            if (s.to == name && s.type == protocol::Type::round_start) out.push_back(protocol::decode_round_start(s.payload));
-        return out;
-    }
-
-private:
-    void append(const std::string& node, const std::string& line) {
-        std::lock_guard lock(mutex_);
-        logs_[node] += line + "\n";
-    }
-
-    TempDir dir_;
-    std::string toml_;
-    LocalNet net_;
-    std::unique_ptr<Host> host_;
-    std::vector<std::unique_ptr<Peer>> peers_;
-    std::vector<std::string> names_;
-    std::vector<std::thread> threads_;
-    mutable std::mutex mutex_;
-    std::map<std::string, std::string> logs_;
-    std::map<std::string, std::vector<ResidualSeen>> residuals_;
-};
-
 bool named(const protocol::UpdateMeta& u, uint32_t island, uint64_t round) {
     return std::find(u.applied.begin(), u.applied.end(), protocol::Applied{island, round}) != u.applied.end();
-}
-
-void check_in_sync(const Cluster& c, int islands) {
-    for (int i = 0; i < islands; ++i) {
-        INFO("island " << i);
-        REQUIRE(c.peer(i).theta_hash());
-        CHECK(*c.peer(i).theta_hash() == c.host_hash());
-    }
 }
 
 }  // namespace

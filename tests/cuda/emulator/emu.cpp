@@ -254,9 +254,17 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 cudaError_t cudaGetLastError(void) { cudaError_t e = emu::g_last_error; emu::g_last_error = cudaSuccess; return e; }
 const char* cudaGetErrorString(cudaError_t e) { static char b[64]; std::snprintf(b, sizeof b, "emulated cuda error %d", int(e)); return b; }
-cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
-cudaError_t cudaSetDevice(int) { return cudaSuccess; }
-cudaError_t cudaGetDeviceCount(int* c) { *c = 1; return cudaSuccess; }
+// Two "GPUs", both host memory (so an island of two can be made as on a real rig, where each rank
+// sets its own device); a thread's current device is only remembered.
+constexpr int kEmulatedDevices = 2;
+static thread_local int t_device = 0;
+cudaError_t cudaGetDevice(int* d) { *d = t_device; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) {
+    if (d < 0 || d >= kEmulatedDevices) return cudaErrorInvalidDevice;
+    t_device = d;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceCount(int* c) { *c = kEmulatedDevices; return cudaSuccess; }
 cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
     *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448 : a == cudaDevAttrClockRate ? 1980000 : 0;
     return cudaSuccess;
