@@ -20,6 +20,7 @@ PACKAGES=(
   debootstrap            # tests/install: the .deb in a clean Debian 12 chroot
   iproute2 curl          # tests/wan, bench/wan, make demo-wan: network namespaces, tc, the control API
   libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
+  libboost-context-dev   # tests/cuda/emulator: its fibers switch without a syscall
   prometheus             # promtool, checks the control API's /metrics in tests
   bible-kjv              # source of the bundled corpus (data/README.md)
   sword-comm-tdavid sword-comm-mhcc sword-comm-scofield sword-text-web jargon-text libsword-utils  # the benchmark corpus (data/README.md)

@@ -1,5 +1,5 @@
 // tests/cuda/emulator/emu.cpp: the fiber scheduler of shim.h (one block at a time, every CUDA thread a
-// ucontext fiber, barriers between fibers, deadlock and out-of-bounds detection) and host versions of
+// fiber, barriers between fibers, deadlock and out-of-bounds detection) and host versions of
 // the CUDA runtime calls the backend makes, linked instead of libcudart.
 #include "shim.h"
 
@@ -57,9 +57,13 @@ unsigned char* static_smem(const void* key, std::size_t bytes, std::size_t align
 int lane() { return static_cast<int>((threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y) % 32); }
 int warp_id() { return static_cast<int>((threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y) / 32); }
 
+namespace bctx = boost::context::detail;
+
+// The fiber's side of a switch: to the scheduler, which keeps where this fiber resumes; when it is
+// resumed, the scheduler's own resume point comes back with it.
 static void switch_to_sched() {
     Fiber& f = (*blk->fibers)[blk->cur];
-    swapcontext(&f.ctx, &blk->sched);
+    blk->sched = bctx::jump_fcontext(blk->sched, nullptr).fctx;
     threadIdx = f.tid;  // restore (another fiber ran meanwhile)
 }
 
@@ -100,7 +104,8 @@ void warp_sync(unsigned mask, const void* site) {
     yield_wait(b);
 }
 
-static void fiber_entry() {
+static void fiber_entry(bctx::transfer_t from) {
+    blk->sched = from.fctx;
     g_tramp(g_closure);
     Fiber& f = (*blk->fibers)[blk->cur];
     f.done = true;
@@ -109,7 +114,7 @@ static void fiber_entry() {
     // a thread leaving while others wait at a barrier it never reached
     if (blk->block_bar.arrived > 0) fail("thread exited while %d wait at __syncthreads", blk->block_bar.arrived);
     if (blk->warp_bar[warp_id()].arrived > 0) fail("lane exited while its warp waits at a warp sync");
-    swapcontext(&f.ctx, &blk->sched);
+    bctx::jump_fcontext(blk->sched, nullptr);  // never resumed: the scheduler sees it done
 }
 
 cudaError_t set_smem_attr(const void* f, int bytes) {
@@ -180,11 +185,7 @@ void run_kernel(const void* fn, void (*tramp)(void*), void* closure, dim3 grid, 
                 Fiber& f = fibers[t];
                 f = Fiber{};
                 f.tid = {t % block.x, t / block.x, 0};
-                getcontext(&f.ctx);
-                f.ctx.uc_stack.ss_sp = g_stacks[t];
-                f.ctx.uc_stack.ss_size = kStack;
-                f.ctx.uc_link = nullptr;
-                makecontext(&f.ctx, fiber_entry, 0);
+                f.ctx = bctx::make_fcontext(g_stacks[t] + kStack, kStack, fiber_entry);  // the stack grows down
                 order[t] = static_cast<int>(t);
             }
             if (g_order == 1) std::reverse(order.begin(), order.end());
@@ -199,7 +200,7 @@ void run_kernel(const void* fn, void (*tramp)(void*), void* closure, dim3 grid, 
                     b.cur = t;
                     threadIdx = f.tid;
                     ++g_fibers;
-                    swapcontext(&b.sched, &f.ctx);
+                    f.ctx = bctx::jump_fcontext(f.ctx, nullptr).fctx;
                     progress = true;
                     if (f.done) --remaining;
                 }

@@ -2,7 +2,8 @@
 // tests can also run on a machine without a GPU (tests/cuda/emulator/CMakeLists.txt). It checks the
 // kernels' index math, synchronisation and numerics, not a GPU: no timing, no real tensor cores, no
 // cuBLASLt (gemm_host.cpp stands in for gemm.cpp).
-// Each CUDA thread of a block is a fiber (ucontext) run cooperatively in one OS thread; blocks run
+// Each CUDA thread of a block is a fiber (Boost.Context's fcontext: a switch is a few instructions, no
+// syscall, unlike ucontext's signal-mask save) run cooperatively in one OS thread; blocks run
 // one after the other. __syncthreads / __syncwarp / shuffles are barriers between fibers. The order
 // fibers are started (and resumed) in is EMU_ORDER=fwd|rev|rand, so order-dependent races show up as
 // differences between runs. Static __shared__ variables are rewritten by gen.py into per-block
@@ -12,7 +13,7 @@
 #include <cuda_bf16.h>
 #include <vector_types.h>
 #include <vector_functions.h>
-#include <ucontext.h>
+#include <boost/context/detail/fcontext.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,7 +50,7 @@ struct Barrier {
     const void* site = nullptr;
 };
 struct Fiber {
-    ucontext_t ctx;
+    boost::context::detail::fcontext_t ctx;  // where the fiber resumes
     uint3 tid;
     bool done = false;
     Barrier* waiting = nullptr;
@@ -64,7 +65,7 @@ struct BlockState {
     std::vector<int> warp_live;
     std::vector<int> warp_size;
     unsigned char* xchg;  // [warps][32][8]
-    ucontext_t sched;
+    boost::context::detail::fcontext_t sched;  // where the scheduler resumes
     int cur;
 };
 extern BlockState* blk;
