@@ -14,21 +14,14 @@
 #include "core/param_layout.h"
 #include "tests/cuda/island_fixture.h"
 #include "tests/peers/local_cluster.h"
+#include "tests/peers/run_fixture.h"
 
 using namespace arch;
 using namespace arch::test;
 
-namespace {
+// Built only where islands of GPUs can be made (tests/cuda/CMakeLists.txt: NCCL, or the emulator).
+static_assert(ARCH_TEST_GPU_ISLANDS, "test_cuda_peer_run needs islands of several GPUs");
 
-std::size_t count(const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-}
-
-}  // namespace
-
-#if ARCH_TEST_GPU_ISLANDS
 TEST_CASE("a DiLoCo peer whose island is a ZeRO-3 island of GPUs: Δ encoded per shard, θ the host's every round", "[cuda][island][zero3]") {
     const int rounds = 3, gpus = cuda_test::usable_gpus() >= 2 ? 2 : 1;
     const std::string codec = "int8:block=64";
@@ -43,14 +36,8 @@ TEST_CASE("a DiLoCo peer whose island is a ZeRO-3 island of GPUs: Δ encoded per
     const std::string log = c.log("gpus");
     INFO(c.all_logs());
     REQUIRE(done);
-    // The run's model: GPT-2 L1 C32 (tests/peers/local_cluster.h); int8's bytes depend on its size only.
-    ModelConfig model;
-    model.num_layers = 1;
-    model.channels = 32;
-    model.num_heads = 2;
-    model.max_seq_len = 16;
-    model.vocab_size = 256;
-    model.padded_vocab_size = pad_vocab(model.vocab_size);
+    // int8's bytes depend on the model's size only.
+    const ModelConfig model = run_model_config(c.config(), 0);
     const std::size_t bytes =
         compression::make_codec(codec)->encode(std::vector<float>(ParamLayout(model).num_params(), 0.5f)).size();
     for (int r = 0; r < rounds; ++r) {
@@ -59,12 +46,7 @@ TEST_CASE("a DiLoCo peer whose island is a ZeRO-3 island of GPUs: Δ encoded per
                              " bytes, encoded per shard on " + std::to_string(gpus) + " GPUs") == 1);
         CHECK(count(log, "round " + std::to_string(r) + " applied (1 islands") == 1);
     }
-    CHECK(count(log, "matches the host") == static_cast<std::size_t>(rounds));
+    CHECK(count(log, "matches the host") == rounds);
     CHECK(count(log, "differs") == 0);
     check_in_sync(c, 1);
 }
-#else
-TEST_CASE("a DiLoCo peer whose island is a ZeRO-3 island of GPUs", "[cuda][island][zero3]") {
-    WARN("SKIPPED: islands of several GPUs need NCCL, which was not found when this was built");
-}
-#endif

@@ -84,7 +84,7 @@ public:
     // Runs the host and every island until the host is done (true) or timeout_s passes (false).
     bool run(double timeout_s) {
         HostOptions ho;
-        ho.config = parse_run_config(toml_, "local.toml");
+        ho.config = config();
         ho.log = [this](const std::string& line) { append("host", line); };
         host_ = std::make_unique<Host>(std::move(ho));
         std::atomic<bool> done{false};
@@ -119,6 +119,7 @@ public:
         return done;
     }
 
+    RunConfig config() const { return parse_run_config(toml_, "local.toml"); }  // the run.toml the host serves
     std::string log(const std::string& node) const {
         std::lock_guard lock(mutex_);
         const auto it = logs_.find(node);
