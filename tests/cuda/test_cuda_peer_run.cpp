@@ -4,7 +4,8 @@
 // one). Every round the peer encodes its pseudo-gradient per shard on the GPUs (it says so in its
 // log), the host's outer Nesterov step is applied on both sides, and the peer's θ is bit-identical
 // to the host's after every round. Under the emulator the CPU collective stands in for NCCL
-// (tests/cuda/emulator/nccl_host.cpp), as in test_cuda_island.
+// (tests/cuda/emulator/nccl_host.cpp), as in test_cuda_island. A peer whose island cannot be built
+// on its machine (a GPU it does not have) stops with that reason instead of waiting in the run.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -49,4 +50,18 @@ TEST_CASE("a DiLoCo peer whose island is a ZeRO-3 island of GPUs: Δ encoded per
     CHECK(count(log, "matches the host") == rounds);
     CHECK(count(log, "differs") == 0);
     check_in_sync(c, 1);
+}
+
+TEST_CASE("a peer whose island cannot be built on its machine stops with the reason, instead of waiting in the run", "[cuda][island]") {
+    Cluster c(1, 1, "mode = \"sync\"", "int8:block=64", 30.0);
+    const std::string missing = "cuda:" + std::to_string(arch::cuda::device_count());  // one past the last GPU
+    c.add_peer("no-such-gpu", 1.0, {}, [&](PeerOptions& o) {
+        o.device = missing;
+        o.device_options.attention = "unfused";
+    });
+    CHECK_FALSE(c.run(10));  // the host waits for an island within its deadlines; the peer does not
+    const std::string log = c.log("no-such-gpu");
+    INFO(c.all_logs());
+    CHECK(count(log, "PEER THREW: the island could not be started on 1 x " + missing + ": cuda: device") == 1);
+    CHECK(count(log, "rejected a") == 0);
 }

@@ -109,14 +109,15 @@ public:
         using Clock = std::chrono::steady_clock;
         const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
         while (!done && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (!done) host_->stop();
+        const bool finished = done;  // read before stop(), which ends the host's thread too
+        if (!finished) host_->stop();
         // The host says bye once every island holds its last θ: let them read it.
         const auto byes = Clock::now() + std::chrono::seconds(30);
         while (peers_done < peers_.size() && Clock::now() < byes) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         for (auto& p : peers_) p->stop();
         for (std::thread& t : threads_) t.join();
         threads_.clear();
-        return done;
+        return finished;
     }
 
     RunConfig config() const { return parse_run_config(toml_, "local.toml"); }  // the run.toml the host serves
