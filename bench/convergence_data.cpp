@@ -24,15 +24,16 @@ uint64_t tokens_of(const std::vector<DataChunk>& chunks) {
     return n;
 }
 
-bool shard_ready(const std::string& path, uint64_t tokens) {
+bool shard_ready(const std::string& path, uint64_t tokens, int token_bytes) {
     std::error_code ec;
-    return std::filesystem::file_size(path, ec) == 1024 + 2 * tokens && !ec;
+    return std::filesystem::file_size(path, ec) == kTokenShardHeaderBytes + static_cast<uint64_t>(token_bytes) * tokens && !ec;
 }
 
-void write_shard(const std::string& path, const std::vector<std::string>& shards, const std::vector<DataChunk>& chunks) {
-    if (shard_ready(path, tokens_of(chunks))) return;
-    TokenShardWriter out(path, tokens_of(chunks));
-    for (const DataChunk& c : chunks) out.append(read_token_range(shards[c.shard], c.offset, c.tokens));
+void write_shard(const std::string& path, const std::vector<std::string>& shards, const std::vector<DataChunk>& chunks,
+                 int token_bytes) {
+    if (shard_ready(path, tokens_of(chunks), token_bytes)) return;
+    TokenShardWriter out(path, tokens_of(chunks), token_bytes);
+    for (const DataChunk& c : chunks) out.append_bytes(read_token_bytes(shards[c.shard], c.offset, c.tokens));
     out.finish();
 }
 
@@ -75,17 +76,17 @@ BenchData make_bench_data(const std::string& train_pattern, int islands, const s
         if (tokens_of(w) < warm_each) throw Error("the corpus is too small for a warm start of " + std::to_string(warm_tokens) + " tokens");
         d.island_shards.push_back(dir + "/island_" + std::to_string(i) + ".bin");
         d.island_tokens.push_back(tokens_of(mine.back()));
-        write_shard(d.island_shards.back(), shards, mine.back());
+        write_shard(d.island_shards.back(), shards, mine.back(), manifest.token_bytes);
     }
     d.all_shard = dir + "/all.bin";
     const std::vector<DataChunk> all = in_turn(mine);
     d.all_tokens = tokens_of(all);
-    write_shard(d.all_shard, shards, all);
+    write_shard(d.all_shard, shards, all, manifest.token_bytes);
     if (warm_tokens > 0) {
         d.warm_shard = dir + "/warm.bin";
         const std::vector<DataChunk> w = in_turn(warm);
         d.warm_tokens = tokens_of(w);
-        write_shard(d.warm_shard, shards, w);
+        write_shard(d.warm_shard, shards, w, manifest.token_bytes);
     }
     return d;
 }

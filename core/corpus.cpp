@@ -1,16 +1,21 @@
-// core/corpus.cpp: prepare_corpus: stream text (plain or zstd) -> train tokenizer -> encode -> shards.
-// The text is streamed in chunks cut where the pre-splitter always cuts, so chunking never changes
-// the tokens; the token stream itself is held in memory (2 bytes a token) to split off val at the end.
+// core/corpus.cpp: prepare_corpus: documents (text_inputs) -> tokenizer -> encoding on every core, in
+// input order -> train/val shards (corpus_splits), resumable at every finished shard.
 // ensure_bench_corpus runs data/make_bench_corpus.py (fork + exec, no shell) to get its documents.
 #include "core/corpus.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +27,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/corpus_splits.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/install_paths.h"
@@ -36,73 +42,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kReadBytes = 1 << 20;
-constexpr size_t kMaxPendingBytes = 64 << 20;  // a text with no safe cut is encoded in pieces this big
 constexpr const char* kManifestHeader = "archipelago prepared corpus v1\n";
-
-// Calls fn with the raw (decompressed if .zst) bytes of path, in order, in chunks.
-void read_text_chunks(const std::string& path, const std::function<void(std::string_view)>& fn) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("corpus: input '" + path + "' cannot be opened: " + std::strerror(errno));
-    std::vector<char> buf(kReadBytes);
-    if (!std::string_view(path).ends_with(".zst")) {
-        while (in) {
-            in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-            if (in.gcount() > 0) fn(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
-        }
-        if (in.bad()) throw Error("corpus: reading input '" + path + "' failed");
-        return;
-    }
-    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-    if (!dctx) throw Error("corpus: cannot create a zstd decompressor");
-    std::vector<char> out(ZSTD_DStreamOutSize());
-    size_t last = 0;
-    bool any = false;
-    while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        ZSTD_inBuffer input{buf.data(), static_cast<size_t>(in.gcount()), 0};
-        any = any || input.size > 0;
-        while (input.pos < input.size) {
-            ZSTD_outBuffer output{out.data(), out.size(), 0};
-            last = ZSTD_decompressStream(dctx.get(), &output, &input);
-            if (ZSTD_isError(last))
-                throw Error("corpus: input '" + path + "' is not valid zstd data: " + ZSTD_getErrorName(last));
-            if (output.pos > 0) fn(std::string_view(out.data(), output.pos));
-        }
-    }
-    if (in.bad()) throw Error("corpus: reading input '" + path + "' failed");
-    if (!any) throw Error("corpus: input '" + path + "' is empty, expected a zstd frame");
-    if (last != 0) throw Error("corpus: input '" + path + "' is truncated: its zstd frame ends early");
-}
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-// The last place in text at or after `from` where encoding the two sides apart gives the tokens of
-// encoding text whole; 0 if none. pretoken_safe_prefix's cut after a newline is only safe where that
-// newline is a whitespace run of its own: the pre-splitter leaves the last space of a longer run
-// ("\n\nIt") to the word after it, but at the end of a text it takes the whole run as one piece.
-size_t safe_cut(std::string_view text, size_t from) {
-    const std::string_view tail = text.substr(from);
-    for (size_t cut = pretoken_safe_prefix(tail); cut > 0; cut = pretoken_safe_prefix(tail.substr(0, cut - 1)))
-        if (from + cut < 2 || !is_space(text[from + cut - 2])) return from + cut;
-    return 0;
-}
-
-// Like read_text_chunks, but every chunk ends where the pre-splitter cuts regardless of what follows.
-void read_text_pieces(const std::string& path, const std::function<void(std::string_view)>& fn) {
-    std::string pending;
-    read_text_chunks(path, [&](std::string_view chunk) {
-        // Only the new bytes (and the one before them) can hold a cut: the rest was searched already.
-        const size_t from = pending.empty() ? 0 : pending.size() - 1;
-        pending.append(chunk);
-        size_t cut = safe_cut(pending, from);
-        if (cut == 0 && pending.size() > kMaxPendingBytes) cut = pending.size();
-        if (cut > 0) {
-            fn(std::string_view(pending).substr(0, cut));
-            pending.erase(0, cut);
-        }
-    });
-    if (!pending.empty()) fn(pending);
-}
+constexpr size_t kBatchBytes = 1 << 20;  // text handed to an encoding thread at a time
+constexpr double kProgressSeconds = 2.0;
 
 uint64_t fnv1a_file(const std::string& path) {
     uint64_t h = 1469598103934665603ULL;
@@ -119,13 +61,24 @@ uint64_t fnv1a_file(const std::string& path) {
     return h;
 }
 
-// What decides the output: the inputs' names, sizes and contents, and the settings. (A tail split
-// writes no val_chunk_tokens line, so preparations made before spread splits existed still match.)
+bool any_json(const std::vector<std::string>& inputs) {
+    return std::any_of(inputs.begin(), inputs.end(), [](const std::string& p) {
+        return p.find(".json") != std::string::npos;
+    });
+}
+
+// What decides the output: the inputs' names, sizes and contents, and the settings. (Settings at
+// their earlier defaults write no line, so preparations made before they existed still match.)
 std::string manifest(const std::vector<std::string>& inputs, int vocab_size, const ValSplit& val,
-                     const std::string& tokenizer_path) {
+                     const std::string& tokenizer_path, const InputOptions& input = {},
+                     uint64_t shard_tokens = kMaxShardTokens) {
     std::ostringstream m;
     m << kManifestHeader << "vocab_size " << vocab_size << "\nval_fraction " << val.fraction << "\n";
-    if (val.chunk_tokens > 0) m << "val_chunk_tokens " << val.chunk_tokens << "\n";
+    if (val.chunk_tokens > 0 && !val.by_document) m << "val_chunk_tokens " << val.chunk_tokens << "\n";
+    if (val.by_document) m << "val_split documents seed " << val.seed << "\n";
+    if (any_json(inputs)) m << "text_field " << input.text_field << "\n";
+    if (input.skip_bad_lines) m << "skip_bad_lines\n";
+    if (shard_tokens != kMaxShardTokens) m << "shard_tokens " << shard_tokens << "\n";
     if (!tokenizer_path.empty())
         m << "tokenizer " << fs::path(tokenizer_path).filename().string() << " " << std::hex
           << fnv1a_file(tokenizer_path) << std::dec << "\n";
@@ -142,16 +95,12 @@ std::string read_small_file(const std::string& path) {
     return ss.str();
 }
 
-std::string shard_name(const std::string& out_dir, const char* split, size_t index) {
-    char name[32];
-    std::snprintf(name, sizeof(name), "%s_%06zu.bin", split, index);
-    return (fs::path(out_dir) / name).string();
-}
-
 // Removes what an earlier (maybe interrupted) preparation left, so old shards never match a glob.
-void clear_previous(const std::string& out_dir) {
+void clear_previous(const std::string& out_dir, bool tokenizer_too) {
     std::error_code ec;
     fs::remove(fs::path(out_dir) / "DONE", ec);
+    fs::remove(fs::path(out_dir) / "PROGRESS", ec);
+    if (tokenizer_too) fs::remove(fs::path(out_dir) / "tokenizer.bin", ec);
     for (const auto& entry : fs::directory_iterator(out_dir)) {
         const std::string name = entry.path().filename().string();
         const bool shard = (name.starts_with("train_") || name.starts_with("val_")) &&
@@ -160,133 +109,295 @@ void clear_previous(const std::string& out_dir) {
     }
 }
 
-size_t write_shards(const std::string& out_dir, const char* split, std::span<const uint16_t> tokens) {
-    size_t index = 0;
-    for (uint64_t off = 0; off < tokens.size(); off += kMaxShardTokens, index++) {
-        const auto n = static_cast<size_t>(std::min<uint64_t>(kMaxShardTokens, tokens.size() - off));
-        write_token_shard(shard_name(out_dir, split, index), tokens.subspan(off, n));
-    }
-    return index;
-}
-
 PreparedCorpus corpus_paths(const std::string& out_dir, const std::string& tokenizer_path) {
     return {(fs::path(out_dir) / "train_*.bin").string(), (fs::path(out_dir) / "val_*.bin").string(),
             tokenizer_path.empty() ? (fs::path(out_dir) / "tokenizer.bin").string() : tokenizer_path};
 }
 
-void check_inputs(const std::vector<std::string>& input_files, const ValSplit& val, const std::string& tokenizer_path) {
-    if (input_files.empty()) throw Error("corpus: no input files given; expected one or more .txt or .txt.zst files");
-    for (const std::string& p : input_files)
-        if (!fs::is_regular_file(p)) throw Error("corpus: input '" + p + "' does not exist or is not a file");
-    if (!tokenizer_path.empty() && !fs::is_regular_file(tokenizer_path))
-        throw Error("corpus: tokenizer '" + tokenizer_path + "' does not exist");
-    if (val.chunk_tokens == 0 && !(val.fraction >= 0.0 && val.fraction <= 0.5))
+void check_settings(const PrepareOptions& o) {
+    const ValSplit& val = o.val;
+    if (!o.tokenizer_path.empty() && !fs::is_regular_file(o.tokenizer_path))
+        throw Error("corpus: tokenizer '" + o.tokenizer_path + "' does not exist");
+    if (!val.by_document && val.chunk_tokens == 0 && !(val.fraction >= 0.0 && val.fraction <= 0.5))
         throw Error("corpus: val_fraction must be between 0 and 0.5, got " + std::to_string(val.fraction));
-    if (val.chunk_tokens > 0 && !(val.fraction > 0.0 && val.fraction <= 0.5))
-        throw Error("corpus: a spread val split needs a val_fraction above 0 and at most 0.5, got " +
-                    std::to_string(val.fraction));
+    if ((val.by_document || val.chunk_tokens > 0) && !(val.fraction > 0.0 && val.fraction <= 0.5))
+        throw Error(std::string("corpus: a ") + (val.by_document ? "split by documents" : "spread val split") +
+                    " needs a val_fraction above 0 and at most 0.5, got " + std::to_string(val.fraction));
+    if (o.input.text_field.empty()) throw Error("corpus: --text-field must name a field");
 }
 
-// Moves val out of tokens (ValSplit in corpus.h) and returns it; train stays in tokens, in order.
-std::vector<uint16_t> split_off_val(std::vector<uint16_t>& tokens, const ValSplit& split) {
-    const uint64_t n = tokens.size();
-    if (split.chunk_tokens == 0) {
-        const auto wanted = static_cast<uint64_t>(std::ceil(split.fraction * static_cast<double>(n)));
-        const uint64_t val_n = std::min(std::max(wanted, kMinValTokens), n / 2);
-        std::vector<uint16_t> val(tokens.end() - static_cast<std::ptrdiff_t>(val_n), tokens.end());
-        tokens.resize(n - val_n);
-        return val;
-    }
-    const uint64_t chunk = split.chunk_tokens;
-    const uint64_t chunks = (n + chunk - 1) / chunk;
-    const double stride = std::round(1.0 / split.fraction);  // at least 2, as fraction <= 0.5
-    if (stride > static_cast<double>(chunks)) {
-        const auto one_in = static_cast<unsigned long long>(std::min(stride, 1e18));
-        throw Error("corpus: a spread val split with val_fraction " + std::to_string(split.fraction) +
-                    " takes one chunk in " + std::to_string(one_in) + ", but the inputs hold only " +
-                    std::to_string(chunks) + " chunks of " + std::to_string(chunk) + " tokens (" + std::to_string(n) +
-                    " tokens): use smaller chunks or a larger val_fraction");
-    }
-    const auto k = static_cast<uint64_t>(stride);
-    std::vector<uint16_t> val;
-    uint64_t kept = 0;
-    for (uint64_t g = 0, off = 0; off < n; g++, off += chunk) {
-        const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(off);
-        const auto last = first + static_cast<std::ptrdiff_t>(std::min(chunk, n - off));
-        if (g % k == k - 1) {
-            val.insert(val.end(), first, last);
-        } else {
-            if (kept != off) std::copy(first, last, tokens.begin() + static_cast<std::ptrdiff_t>(kept));  // moves left
-            kept += static_cast<uint64_t>(last - first);
-        }
-    }
-    tokens.resize(kept);
-    return val;
+// ---- resuming ------------------------------------------------------------------------------------
+
+// out_dir/PROGRESS: the manifest, then where the token stream stands after `pieces` pieces.
+struct Progress {
+    uint64_t pieces = 0;
+    SplitterState splits;
+};
+
+void write_progress(const std::string& out_dir, const std::string& manifest_text, const Progress& p) {
+    std::ostringstream s;
+    s << manifest_text << "resume " << p.pieces << " " << p.splits.stream_tokens;
+    for (const ShardSequenceState* st : {&p.splits.train, &p.splits.val})
+        s << " " << st->finished << " " << st->open_tokens << " " << st->tokens;
+    s << "\n";
+    write_text_file_atomic((fs::path(out_dir) / "PROGRESS").string(), s.str());
 }
 
-Tokenizer train_tokenizer(const std::vector<std::string>& input_files, int vocab_size) {
+// The progress an interrupted preparation of the same manifest left, if any.
+std::optional<Progress> read_progress(const std::string& out_dir, const std::string& manifest_text) {
+    const std::string text = read_small_file((fs::path(out_dir) / "PROGRESS").string());
+    if (!text.starts_with(manifest_text)) return std::nullopt;
+    std::istringstream in(text.substr(manifest_text.size()));
+    std::string word;
+    Progress p;
+    in >> word >> p.pieces >> p.splits.stream_tokens;
+    for (ShardSequenceState* st : {&p.splits.train, &p.splits.val}) in >> st->finished >> st->open_tokens >> st->tokens;
+    if (!in || word != "resume") return std::nullopt;
+    return p;
+}
+
+// ---- the tokenizer -------------------------------------------------------------------------------
+
+Tokenizer train_tokenizer(const std::vector<std::string>& inputs, const InputOptions& input, int vocab_size) {
     TokenizerTrainer trainer;
-    for (const std::string& p : input_files) {
-        log::get("data")->info("prepare: counting words in {}", p);
-        read_text_pieces(p, [&](std::string_view text) { trainer.add_text(text); });
-    }
+    InputOptions bytes = input;
+    bytes.check_text_utf8 = false;  // ours is byte-level
+    DocumentReader reader(inputs, bytes);
+    log::get("data")->info("prepare: counting words in {} input file(s)", inputs.size());
+    for (TextPiece piece; reader.next(piece);) trainer.add_text(piece.text);
     return trainer.train(vocab_size, [](int done, int total) {
         log::get("data")->info("prepare: training tokenizer: merges {}/{}", done, total);
     });
 }
 
-std::vector<uint16_t> encode_inputs(const std::vector<std::string>& input_files, const Tokenizer& tok) {
-    std::vector<uint16_t> tokens;
-    uint64_t bytes = 0, next_report = 0;
-    for (const std::string& p : input_files) {
-        tokens.push_back(static_cast<uint16_t>(tok.eot_token()));
-        read_text_pieces(p, [&](std::string_view text) {
-            for (int id : tok.encode(text)) tokens.push_back(static_cast<uint16_t>(id));
-            bytes += text.size();
-            if (bytes >= next_report) {
-                log::get("data")->info("prepare: encoding: {:.1f} MB, {} tokens", bytes / 1e6, tokens.size());
-                next_report = bytes + (16 << 20);
-            }
-        });
+// ---- encoding on every core, in input order -----------------------------------------------------
+
+// A batch of pieces and, once a thread has encoded it, each piece's tokens (the separator first at
+// a document's start).
+struct Batch {
+    std::vector<TextPiece> pieces;
+    std::vector<std::vector<uint32_t>> tokens;
+    bool ready = false;               // guarded by EncodingPool::mutex_
+    std::exception_ptr error;         // guarded by EncodingPool::mutex_
+};
+
+class EncodingPool {
+public:
+    EncodingPool(const Tokenizer& tok, int threads) : tok_(tok) {
+        for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
     }
-    log::get("data")->info("prepare: encoded {:.1f} MB into {} tokens", bytes / 1e6, tokens.size());
-    return tokens;
+    ~EncodingPool() {
+        {
+            std::lock_guard lock(mutex_);
+            closing_ = true;
+        }
+        work_cv_.notify_all();
+        for (std::thread& t : threads_) t.join();
+    }
+    void submit(std::shared_ptr<Batch> b) {
+        {
+            std::lock_guard lock(mutex_);
+            queue_.push_back(std::move(b));
+        }
+        work_cv_.notify_one();
+    }
+    // Waits until b is encoded; rethrows what encoding it threw.
+    void wait(const Batch& b) {
+        std::unique_lock lock(mutex_);
+        done_cv_.wait(lock, [&] { return b.ready; });
+        if (b.error) std::rethrow_exception(b.error);
+    }
+
+private:
+    void work() {
+        for (;;) {
+            std::shared_ptr<Batch> b;
+            {
+                std::unique_lock lock(mutex_);
+                work_cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+                if (queue_.empty()) return;
+                b = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            std::exception_ptr error;
+            try {
+                encode(*b);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            {
+                std::lock_guard lock(mutex_);
+                b->error = error;
+                b->ready = true;
+            }
+            done_cv_.notify_all();
+        }
+    }
+    void encode(Batch& b) const {
+        b.tokens.resize(b.pieces.size());
+        for (size_t i = 0; i < b.pieces.size(); ++i) {
+            const std::vector<int> ids = tok_.encode(b.pieces[i].text);
+            std::vector<uint32_t>& out = b.tokens[i];
+            out.reserve(ids.size() + 1);
+            if (b.pieces[i].starts_document) out.push_back(static_cast<uint32_t>(tok_.document_separator()));
+            out.insert(out.end(), ids.begin(), ids.end());
+        }
+    }
+
+    const Tokenizer& tok_;
+    std::mutex mutex_;
+    std::condition_variable work_cv_, done_cv_;
+    std::deque<std::shared_ptr<Batch>> queue_;  // guarded by mutex_
+    bool closing_ = false;                      // guarded by mutex_
+    std::vector<std::thread> threads_;
+};
+
+// One line every kProgressSeconds: what was read of the inputs (as stored), tokens, speed and ETA.
+class ProgressLine {
+public:
+    explicit ProgressLine(const DocumentReader& reader) : reader_(reader), start_(std::chrono::steady_clock::now()) {}
+    void maybe(uint64_t tokens, bool last = false) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        if (!last && s < next_) return;
+        next_ = s + kProgressSeconds;
+        const double read = static_cast<double>(reader_.bytes_read()), total = static_cast<double>(reader_.bytes_total());
+        const double rate = s > 0 ? read / s : 0;
+        char eta[32] = "";
+        if (!last && rate > 0) std::snprintf(eta, sizeof(eta), ", ETA %.0f s", (total - read) / rate);
+        log::get("data")->info("prepare: {:.1f} of {:.1f} MB read ({:.0f}%), {:.1f} MB of text, {} tokens written, "
+                               "{:.1f} MB/s{}",
+                               read / 1e6, total / 1e6, total > 0 ? 100 * read / total : 100.0,
+                               static_cast<double>(reader_.text_bytes()) / 1e6, tokens, rate / 1e6, eta);
+    }
+
+private:
+    const DocumentReader& reader_;
+    std::chrono::steady_clock::time_point start_;
+    double next_ = kProgressSeconds;
+};
+
+int encoding_threads(int asked) {
+    if (asked > 0) return asked;
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Reads, encodes and splits every piece after the first progress.pieces (those were done before an
+// interruption), saving the progress whenever a shard is finished.
+void encode_corpus(DocumentReader& reader, const Tokenizer& tok, CorpusSplitter& splits, Progress progress,
+                   const PrepareOptions& o, const std::string& manifest_text) {
+    const int threads = encoding_threads(o.threads);
+    EncodingPool pool(tok, threads);
+    std::deque<std::shared_ptr<Batch>> in_flight;  // in input order
+    ProgressLine line(reader);
+    uint64_t skip = progress.pieces;
+    bool more = true;
+    for (;;) {
+        while (more && in_flight.size() < 2 * static_cast<size_t>(threads)) {
+            auto b = std::make_shared<Batch>();
+            size_t bytes = 0;
+            for (TextPiece piece; bytes < kBatchBytes && (more = reader.next(piece));) {
+                if (skip > 0) {
+                    --skip;
+                    continue;
+                }
+                bytes += piece.text.size() + 1;
+                b->pieces.push_back(std::move(piece));
+            }
+            if (b->pieces.empty()) break;
+            pool.submit(b);
+            in_flight.push_back(std::move(b));
+        }
+        if (in_flight.empty()) break;
+        const std::shared_ptr<Batch> b = std::move(in_flight.front());
+        in_flight.pop_front();
+        pool.wait(*b);
+        for (size_t i = 0; i < b->pieces.size(); ++i) {
+            const bool finished = splits.add(b->pieces[i].document, b->tokens[i]);
+            ++progress.pieces;
+            if (finished) {
+                progress.splits = splits.state();
+                write_progress(o.out_dir, manifest_text, progress);
+                if (o.on_shard) o.on_shard(splits.train_shards() + splits.val_shards());
+            }
+        }
+        line.maybe(splits.train_tokens() + splits.val_tokens());
+    }
+    line.maybe(splits.train_tokens() + splits.val_tokens(), true);
+}
+
+PreparedCorpus prepare_in(const PrepareOptions& o, const std::vector<std::string>& inputs, const std::string& manifest_text) {
+    const PreparedCorpus result = corpus_paths(o.out_dir, o.tokenizer_path);
+    std::optional<Progress> resume = read_progress(o.out_dir, manifest_text);
+    if (resume && o.tokenizer_path.empty() && !fs::is_regular_file(result.tokenizer_path)) resume.reset();
+    if (resume) {
+        log::get("data")->info("prepare: resuming an interrupted preparation in {}: {} train and {} val shard(s) kept",
+                               o.out_dir, resume->splits.train.finished, resume->splits.val.finished);
+    } else {
+        clear_previous(o.out_dir, o.tokenizer_path.empty());
+    }
+
+    Tokenizer tok = !o.tokenizer_path.empty() ? Tokenizer::load(o.tokenizer_path)
+                    : resume                  ? Tokenizer::load(result.tokenizer_path)
+                                              : train_tokenizer(inputs, o.input, o.vocab_size);
+    if (!tok.can_encode())
+        throw Error("corpus: tokenizer '" + o.tokenizer_path + "' can only decode (llm.c format); give an Archipelago tokenizer");
+    if (tok.document_separator() < 0)
+        throw Error("corpus: tokenizer '" + o.tokenizer_path + "' has no end-of-text or begin-of-text token to separate documents with");
+    const int token_bytes = token_bytes_for_vocab(tok.vocab_size());
+    if (o.tokenizer_path.empty() && !resume) tok.save(result.tokenizer_path);
+
+    InputOptions input = o.input;
+    input.check_text_utf8 = tok.is_hugging_face();
+    DocumentReader reader(inputs, input);
+    CorpusSplitter splits(o.out_dir, token_bytes, o.val, o.shard_tokens, resume ? resume->splits : SplitterState{});
+    log::get("data")->info("prepare: encoding {} input file(s) ({:.1f} MB) on {} thread(s) into uint{} shards",
+                           inputs.size(), static_cast<double>(reader.bytes_total()) / 1e6, encoding_threads(o.threads),
+                           8 * token_bytes);
+    encode_corpus(reader, tok, splits, resume.value_or(Progress{}), o, manifest_text);
+    fs::remove(fs::path(o.out_dir) / "PROGRESS");  // a tail split rewrites train shards: no resuming past here
+    splits.finish(reader.documents());
+
+    write_text_file_atomic((fs::path(o.out_dir) / "DONE").string(), manifest_text);
+    if (reader.bad_lines() > 0)
+        log::get("data")->warn("prepare: skipped {} bad line(s) (--skip-bad-lines)", reader.bad_lines());
+    log::get("data")->info("prepare: wrote {} train tokens in {} shard(s) and {} val tokens in {} shard(s) of uint{} "
+                           "from {} document(s) to {}",
+                           splits.train_tokens(), splits.train_shards(), splits.val_tokens(), splits.val_shards(),
+                           8 * token_bytes, reader.documents(), o.out_dir);
+    return result;
 }
 
 }  // namespace
 
+PreparedCorpus prepare_corpus(const PrepareOptions& o) {
+    check_settings(o);
+    const std::vector<std::string> inputs = expand_inputs(o.inputs);
+    const std::string manifest_text = manifest(inputs, o.vocab_size, o.val, o.tokenizer_path, o.input, o.shard_tokens);
+    std::error_code ec;
+    fs::create_directories(o.out_dir, ec);
+    if (ec) throw Error("corpus: cannot create output directory '" + o.out_dir + "': " + ec.message());
+    const PreparedCorpus paths = corpus_paths(o.out_dir, o.tokenizer_path);
+    if (read_small_file((fs::path(o.out_dir) / "DONE").string()) == manifest_text && fs::is_regular_file(paths.tokenizer_path)) {
+        log::get("data")->info("prepare: {} already holds this preparation (same inputs and settings)", o.out_dir);
+        return paths;
+    }
+    try {
+        return prepare_in(o, inputs, manifest_text);
+    } catch (const Error&) {
+        clear_previous(o.out_dir, o.tokenizer_path.empty());  // nothing half-written stays
+        throw;
+    }
+}
+
 PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
                               int vocab_size, const ValSplit& val, const std::string& tokenizer_path) {
-    check_inputs(input_files, val, tokenizer_path);
-    const std::string done_text = manifest(input_files, vocab_size, val, tokenizer_path);
-    std::error_code ec;
-    fs::create_directories(out_dir, ec);
-    if (ec) throw Error("corpus: cannot create output directory '" + out_dir + "': " + ec.message());
-    clear_previous(out_dir);
-    const PreparedCorpus result = corpus_paths(out_dir, tokenizer_path);
-
-    Tokenizer tok = tokenizer_path.empty() ? train_tokenizer(input_files, vocab_size) : Tokenizer::load(tokenizer_path);
-    if (!tok.can_encode())
-        throw Error("corpus: tokenizer '" + tokenizer_path + "' can only decode (llm.c format); give an Archipelago tokenizer");
-    if (tok.eot_token() < 0)
-        throw Error("corpus: tokenizer '" + tokenizer_path + "' has no end-of-text token to separate documents with");
-    if (tok.vocab_size() > 65536)
-        throw Error("corpus: tokenizer has " + std::to_string(tok.vocab_size()) + " ids; shards hold uint16, at most 65536");
-    if (tokenizer_path.empty()) tok.save(result.tokenizer_path);
-
-    std::vector<uint16_t> tokens = encode_inputs(input_files, tok);
-    if (tokens.size() < 2)
-        throw Error("corpus: the inputs hold only " + std::to_string(tokens.size()) +
-                    " tokens; expected enough text for a train and a val split");
-    const std::vector<uint16_t> val_tokens = split_off_val(tokens, val);
-    const size_t train_shards = write_shards(out_dir, "train", tokens);
-    const size_t val_shards = write_shards(out_dir, "val", val_tokens);
-
-    const std::string done = (fs::path(out_dir) / "DONE").string();
-    write_file_atomic(done, std::span(reinterpret_cast<const uint8_t*>(done_text.data()), done_text.size()));
-    log::get("data")->info("prepare: wrote {} train tokens in {} shard(s) and {} val tokens in {} shard(s) to {}",
-                           tokens.size(), train_shards, val_tokens.size(), val_shards, out_dir);
-    return result;
+    PrepareOptions o;
+    o.inputs = input_files;
+    o.out_dir = out_dir;
+    o.vocab_size = vocab_size;
+    o.tokenizer_path = tokenizer_path;
+    o.val = val;
+    return prepare_corpus(o);
 }
 
 PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,

@@ -1,12 +1,20 @@
-// core/corpus.h: turn text files into llm.c train/val token shards plus the tokenizer that made them.
-// Each input file is one document, preceded by <|endoftext|> (llm.c's convention). Val is either the
-// tail of the token stream or every k-th chunk of it ("spread", same distribution as train: ValSplit).
-// out_dir/DONE is written last; a directory without it is an interrupted run and is redone.
+// core/corpus.h: turn a corpus (text or JSON-lines files, plain, zstd or gzip: core/text_inputs.h)
+// into llm.c train/val token shards plus the tokenizer that made them. Each document is preceded by
+// the tokenizer's document separator (Tokenizer::document_separator: BOS for Llama 3, <|endoftext|>
+// for GPT-2, llm.c's conventions). Shards are uint16, or uint32 for a vocabulary above 65,536 ids.
+// Encoding runs on every core, in input order, in constant memory. Val is whole documents chosen by a
+// seeded hash, the tail of the token stream, or every k-th chunk of it (ValSplit).
+// out_dir/DONE is written last. out_dir/PROGRESS, rewritten each time a shard is finished, lets an
+// interrupted preparation of the same inputs and settings resume there; an error removes the
+// preparation's files instead, so a folder holds a finished preparation or nothing of it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "core/text_inputs.h"
 
 namespace arch {
 
@@ -22,16 +30,38 @@ constexpr uint64_t kMinValTokens = 4 * 1024 + 1;   // one llm.c-default val batc
 // Which tokens of the stream (all documents, in input order) go to val; the rest, in order, is train.
 struct ValSplit {
     double fraction = 0.02;
-    // 0, "tail": val is the last `fraction` of the tokens, at least kMinValTokens, at most half;
-    // fraction in [0, 0.5]. > 0, "spread": the stream is cut into chunks of chunk_tokens tokens and
-    // chunks k-1, 2k-1, 3k-1, ... go to val, with k = round(1 / fraction) (so val holds about 1/k of
-    // the tokens, from all over the stream); fraction in (0, 0.5], and the stream must reach chunk k-1.
+    // Unless by_document: 0, "tail": val is the last `fraction` of the tokens, at least kMinValTokens,
+    // at most half; fraction in [0, 0.5]. > 0, "spread": the stream is cut into chunks of chunk_tokens
+    // tokens and chunks k-1, 2k-1, 3k-1, ... go to val, with k = round(1 / fraction) (so val holds about
+    // 1/k of the tokens, from all over the stream); fraction in (0, 0.5], and the stream must reach
+    // chunk k-1.
     uint64_t chunk_tokens = 0;
+    // "documents": each document goes to val, whole, when a hash of (seed, its index) falls below
+    // fraction, so no document is in both splits and the choice is the same on every machine;
+    // fraction in (0, 0.5].
+    bool by_document = false;
+    uint64_t seed = 0;
 };
 
-// input_files: .txt, or .txt.zst (zstd, decompressed while streaming). tokenizer_path empty: train
-// a vocab_size tokenizer on the inputs and save it as out_dir/tokenizer.bin; otherwise load it
-// (vocab_size is then ignored). Progress goes to stderr. Always redoes the work.
+struct PrepareOptions {
+    std::vector<std::string> inputs;  // files, folders and globs (expand_inputs)
+    std::string out_dir;
+    int vocab_size = 4096;       // of the tokenizer trained when tokenizer_path is empty
+    std::string tokenizer_path;  // ours, or a Hugging Face tokenizer.json; empty: train one into out_dir
+    ValSplit val{0.02, 0, true, 0};
+    InputOptions input;
+    int threads = 0;  // encoding threads; 0: one per core
+    uint64_t shard_tokens = kMaxShardTokens;
+    // Called each time a shard is finished and the progress saved (shards of both splits so far): a
+    // seam for whoever shows progress, and for tests that stop the work there.
+    std::function<void(uint64_t shards)> on_shard;
+};
+
+// Prepares the corpus (progress on the "data" log: MB read, tokens, MB/s, ETA). A finished preparation
+// of the same inputs and settings in out_dir is kept as it is; an interrupted one resumes.
+PreparedCorpus prepare_corpus(const PrepareOptions& options);
+
+// The same from text files alone (each file one document).
 PreparedCorpus prepare_corpus(const std::vector<std::string>& input_files, const std::string& out_dir,
                               int vocab_size, const ValSplit& val, const std::string& tokenizer_path);
 

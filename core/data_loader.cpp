@@ -38,12 +38,13 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, DataOrder order
                     " T=" + std::to_string(T));
     const uint64_t need = static_cast<uint64_t>(B) * T + 1;
     for (const std::string& path : match_files(pattern)) {
-        const uint64_t n = read_token_shard_count(path);
+        const TokenShardInfo info = read_token_shard_info(path);
+        const uint64_t n = info.tokens;
         if (n < need)
             throw Error("data: B*T larger than the shard: '" + path + "' holds " + std::to_string(n) +
                         " tokens, a batch needs B*T+1 = " + std::to_string(need) + " (B=" + std::to_string(B) +
                         ", T=" + std::to_string(T) + "); use a smaller B or T, or more data");
-        shards_.push_back({path, n, total_windows_});
+        shards_.push_back({path, n, total_windows_, info.token_bytes});
         total_tokens_ += n;
         total_windows_ += n - static_cast<uint64_t>(T);  // starts 0 .. n-T-1
     }
@@ -53,12 +54,12 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, DataOrder order
 }
 
 void DataLoader::check_vocab(int vocab_size) {
-    std::vector<uint16_t> block;
+    std::vector<uint32_t> block;
     for (uint64_t s = 0; s < shards_.size(); s++) {
         for (uint64_t off = 0; off < shards_[s].tokens; off += block.size()) {
             block.resize(std::min<uint64_t>(1 << 20, shards_[s].tokens - off));
             read_tokens(s, off, block.size(), block.data());
-            const auto it = std::find_if(block.begin(), block.end(), [&](uint16_t t) { return t >= vocab_size; });
+            const auto it = std::find_if(block.begin(), block.end(), [&](uint32_t t) { return t >= static_cast<uint32_t>(vocab_size); });
             if (it != block.end())
                 throw Error("data: token shard '" + shards_[s].path + "' holds token id " + std::to_string(*it) +
                             " at position " + std::to_string(off + (it - block.begin())) +
@@ -68,7 +69,7 @@ void DataLoader::check_vocab(int vocab_size) {
     }
 }
 
-void DataLoader::read_tokens(uint64_t shard, uint64_t offset, size_t count, uint16_t* out) {
+void DataLoader::read_tokens(uint64_t shard, uint64_t offset, size_t count, uint32_t* out) {
     if (open_shard_ != shard) {
         file_.close();
         file_.clear();
@@ -76,13 +77,16 @@ void DataLoader::read_tokens(uint64_t shard, uint64_t offset, size_t count, uint
         if (!file_) throw Error("data: token shard '" + shards_[shard].path + "' cannot be opened: " + std::strerror(errno));
         open_shard_ = shard;
     }
-    file_.seekg(static_cast<std::streamoff>(kTokenShardHeaderBytes + 2 * offset));
-    file_.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(2 * count));
+    const auto width = static_cast<uint64_t>(shards_[shard].token_bytes);
+    bytes_.resize(width * count);
+    file_.seekg(static_cast<std::streamoff>(kTokenShardHeaderBytes + width * offset));
+    file_.read(reinterpret_cast<char*>(bytes_.data()), static_cast<std::streamsize>(bytes_.size()));
     if (!file_) {
         open_shard_ = UINT64_MAX;
         throw Error("data: reading " + std::to_string(count) + " tokens at " + std::to_string(offset) +
                     " from '" + shards_[shard].path + "' failed (was the file changed while training?)");
     }
+    widen_tokens(bytes_, shards_[shard].token_bytes, out);
 }
 
 void DataLoader::next_batch(int* inputs, int* targets) {
@@ -94,8 +98,8 @@ void DataLoader::next_batch(int* inputs, int* targets) {
         }
         read_tokens(cursor_.shard, cursor_.position, BT + 1, buffer_.data());
         for (size_t i = 0; i < BT; i++) {
-            inputs[i] = buffer_[i];
-            targets[i] = buffer_[i + 1];
+            inputs[i] = static_cast<int>(buffer_[i]);
+            targets[i] = static_cast<int>(buffer_[i + 1]);
         }
         cursor_.position += BT;
         return;
@@ -110,8 +114,8 @@ void DataLoader::next_batch(int* inputs, int* targets) {
         const uint64_t s = static_cast<uint64_t>(it - shards_.begin()) - 1;
         read_tokens(s, window - shards_[s].first_window, static_cast<size_t>(T_) + 1, buffer_.data());
         for (int t = 0; t < T_; t++) {
-            inputs[static_cast<size_t>(b) * T_ + t] = buffer_[t];
-            targets[static_cast<size_t>(b) * T_ + t] = buffer_[t + 1];
+            inputs[static_cast<size_t>(b) * T_ + t] = static_cast<int>(buffer_[t]);
+            targets[static_cast<size_t>(b) * T_ + t] = static_cast<int>(buffer_[t + 1]);
         }
     }
     cursor_.rng_state = rng.state();

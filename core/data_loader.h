@@ -1,4 +1,5 @@
-// core/data_loader.h: batches of (inputs, targets) from llm.c token shards, sequential or shuffled.
+// core/data_loader.h: batches of (inputs, targets) from llm.c token shards (uint16 or uint32, each
+// shard read at the width its header names), sequential or shuffled.
 // sequential is llm.c's rule: B*T+1 consecutive tokens from the shard's position, advance by B*T;
 // a batch that would overrun the shard moves to the next shard (wrapping) at position 0.
 // shuffled: each of the B rows is a window of T+1 tokens at a uniformly random start over all shards.
@@ -45,8 +46,9 @@ private:
         std::string path;
         uint64_t tokens;
         uint64_t first_window;  // shuffled: index of this shard's first window over all shards
+        int token_bytes;        // 2 or 4
     };
-    void read_tokens(uint64_t shard, uint64_t offset, size_t count, uint16_t* out);
+    void read_tokens(uint64_t shard, uint64_t offset, size_t count, uint32_t* out);
     void check_vocab(int vocab_size);
 
     std::vector<Shard> shards_;
@@ -55,7 +57,8 @@ private:
     uint64_t total_tokens_ = 0;
     uint64_t total_windows_ = 0;
     DataCursor cursor_;
-    std::vector<uint16_t> buffer_;
+    std::vector<uint32_t> buffer_;
+    std::vector<uint8_t> bytes_;  // the shard's bytes before widening
     std::ifstream file_;  // the shard last read from
     uint64_t open_shard_ = UINT64_MAX;
 };

@@ -104,7 +104,13 @@ DataManifest build_manifest(const std::string& pattern, uint64_t chunk_tokens) {
     for (const std::string& path : paths) {
         ManifestShard s;
         s.name = std::filesystem::path(path).filename().string();
-        s.tokens = read_token_shard_count(path);  // header and size checked
+        const TokenShardInfo info = read_token_shard_info(path);  // header and size checked
+        s.tokens = info.tokens;
+        if (m.shards.empty()) m.token_bytes = info.token_bytes;
+        if (info.token_bytes != m.token_bytes)
+            throw Error("token shard '" + path + "' holds uint" + std::to_string(8 * info.token_bytes) + " tokens but '" +
+                        paths.front() + "' holds uint" + std::to_string(8 * m.token_bytes) +
+                        ": a data set's shards must share one width (prepare them with one tokenizer)");
         for (const ManifestShard& other : m.shards)
             if (other.name == s.name)
                 throw Error("two training shards are named '" + s.name + "' ('" + pattern + "'): shard names must be unique");
@@ -117,17 +123,17 @@ DataManifest build_manifest(const std::string& pattern, uint64_t chunk_tokens) {
         in.read(header.data(), static_cast<std::streamsize>(header.size()));
         crypto_generichash_update(&file_hash, reinterpret_cast<const unsigned char*>(header.data()), header.size());
         const uint32_t index = static_cast<uint32_t>(m.shards.size());
-        std::vector<uint16_t> tokens;
+        std::vector<uint8_t> bytes;
         for (uint64_t at = 0; at < s.tokens; at += chunk_tokens) {
             DataChunk c;
             c.shard = index;
             c.offset = at;
             c.tokens = std::min(chunk_tokens, s.tokens - at);
-            tokens.resize(c.tokens);
-            in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(2 * c.tokens));
+            bytes.resize(static_cast<std::size_t>(info.token_bytes) * c.tokens);
+            in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
             if (!in) throw Error("token shard '" + path + "': reading tokens " + std::to_string(at) + ".. failed");
-            crypto_generichash_update(&file_hash, reinterpret_cast<const unsigned char*>(tokens.data()), 2 * c.tokens);
-            c.hash = hash_tokens(tokens);
+            crypto_generichash_update(&file_hash, bytes.data(), bytes.size());
+            c.hash = hash_bytes(bytes.data(), bytes.size());
             m.chunks.push_back(std::move(c));
         }
         unsigned char h[kHashBytes];

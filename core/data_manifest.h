@@ -1,7 +1,8 @@
 // core/data_manifest.h: training data named by its content, so machines that share no disk agree on
 // it. A manifest lists the shards of a data set (file name, token count, BLAKE2b-256 of the whole
 // file: `b2sum -l 256` prints the same) and cuts each shard into chunks of at most chunk_tokens
-// tokens, each with the BLAKE2b-256 of its tokens' bytes. An island's data is a list of chunks:
+// tokens, each with the BLAKE2b-256 of its tokens' bytes as the shard stores them (uint16 or uint32
+// little-endian: every shard of a data set has the same width). An island's data is a list of chunks:
 // interleaved (chunk g goes to island g mod n, so every island sees the same distribution) or
 // contiguous (island i gets the i-th n-th of the chunks, for non-IID experiments).
 // Everything here streams: no whole shard is held in memory.
@@ -22,12 +23,13 @@ struct ManifestShard {
 struct DataChunk {
     uint32_t shard = 0;  // index into DataManifest::shards
     uint64_t offset = 0, tokens = 0;  // a token range of that shard
-    std::string hash;                 // BLAKE2b-256 of the range's uint16 little-endian bytes, hex
+    std::string hash;                 // BLAKE2b-256 of the range's little-endian bytes at the shards' width, hex
 };
 
 struct DataManifest {
     std::vector<ManifestShard> shards;
     std::vector<DataChunk> chunks;  // every chunk, in shard order
+    int token_bytes = 2;            // every shard's width: 2 (uint16) or 4 (uint32)
     uint64_t total_tokens() const;
 };
 
@@ -43,7 +45,8 @@ uint64_t choose_chunk_tokens(uint64_t total_tokens, int islands);
 std::vector<std::string> shard_paths(const std::string& pattern);
 uint64_t count_tokens(const std::vector<std::string>& paths);
 
-// Hashes every shard matching `pattern` (sorted glob order; throws if none) and cuts it into chunks.
+// Hashes every shard matching `pattern` (sorted glob order; throws if none, or if their widths differ)
+// and cuts it into chunks.
 DataManifest build_manifest(const std::string& pattern, uint64_t chunk_tokens);
 
 // The chunks island `island` of `islands` trains on, in order. Throws arch::Error when an island would

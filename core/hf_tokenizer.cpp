@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -19,6 +21,8 @@ namespace arch {
 namespace {
 
 using json = nlohmann::json;
+
+std::atomic<uint64_t> next_serial{1};  // HfTokenizer::Impl::serial
 
 // GPT-2's split, which ByteLevel applies when use_regex is true.
 constexpr const char* kByteLevelRegex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -39,6 +43,7 @@ std::array<std::string, 256> byte_chars() {
 }
 
 // One compiled pattern (UTF, Unicode properties, invalid UTF-8 matched as non-characters), JIT-ed.
+// Matching is const and thread-safe: each call takes match data of its own.
 class Regex {
 public:
     explicit Regex(const std::string& pattern, const std::string& where) {
@@ -53,23 +58,22 @@ public:
                         reinterpret_cast<const char*>(msg));
         }
         pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is unavailable
-        match_ = pcre2_match_data_create_from_pattern(code_, nullptr);
     }
-    ~Regex() {
-        pcre2_match_data_free(match_);
-        pcre2_code_free(code_);
-    }
+    ~Regex() { pcre2_code_free(code_); }
     Regex(const Regex&) = delete;
     Regex& operator=(const Regex&) = delete;
     // Calls fn(begin, end) for every non-overlapping match in text, left to right.
     template <class Fn>
     void for_each_match(std::string_view text, Fn&& fn) const {
+        const std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> match(
+            pcre2_match_data_create_from_pattern(code_, nullptr), pcre2_match_data_free);
+        if (!match) throw Error("regex: out of memory for match data");
         PCRE2_SIZE from = 0;
         while (from <= text.size()) {
-            const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), from, 0, match_, nullptr);
+            const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), from, 0, match.get(), nullptr);
             if (rc == PCRE2_ERROR_NOMATCH) return;
             if (rc < 0) throw Error("regex match failed (PCRE2 error " + std::to_string(rc) + ")");
-            const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match_);
+            const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match.get());
             if (ov[1] == ov[0]) {  // an empty match: step over one character
                 if (ov[0] >= text.size()) return;
                 from = ov[0] + 1;
@@ -83,7 +87,6 @@ public:
 
 private:
     pcre2_code* code_ = nullptr;
-    pcre2_match_data* match_ = nullptr;
 };
 
 // One splitting step of the pre-tokenizer: Isolated keeps matches and gaps as pieces, Removed only gaps.
@@ -115,7 +118,11 @@ struct HfTokenizer::Impl {
     std::unordered_map<std::string, uint8_t> char_byte;
     int eot = -1;
 
+    std::array<int, 256> byte_id{};                      // a byte's own token, -1 if the vocab has none
+    uint64_t serial = 0;                                 // this tokenizer's number, for the piece cache
+
     void bpe(std::string_view piece, std::vector<int>& out) const;
+    void bpe_cached(std::string_view piece, std::vector<int>& out) const;
     void encode_plain(std::string_view text, std::vector<int>& out) const;
 };
 
@@ -128,6 +135,17 @@ namespace {
 const json& need(const json& j, const char* key, const std::string& source, const std::string& path) {
     if (!j.is_object() || !j.contains(key)) refuse(source, path + key, "missing");
     return j.at(key);
+}
+
+// A token id: a whole number in 0..2^24-1 (16.7M ids, far above any model's). One past uint32 is
+// named as such, since token shards hold at most uint32 ids.
+int checked_id(const json& id, const std::string& source, const std::string& key) {
+    if (!id.is_number_integer()) refuse(source, key, "id " + id.dump() + " is not a whole number");
+    if (id.is_number_unsigned() && id.get<uint64_t>() > UINT32_MAX)
+        refuse(source, key, "id " + id.dump() + " exceeds uint32: token shards hold at most 4,294,967,296 ids");
+    const int64_t i = id.get<int64_t>();
+    if (i < 0 || i >= (1 << 24)) refuse(source, key, "id " + std::to_string(i) + " out of range (0.." + std::to_string((1 << 24) - 1) + ")");
+    return static_cast<int>(i);
 }
 
 bool flag(const json& j, const char* key, bool fallback) {
@@ -215,16 +233,14 @@ HfTokenizer HfTokenizer::load(const std::string& path) {
         t->ignore_merges = flag(model, "ignore_merges", false);
         int size = 0;
         for (const auto& [token, id] : need(model, "vocab", path, "model.").items()) {
-            const int i = id.get<int>();
-            if (i < 0 || i >= (1 << 24)) refuse(path, "model.vocab", "id " + std::to_string(i) + " out of range");
+            const int i = checked_id(id, path, "model.vocab");
             t->vocab[token] = i;
             size = std::max(size, i + 1);
         }
         for (const json& a : j.value("added_tokens", json::array())) {
-            const int id = a.at("id").get<int>();
+            const int id = checked_id(a.at("id"), path, "added_tokens.id");
             for (const char* k : {"lstrip", "rstrip", "single_word"})
                 if (flag(a, k, false)) refuse(path, std::string("added_tokens.") + k, "true is not supported");
-            if (id < 0 || id >= (1 << 24)) refuse(path, "added_tokens.id", std::to_string(id) + " out of range");
             t->added.push_back({id, a.at("content").get<std::string>()});
             if (t->added.back().content.empty()) refuse(path, "added_tokens.content", "empty");
             size = std::max(size, id + 1);
@@ -269,7 +285,13 @@ HfTokenizer HfTokenizer::load(const std::string& path) {
     } catch (const json::exception& e) {
         throw Error("tokenizer '" + path + "': unexpected content: " + e.what());
     }
-    for (int b = 0; b < 256; ++b) t->char_byte[t->byte_char[static_cast<std::size_t>(b)]] = static_cast<uint8_t>(b);
+    for (int b = 0; b < 256; ++b) {
+        const std::string& c = t->byte_char[static_cast<std::size_t>(b)];
+        t->char_byte[c] = static_cast<uint8_t>(b);
+        const auto it = t->vocab.find(c);
+        t->byte_id[static_cast<std::size_t>(b)] = it == t->vocab.end() ? -1 : it->second;
+    }
+    t->serial = next_serial.fetch_add(1);
     return HfTokenizer(std::move(t));
 }
 
@@ -280,24 +302,26 @@ HfTokenizer& HfTokenizer::operator=(HfTokenizer&&) noexcept = default;
 
 int HfTokenizer::vocab_size() const { return static_cast<int>(impl_->id_text.size()); }
 int HfTokenizer::eot_token() const { return impl_->eot; }
+int HfTokenizer::bos_token() const { return impl_->prefix.size() == 1 ? impl_->prefix[0] : -1; }
 
 // One piece: its bytes as byte characters, one symbol each, then the lowest-ranked adjacent pair
 // merged first (the leftmost among equals), as `tokenizers`' Word::merge_all does.
 void HfTokenizer::Impl::bpe(std::string_view piece, std::vector<int>& out) const {
-    std::string chars;
-    for (char c : piece) chars += byte_char[static_cast<unsigned char>(c)];
-    if (ignore_merges)
+    if (ignore_merges) {
+        std::string chars;
+        for (char c : piece) chars += byte_char[static_cast<unsigned char>(c)];
         if (auto it = vocab.find(chars); it != vocab.end()) return out.push_back(it->second);
+    }
     struct Symbol {
         int id, prev, next;
         bool alive;
     };
     std::vector<Symbol> sym;
+    sym.reserve(piece.size());
     for (unsigned char c : piece) {
-        const auto it = vocab.find(byte_char[c]);
-        if (it == vocab.end()) throw Error("tokenizer '" + source + "': the byte " + std::to_string(c) + " has no token");
+        if (byte_id[c] < 0) throw Error("tokenizer '" + source + "': the byte " + std::to_string(c) + " has no token");
         const int n = static_cast<int>(sym.size());
-        sym.push_back({it->second, n - 1, n + 1, true});
+        sym.push_back({byte_id[c], n - 1, n + 1, true});
     }
     if (sym.empty()) return;
     sym.back().next = -1;
@@ -326,15 +350,52 @@ void HfTokenizer::Impl::bpe(std::string_view piece, std::vector<int>& out) const
     for (int i = 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
 }
 
+namespace {
+
+// The pieces this thread merged lately, for one tokenizer (by its serial number, never reused): most
+// pieces of a text are words seen before, as in `tokenizers`' own cache. Bounded: cleared when full.
+struct PieceCache {
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    uint64_t owner = 0;
+    std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, Hash, std::equal_to<>> index;  // piece -> ids range
+    std::vector<int> ids;
+};
+constexpr std::size_t kPieceCacheEntries = 1 << 16;
+thread_local PieceCache piece_cache;
+
+}  // namespace
+
+void HfTokenizer::Impl::bpe_cached(std::string_view piece, std::vector<int>& out) const {
+    PieceCache& cache = piece_cache;
+    if (cache.owner != serial || cache.index.size() >= kPieceCacheEntries || cache.ids.size() >= 16 * kPieceCacheEntries) {
+        cache.index.clear();
+        cache.ids.clear();
+        cache.owner = serial;
+    }
+    auto it = cache.index.find(piece);
+    if (it == cache.index.end()) {
+        const auto begin = static_cast<uint32_t>(cache.ids.size());
+        bpe(piece, cache.ids);
+        it = cache.index.emplace(std::string(piece), std::pair{begin, static_cast<uint32_t>(cache.ids.size()) - begin}).first;
+    }
+    const int* first = cache.ids.data() + it->second.first;
+    out.insert(out.end(), first, first + it->second.second);
+}
+
 // Text with no added token in it: the pre-tokenizer's steps, each splitting every piece further, then BPE.
+// Pieces are views of the text, or of `owned` where ByteLevel put a space in front.
 void HfTokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& out) const {
-    std::vector<std::string> pieces{std::string(text)};
+    std::deque<std::string> owned;
+    std::vector<std::string_view> pieces{text}, next;
     for (const SplitStep& step : steps) {
-        std::vector<std::string> next;
-        for (std::string& p : pieces) {
-            if (step.add_prefix_space && !p.empty() && p[0] != ' ') p.insert(p.begin(), ' ');
+        next.clear();
+        for (std::string_view p : pieces) {
+            if (step.add_prefix_space && !p.empty() && p[0] != ' ') p = owned.emplace_back(" " + std::string(p));
             if (!step.regex) {
-                next.push_back(std::move(p));
+                next.push_back(p);
                 continue;
             }
             std::size_t done = 0;
@@ -345,9 +406,9 @@ void HfTokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& ou
             });
             if (done < p.size()) next.push_back(p.substr(done));
         }
-        pieces = std::move(next);
+        pieces.swap(next);
     }
-    for (const std::string& p : pieces) bpe(p, out);
+    for (std::string_view p : pieces) bpe_cached(p, out);
 }
 
 std::vector<int> HfTokenizer::encode(std::string_view text, bool add_special) const {

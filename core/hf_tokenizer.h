@@ -8,7 +8,8 @@
 //      a piece that is itself in the vocab is one token);
 //   4. a TemplateProcessing post-processor adds its special tokens around the single sequence.
 // Everything else a tokenizer.json can say (a normalizer, byte fallback, dropout, another model)
-// is refused at load, naming the key. Decoding maps the characters back to bytes.
+// is refused at load, naming the key. Decoding maps the characters back to bytes. Encoding is
+// thread-safe (each thread keeps its own cache of merged pieces).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,8 @@ public:
     // The end-of-text token for separating documents: <|endoftext|>, <|end_of_text|>, </s> or <|im_end|>
     // among the added tokens, else -1.
     int eot_token() const;
+    // The post-processor's one token before a sequence (Llama 3's <|begin_of_text|>), else -1.
+    int bos_token() const;
 
     struct Impl;  // defined in hf_tokenizer.cpp
 

@@ -298,6 +298,11 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
     return out;
 }
 
+int Tokenizer::document_separator() const {
+    if (hf_ && hf_->bos_token() >= 0) return hf_->bos_token();
+    return eot_;
+}
+
 std::string Tokenizer::decode_token(int id) const {
     if (id < 0 || id >= vocab_size())
         throw Error("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary (0.." +

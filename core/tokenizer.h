@@ -37,6 +37,10 @@ public:
 
     int vocab_size() const { return static_cast<int>(token_bytes_.size()); }
     int eot_token() const { return eot_; }
+    // The id put before every document of a corpus: a Hugging Face tokenizer's BOS where its template
+    // adds one (Llama 3's <|begin_of_text|>, as llm.c prepares Llama 3 data), else the end-of-text
+    // token (GPT-2 and ours: llm.c's <|endoftext|> convention). -1 if it has neither.
+    int document_separator() const;
     bool can_encode() const { return can_encode_; }
     const std::vector<std::pair<int, int>>& merges() const { return merges_; }
 

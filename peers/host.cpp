@@ -182,7 +182,7 @@ void Host::serve_data(Link& link, const std::string& key, const protocol::DataRe
     } else {
         try {
             for (uint32_t i : request.chunks)
-                reply.chunks.emplace_back(i, read_token_range(shard_paths_[mine[i].shard], mine[i].offset, mine[i].tokens));
+                reply.chunks.emplace_back(i, read_token_bytes(shard_paths_[mine[i].shard], mine[i].offset, mine[i].tokens));
         } catch (const Error& e) {
             reply.chunks.clear();
             reply.error = std::string("the host cannot read its training data: ") + e.what();
@@ -337,6 +337,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash(), {}};
     w.data.vocab = static_cast<uint32_t>(model_config_.vocab_size);
     w.data.served = c.serve;
+    w.data.token_bytes = static_cast<uint8_t>(manifest_.token_bytes);
     w.data.shards = manifest_.shards;
     w.data.chunks = assignment_[p.island];
     link.send(key, Type::welcome, round_, protocol::encode(w));

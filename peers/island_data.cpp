@@ -15,12 +15,15 @@ namespace arch {
 
 namespace {
 
-std::vector<uint16_t> read_chunk_file(const std::string& path, uint64_t tokens) {
-    const std::vector<uint8_t> bytes = read_file(path, 2 * tokens + 1);
-    if (bytes.size() != 2 * tokens) return {};
-    std::vector<uint16_t> out(tokens);
-    if (tokens > 0) std::memcpy(out.data(), bytes.data(), bytes.size());
+// A stored chunk's bytes, or nothing when the file is not exactly `bytes` long.
+std::vector<uint8_t> read_chunk_file(const std::string& path, uint64_t bytes) {
+    std::vector<uint8_t> out = read_file(path, bytes + 1);
+    if (out.size() != bytes) return {};
     return out;
+}
+
+bool chunk_matches(const std::vector<uint8_t>& bytes, const DataChunk& c, int token_bytes) {
+    return bytes.size() == static_cast<uint64_t>(token_bytes) * c.tokens && hash_bytes(bytes.data(), bytes.size()) == c.hash;
 }
 
 std::string human_bytes(uint64_t b) {
@@ -53,8 +56,9 @@ IslandData::IslandData(protocol::DataAssignment assignment, const std::string& w
             std::string hash;
             uint64_t count = 0;
             try {
-                count = read_token_shard_count(file.string());
-                if (by_tokens.count(count)) hash = hash_file(file.string());
+                const TokenShardInfo info = read_token_shard_info(file.string());
+                count = info.tokens;
+                if (by_tokens.count(count) && info.token_bytes == a_.token_bytes) hash = hash_file(file.string());
             } catch (const Error&) {
                 continue;  // not a token shard
             }
@@ -79,8 +83,7 @@ IslandData::IslandData(protocol::DataAssignment assignment, const std::string& w
         if (local_.count(c.shard)) continue;
         const std::string path = chunk_file(c);
         if (file_exists(path)) {
-            const std::vector<uint16_t> t = read_chunk_file(path, c.tokens);
-            if (t.size() == c.tokens && hash_tokens(t) == c.hash) {
+            if (chunk_matches(read_chunk_file(path, a_.token_bytes * c.tokens), c, a_.token_bytes)) {
                 ++fetched;
                 continue;
             }
@@ -105,10 +108,12 @@ uint64_t IslandData::tokens() const {
     return n;
 }
 
-uint64_t IslandData::missing_tokens() const {
+uint64_t IslandData::bytes() const { return a_.token_bytes * tokens(); }
+
+uint64_t IslandData::missing_bytes() const {
     uint64_t n = 0;
     for (uint32_t i : missing_) n += a_.chunks[i].tokens;
-    return n;
+    return a_.token_bytes * n;
 }
 
 protocol::DataRequest IslandData::next_request() const {
@@ -123,16 +128,17 @@ protocol::DataRequest IslandData::next_request() const {
     return r;
 }
 
-void IslandData::store(uint32_t index, const std::vector<uint16_t>& tokens) {
+void IslandData::store(uint32_t index, const std::vector<uint8_t>& bytes) {
     if (index >= a_.chunks.size()) throw Error("data: chunk " + std::to_string(index) + " is not in this island's assignment");
     const auto it = std::find(missing_.begin(), missing_.end(), index);
     if (it == missing_.end()) return;  // a second copy (a request sent again after a reconnect)
     const DataChunk& c = a_.chunks[index];
-    if (tokens.size() != c.tokens || hash_tokens(tokens) != c.hash)
+    if (!chunk_matches(bytes, c, a_.token_bytes))
         throw Error("data from the host for " + shard_label(c) + " does not match the run's manifest (" +
-                    std::to_string(tokens.size()) + " tokens received, " + std::to_string(c.tokens) +
-                    " expected): the host's copy differs from what it described; nothing of it is used");
-    write_file_atomic(chunk_file(c), std::span(reinterpret_cast<const uint8_t*>(tokens.data()), 2 * tokens.size()));
+                    std::to_string(bytes.size()) + " bytes received, " + std::to_string(c.tokens) + " tokens of " +
+                    std::to_string(a_.token_bytes) + " bytes expected): the host's copy differs from what it "
+                    "described; nothing of it is used");
+    write_file_atomic(chunk_file(c), bytes);
     missing_.erase(it);
 }
 
@@ -143,7 +149,7 @@ std::string IslandData::describe_missing() const {
     for (const auto& [s, tokens] : tokens_of) {
         const ManifestShard& m = a_.shards[s];
         out += "\n  " + m.name + ": BLAKE2b-256 " + m.hash + ", " + std::to_string(m.tokens) + " tokens (" +
-               human_bytes(kTokenShardHeaderBytes + 2 * m.tokens) + "); this island needs " + std::to_string(tokens) +
+               human_bytes(kTokenShardHeaderBytes + a_.token_bytes * m.tokens) + "); this island needs " + std::to_string(tokens) +
                " of its tokens";
     }
     return out;
@@ -156,18 +162,21 @@ std::string IslandData::assemble() {
     const std::string path = dir_ + "/island-" + hash_bytes(ids.data(), ids.size()).substr(0, 16) + ".bin";
     const uint64_t total = tokens();
     try {
-        if (file_exists(path) && read_token_shard_count(path) == total) return path;
+        if (file_exists(path)) {
+            const TokenShardInfo have = read_token_shard_info(path);
+            if (have.tokens == total && have.token_bytes == a_.token_bytes) return path;
+        }
     } catch (const Error&) {
     }
-    TokenShardWriter out(path, total);
+    TokenShardWriter out(path, total, a_.token_bytes);
     for (const DataChunk& c : a_.chunks) {
         const auto local = local_.find(c.shard);
-        const std::vector<uint16_t> t =
-            local != local_.end() ? read_token_range(local->second, c.offset, c.tokens) : read_chunk_file(chunk_file(c), c.tokens);
-        if (t.size() != c.tokens || hash_tokens(t) != c.hash)
+        const std::vector<uint8_t> t = local != local_.end() ? read_token_bytes(local->second, c.offset, c.tokens)
+                                                             : read_chunk_file(chunk_file(c), a_.token_bytes * c.tokens);
+        if (!chunk_matches(t, c, a_.token_bytes))
             throw Error("data: " + shard_label(c) + " in " + (local != local_.end() ? local->second : chunk_file(c)) +
                         " changed since it was checked; nothing of it is used");
-        out.append(t);
+        out.append_bytes(t);
     }
     out.finish();
     return path;

@@ -23,9 +23,9 @@ public:
     using Error::Error;
 };
 
-std::string mib(uint64_t tokens) {
+std::string mib(uint64_t bytes) {
     char s[32];
-    std::snprintf(s, sizeof(s), "%.2f MiB", 2.0 * static_cast<double>(tokens) / (1 << 20));
+    std::snprintf(s, sizeof(s), "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
     return s;
 }
 }  // namespace
@@ -104,8 +104,8 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
         throw Fatal("this island needs data that is not in its --data folders, and the host does not serve data "
                     "(data.serve = false). Put these shards (matched by hash, any name) in a --data folder:" +
                     data_->describe_missing());
-    log("data: fetching " + std::to_string(data_->missing_chunks()) + " chunks (" + mib(data_->missing_tokens()) +
-        ") of this island's " + mib(data_->tokens()) + " from the host");
+    log("data: fetching " + std::to_string(data_->missing_chunks()) + " chunks (" + mib(data_->missing_bytes()) +
+        ") of this island's " + mib(data_->bytes()) + " from the host");
     data_started_ = Clock::now();
     data_fetched_ = 0;
     request_data(link);
@@ -128,16 +128,16 @@ void Peer::on_data(Link& link, std::span<const std::byte> blob) {
         } catch (const Error& e) {
             throw Fatal(e.what());
         }
-        data_fetched_ += tokens.size();
+        data_fetched_ += tokens.size();  // bytes
     }
     const double s = std::chrono::duration<double>(Clock::now() - data_started_).count();
-    const double rate = s > 0 ? 2.0 * static_cast<double>(data_fetched_) / s : 0;  // bytes/s
+    const double rate = s > 0 ? static_cast<double>(data_fetched_) / s : 0;  // bytes/s
     char eta[48] = "";
     if (rate > 0 && !data_->complete())
-        std::snprintf(eta, sizeof(eta), ", ETA %.0f s", 2.0 * static_cast<double>(data_->missing_tokens()) / rate);
+        std::snprintf(eta, sizeof(eta), ", ETA %.0f s", static_cast<double>(data_->missing_bytes()) / rate);
     char line[160];
     std::snprintf(line, sizeof(line), "data: fetched %s, %s to go, %.2f MiB/s%s", mib(data_fetched_).c_str(),
-                  mib(data_->missing_tokens()).c_str(), rate / (1 << 20), eta);
+                  mib(data_->missing_bytes()).c_str(), rate / (1 << 20), eta);
     log(line);
     if (data_->complete()) data_ready(link);
     else request_data(link);
@@ -151,7 +151,7 @@ void Peer::data_ready(Link& link) {
         throw Fatal(e.what());
     }
     const RunConfig& c = *config_;
-    log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->tokens()) + ")");
+    log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->bytes()) + ")");
     data_.reset();
     try {
         worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_),

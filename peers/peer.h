@@ -89,7 +89,7 @@ private:
     std::unique_ptr<IslandData> data_;  // this island's data until its shard is complete
     ModelConfig model_{};
     std::chrono::steady_clock::time_point data_started_{};
-    uint64_t data_fetched_ = 0;  // tokens fetched from the host in this session
+    uint64_t data_fetched_ = 0;  // bytes of tokens fetched from the host in this session
     bool data_requested_ = false;  // a data_request is out and not answered yet
     std::unique_ptr<diloco::IslandWorker> worker_;
     std::unique_ptr<diloco::StreamingIsland> stream_;  // streaming mode: worker_ trained on across rounds

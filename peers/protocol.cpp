@@ -143,6 +143,7 @@ std::vector<std::byte> encode(const Welcome& m) {
     w.str(m.theta_hash);
     w.u32(m.data.vocab);
     w.u8(m.data.served ? 1 : 0);
+    w.u8(m.data.token_bytes);
     w.u32(static_cast<uint32_t>(m.data.shards.size()));
     for (const ManifestShard& s : m.data.shards) {
         w.str(s.name);
@@ -168,6 +169,9 @@ Welcome decode_welcome(std::span<const std::byte> b) {
     m.theta_hash = hash_field(r);
     m.data.vocab = r.u32();
     m.data.served = r.u8() != 0;
+    m.data.token_bytes = r.u8();
+    if (m.data.token_bytes != 2 && m.data.token_bytes != 4)
+        throw Error("welcome: data tokens of " + std::to_string(m.data.token_bytes) + " bytes (2 or 4)");
     const uint32_t shards = r.u32();
     if (shards == 0 || shards > (1u << 16)) throw Error("welcome: " + std::to_string(shards) + " data shards");
     for (uint32_t i = 0; i < shards; ++i) {
@@ -353,7 +357,7 @@ std::vector<std::byte> encode(const DataReply& m) {
     w.u32(static_cast<uint32_t>(m.chunks.size()));
     for (const auto& [index, tokens] : m.chunks) {
         w.u32(index);
-        w.bytes(std::as_bytes(std::span(tokens)));
+        w.bytes(std::as_bytes(std::span(tokens)));  // the shard's own bytes
     }
     return w.take();
 }
@@ -365,9 +369,8 @@ DataReply decode_data_reply(std::span<const std::byte> b) {
     if (n > kMaxRequestChunks) throw Error("data: " + std::to_string(n) + " chunks");
     for (uint32_t i = 0; i < n; ++i) {
         const uint32_t index = r.u32();
-        const std::vector<std::byte> bytes = r.bytes(2 * kMaxChunkTokens);
-        if (bytes.size() % 2 != 0) throw Error("data: an odd number of bytes for uint16 tokens");
-        std::vector<uint16_t> tokens(bytes.size() / 2);
+        const std::vector<std::byte> bytes = r.bytes(4 * kMaxChunkTokens);  // the peer checks the size and hash
+        std::vector<uint8_t> tokens(bytes.size());
         if (!bytes.empty()) std::memcpy(tokens.data(), bytes.data(), bytes.size());
         m.chunks.emplace_back(index, std::move(tokens));
     }

@@ -19,7 +19,7 @@ namespace arch::protocol {
 // 2: the welcome carries the data assignment; 3: round_start places the steps in the lr schedule and
 // names a Δ still held, an update names the contributions it applied; 4: DES-LOC's `moments`, and the
 // update's mean of them.
-constexpr uint32_t kProtocolVersion = 4;
+constexpr uint32_t kProtocolVersion = 5;  // 5: the welcome names the data's token width
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.
@@ -90,6 +90,7 @@ struct Hello {
 struct DataAssignment {
     uint32_t vocab = 0;                 // the host's tokenizer's vocabulary (the model's, when run.toml leaves it 0)
     bool served = true;                 // the host sends these chunks on request (data.serve)
+    uint8_t token_bytes = 2;            // the shards' width: 2 (uint16) or 4 (uint32)
     std::vector<ManifestShard> shards;  // every shard of the data set
     std::vector<DataChunk> chunks;      // this island's chunks, in training order
 };
@@ -102,13 +103,14 @@ struct Welcome {
     DataAssignment data;
 };
 constexpr uint32_t kMaxRequestChunks = 256;    // per data_request; the host answers with one data blob
-constexpr uint64_t kMaxReplyTokens = 2u << 20;  // 4 MiB of tokens in one reply (a single chunk may be up to kMaxChunkTokens)
+constexpr uint64_t kMaxReplyTokens = 2u << 20;  // 4 or 8 MiB of tokens in one reply (a single chunk may be up to kMaxChunkTokens)
 struct DataRequest {
     std::vector<uint32_t> chunks;  // indices into the island's DataAssignment::chunks
 };
 struct DataReply {
     std::string error;  // non-empty: the host could not serve them (data.serve off, a shard it cannot read)
-    std::vector<std::pair<uint32_t, std::vector<uint16_t>>> chunks;  // index, tokens
+    // index, the chunk's tokens as the shard stores them (little-endian, the assignment's token_bytes each)
+    std::vector<std::pair<uint32_t, std::vector<uint8_t>>> chunks;
 };
 struct RoundStart {
     uint64_t round = 0;

@@ -10,6 +10,7 @@ PACKAGES=(
   libdnnl-dev            # CPU GEMM (oneDNN sgemm)
   catch2                 # unit tests (v2)
   libzstd-dev zstd       # zstd codec stage and the bundled corpus
+  zlib1g-dev             # gzip corpora for `archipelago prepare`
   libsodium-dev          # BLAKE2b checksums, keys
   libpcre2-dev           # the split regexes of Hugging Face tokenizer.json files
   libzmq3-dev cppzmq-dev # transport

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "core/data_loader.h"
+#include "core/data_manifest.h"
 #include "core/error.h"
 #include "core/token_shard.h"
 #include "core/tokenizer.h"
@@ -163,6 +164,11 @@ TEST_CASE("the bundled corpus is prepared once, then reused") {
     std::vector<int> got = shard_ids(out, "train"), val_ids = shard_ids(out, "val");
     got.insert(got.end(), val_ids.begin(), val_ids.end());
     CHECK(got == expected);
+
+    // The same bytes as every earlier version wrote (uint16 shards, tail split), pinned by BLAKE2b-256.
+    CHECK(arch::hash_file(out + "/tokenizer.bin") == "9723e3fdc375783f13bdad4ab1e45ba4bdd466dd886b9dcbfefa05e3a2b5602e");
+    CHECK(arch::hash_file(out + "/train_000000.bin") == "4c89b62f890a335728a5cdf9f39b71e2fe218256b172f06ff7940b1bd9d9f051");
+    CHECK(arch::hash_file(out + "/val_000000.bin") == "11db2364000c86956aeb1a90140d4245ac044e41cd40cf315485b81f0081ac98");
 
     arch::DataLoader train(c.train_pattern, 4, 64, arch::DataOrder::sequential, 0, 4096);
     arch::DataLoader val(c.val_pattern, 4, 64, arch::DataOrder::sequential, 0, 4096);

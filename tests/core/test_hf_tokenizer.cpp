@@ -67,17 +67,19 @@ TEST_CASE("tokenizer.json of GPT-2 and Llama 3 style: the ids of `tokenizers` on
         CHECK(same.eot_token() == tok.eot_token());
         CHECK_THROWS_WITH(same.save(dir.file("copy.bin")), Catch::Contains("used from where it lies"));
     }
-    // `archipelago prepare --tokenizer tokenizer.json`: the shards hold the document's eot, then
-    // exactly the ids `tokenizers` gives the whole corpus (prepare encodes it in pieces).
+    // `archipelago prepare --tokenizer tokenizer.json`: the shards hold the document's separator (the
+    // template's <|begin_of_text|>, as llm.c prepares Llama 3 data), then exactly the ids `tokenizers`
+    // gives the whole corpus (prepare encodes it in pieces, on every core). The corpus is one document,
+    // so val is the stream's tail.
     const char* bin = std::getenv("ARCH_BIN_DIR");
     REQUIRE(bin);
     const std::string prepare = std::string(bin) + "/archipelago prepare --input " + corpus + " --out " + dir.file("prep") +
-                                " --tokenizer " + dir.file("llama3/tokenizer.json") + " > " + dir.file("prep.log") + " 2>&1";
+                                 " --tokenizer " + dir.file("llama3/tokenizer.json") + " --val-split tail > " + dir.file("prep.log") + " 2>&1";
     REQUIRE(std::system(prepare.c_str()) == 0);
     std::vector<uint16_t> shards = read_token_shard(dir.file("prep/train_000000.bin"));
     const std::vector<uint16_t> val = read_token_shard(dir.file("prep/val_000000.bin"));
     shards.insert(shards.end(), val.begin(), val.end());
-    std::vector<int> expected = {1};
+    std::vector<int> expected = {0};  // <|begin_of_text|>
     const std::vector<int> theirs = read_ids(dir.file("llama3/0.ids"));
     expected.insert(expected.end(), theirs.begin(), theirs.end());
     CHECK(first_difference(std::vector<int>(shards.begin(), shards.end()), expected) == -1);

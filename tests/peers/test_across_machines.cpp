@@ -2,6 +2,7 @@
 // runs in its own folder; the host's run.toml names its data with paths relative to the host's
 // folder, which do not resolve from a peer's. Peers get their island's chunks from their own --data
 // copy (matched by hash, under another name) or from the host, and bad data is refused by name.
+// Shards of uint32 tokens (a vocabulary above 65,536 ids) travel and train the same way.
 // (The same over separate network namespaces and shaped links: tests/wan.)
 #include <catch2/catch.hpp>
 
@@ -26,17 +27,21 @@ std::vector<uint16_t> random_tokens(std::size_t n, uint32_t seed) {
     return t;
 }
 
-// A host folder (run.toml, its shards under shards/) and one folder per peer.
+void write_shard(const std::string& path, const std::vector<uint16_t>& tokens, int token_bytes) {
+    write_token_shard(path, std::vector<uint32_t>(tokens.begin(), tokens.end()), token_bytes);
+}
+
+// A host folder (run.toml, its shards under shards/, token_bytes wide) and one folder per peer.
 struct Machines {
     TempDir dir;
     int port = free_port();
     std::string host_dir = dir.file("host-node");
 
-    explicit Machines(int islands, bool serve = true, int rounds = 2) {
+    explicit Machines(int islands, bool serve = true, int rounds = 2, int token_bytes = 2) {
         fs::create_directories(host_dir + "/shards");
-        write_token_shard(host_dir + "/shards/train_000.bin", random_tokens(40'000, 1));
-        write_token_shard(host_dir + "/shards/train_001.bin", random_tokens(30'000, 2));
-        write_token_shard(host_dir + "/shards/val_000.bin", random_tokens(5'000, 3));
+        write_shard(host_dir + "/shards/train_000.bin", random_tokens(40'000, 1), token_bytes);
+        write_shard(host_dir + "/shards/train_001.bin", random_tokens(30'000, 2), token_bytes);
+        write_shard(host_dir + "/shards/val_000.bin", random_tokens(5'000, 3), token_bytes);
         write_file(host_dir + "/run.toml",
                    "[run]\nname = \"apart\"\nrounds = " + std::to_string(rounds) + "\nislands = " + std::to_string(islands) +
                        "\nbind = \"tcp://127.0.0.1:" + std::to_string(port) +
@@ -103,6 +108,30 @@ TEST_CASE("peers that cannot see the host's files fetch their assignments and en
         CHECK(shards == 1);
     }
     CHECK(island_tokens == 70'000);  // the three islands' data: disjoint, and all of it
+}
+
+TEST_CASE("uint32 shards: peers fetch their chunks from the host, train on uint32 shards and end every round in sync") {
+    Machines m(2, true, 2, 4);
+    auto host = m.host();
+    std::vector<std::unique_ptr<Process>> peers;
+    for (int i = 1; i <= 2; ++i) peers.push_back(m.peer(i));
+    if (host->wait(240) != 0) FAIL(m.logs(peers, *host));
+    for (auto& p : peers) CHECK(p->wait(30) == 0);
+    INFO(m.logs(peers, *host));
+    CHECK(host->log().find("run finished after 2 rounds") != std::string::npos);
+    uint64_t island_tokens = 0;
+    for (int i = 1; i <= 2; ++i) {
+        const std::string log = peers[i - 1]->log();
+        CHECK(log.find("data: fetching") != std::string::npos);
+        CHECK(count(log, "matches the host") == 2);  // the θ hash, every round
+        for (const auto& e : fs::directory_iterator(m.peer_dir(i) + "/work/data"))
+            if (e.path().extension() == ".bin") {
+                const TokenShardInfo info = read_token_shard_info(e.path().string());
+                CHECK(info.token_bytes == 4);
+                island_tokens += info.tokens;
+            }
+    }
+    CHECK(island_tokens == 70'000);
 }
 
 TEST_CASE("peers holding the data set under --data (under other names) fetch nothing") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -35,6 +36,13 @@ std::string shell(const std::string& cmd) {
     while (std::fgets(buf, sizeof(buf), p)) out += buf;
     ::pclose(p);
     return out;
+}
+
+// Tokens as a uint16 shard stores them, which is how chunks travel.
+std::vector<uint8_t> bytes_of(const std::vector<uint16_t>& tokens) {
+    std::vector<uint8_t> b(2 * tokens.size());
+    if (!b.empty()) std::memcpy(b.data(), tokens.data(), b.size());
+    return b;
 }
 
 // What coreutils' b2sum makes of the bytes `producer` writes to its stdout.
@@ -143,16 +151,16 @@ TEST_CASE("IslandData keeps only chunks that match their hash, resumes a fetch, 
         REQUIRE(r.chunks.size() == a.chunks.size());
         // A chunk whose tokens do not match: refused by shard name, nothing stored.
         std::vector<uint16_t> wrong(a.chunks[0].tokens, 7);
-        CHECK_THROWS_WITH(data.store(0, wrong), Contains("shard train_000.bin") && Contains("does not match"));
+        CHECK_THROWS_WITH(data.store(0, bytes_of(wrong)), Contains("shard train_000.bin") && Contains("does not match"));
         CHECK(data.missing_chunks() == a.chunks.size());
-        CHECK_THROWS_WITH(data.store(static_cast<uint32_t>(a.chunks.size()), wrong), Contains("not in this island"));
+        CHECK_THROWS_WITH(data.store(static_cast<uint32_t>(a.chunks.size()), bytes_of(wrong)), Contains("not in this island"));
         // Two right chunks, then the process "stops".
         const std::vector<uint16_t> want = expected_island(d, a);
         for (uint32_t i = 0; i < 2; ++i) {
             const DataChunk& c = a.chunks[i];
             uint64_t at = 0;
             for (uint32_t j = 0; j < i; ++j) at += a.chunks[j].tokens;
-            data.store(i, std::vector<uint16_t>(want.begin() + static_cast<long>(at), want.begin() + static_cast<long>(at + c.tokens)));
+            data.store(i, bytes_of(std::vector<uint16_t>(want.begin() + static_cast<long>(at), want.begin() + static_cast<long>(at + c.tokens))));
         }
         CHECK(data.missing_chunks() == a.chunks.size() - 2);
     }
@@ -162,8 +170,8 @@ TEST_CASE("IslandData keeps only chunks that match their hash, resumes a fetch, 
     const std::vector<uint16_t> want = expected_island(d, a);
     uint64_t at = 0;
     for (uint32_t i = 0; i < a.chunks.size(); ++i) {
-        if (i >= 2) again.store(i, std::vector<uint16_t>(want.begin() + static_cast<long>(at),
-                                                         want.begin() + static_cast<long>(at + a.chunks[i].tokens)));
+        if (i >= 2) again.store(i, bytes_of(std::vector<uint16_t>(want.begin() + static_cast<long>(at),
+                                                                  want.begin() + static_cast<long>(at + a.chunks[i].tokens))));
         at += a.chunks[i].tokens;
     }
     REQUIRE(again.complete());
