@@ -38,7 +38,8 @@ struct ValSplit {
     uint64_t chunk_tokens = 0;
     // "documents": each document goes to val, whole, when a hash of (seed, its index) falls below
     // fraction, so no document is in both splits and the choice is the same on every machine;
-    // fraction in (0, 0.5].
+    // fraction in (0, 0.5]. Where no document falls into val (a corpus of one long document), val is
+    // the tail instead, with a warning.
     bool by_document = false;
     uint64_t seed = 0;
 };

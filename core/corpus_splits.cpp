@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/token_shard.h"
 
 namespace arch {
@@ -123,7 +124,14 @@ void CorpusSplitter::finish(uint64_t documents) {
     if (n < 2)
         throw Error("corpus: the inputs hold only " + std::to_string(n) +
                     " tokens; expected enough text for a train and a val split");
-    if (!split_.by_document && split_.chunk_tokens == 0) move_tail_to_val();
+    const bool tail = !split_.by_document && split_.chunk_tokens == 0;
+    // Too few documents for a split by documents (one long .txt, say): val is the stream's tail.
+    const bool tail_instead = split_.by_document && val_.state().tokens == 0;
+    if (tail_instead)
+        log::get("data")->warn("prepare: no document of {} fell into val (val_fraction {}): val is the last tokens "
+                               "of the stream instead, as --val-split tail does",
+                               documents, split_.fraction);
+    if (tail || tail_instead) move_tail_to_val();
     if (!split_.by_document && split_.chunk_tokens > 0) {
         const uint64_t chunk = split_.chunk_tokens, chunks = (n + chunk - 1) / chunk, k = spread_stride(split_.fraction);
         if (k > chunks)
@@ -133,11 +141,10 @@ void CorpusSplitter::finish(uint64_t documents) {
                         " tokens): use smaller chunks or a larger val_fraction");
     }
     val_.finish();
-    if (split_.by_document && (val_.state().tokens == 0 || train_.state().tokens == 0))
-        throw Error("corpus: a split by whole documents with val_fraction " + std::to_string(split_.fraction) + " put " +
-                    (val_.state().tokens == 0 ? "no document in val" : "every document in val") + " (" +
-                    std::to_string(documents) + " documents): give more documents, another --val-fraction, or "
-                    "--val-split tail for a corpus of one long document");
+    if (train_.state().tokens == 0)
+        throw Error("corpus: a split by whole documents with val_fraction " + std::to_string(split_.fraction) +
+                    " put every document (" + std::to_string(documents) + ") in val: give more documents or a smaller "
+                    "--val-fraction");
 }
 
 // The last val_n tokens of the train shards become the val shards, in order; the train shards are cut

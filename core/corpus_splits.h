@@ -56,8 +56,8 @@ public:
     // The next tokens of the stream, all of one document; true when a shard was finished on the way.
     bool add(uint64_t document, std::span<const uint32_t> tokens);
     SplitterState state();  // flushes, so the state is on disk
-    // Writes the last shards (moving the tail into val for a tail split) and checks both splits hold
-    // tokens; throws arch::Error saying why not.
+    // Writes the last shards (moving the tail into val for a tail split, or for a split by documents
+    // that put no document in val) and checks train holds tokens; throws arch::Error saying why not.
     void finish(uint64_t documents);
     uint64_t train_tokens() const { return train_.state().tokens; }
     uint64_t val_tokens() const { return val_.state().tokens; }

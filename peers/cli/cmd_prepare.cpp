@@ -36,8 +36,8 @@ void add_prepare(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(1e-9, 0.5))
         ->capture_default_str();
     cmd->add_option("--val-split", f->val_split,
-                    "documents: whole documents, chosen by a seeded hash; tail: the last tokens of the stream "
-                    "(for a corpus of one long document)")
+                    "documents: whole documents, chosen by a seeded hash (the tail where no document falls into val); "
+                    "tail: the last tokens of the stream")
         ->check(CLI::IsMember({"documents", "tail"}))
         ->capture_default_str();
     cmd->add_option("--seed", f->o.val.seed, "the seed of the split by documents")->capture_default_str();

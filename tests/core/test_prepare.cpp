@@ -4,7 +4,8 @@
 // the ids `tokenizers` gives each document, split by whole documents; bad input is refused with its
 // file and line and leaves nothing behind (or is skipped and counted); a preparation killed after a
 // finished shard resumes and ends with the same bytes as one that ran through; a tail split across
-// many small shards equals the same split in one shard.
+// many small shards equals the same split in one shard, and is what a split by documents falls back
+// to for a corpus of one document.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,4 +239,15 @@ TEST_CASE("a tail split across many small shards equals the same split in one sh
     CHECK(fs::exists(dir.file("many/val_000001.bin")));
     for (const std::string& name : names_in(dir.file("many")))
         if (name.starts_with("train_") || name.starts_with("val_")) CHECK(read_token_shard_count(dir.file("many/" + name)) <= 5000);
+
+    // One long document split by documents: no document falls into val, so val is the tail.
+    write_file(dir.file("one.txt"), read_file_bytes(dir.file("corpus.jsonl")));
+    o = options(dir.file("one.txt"), dir.file("by_document"));
+    prepare_corpus(o);
+    o.out_dir = dir.file("by_tail");
+    o.val = ValSplit{o.val.fraction, 0};
+    prepare_corpus(o);
+    CHECK(split_ids(dir.file("by_document"), "val") == split_ids(dir.file("by_tail"), "val"));
+    CHECK(split_ids(dir.file("by_document"), "train") == split_ids(dir.file("by_tail"), "train"));
+    CHECK_FALSE(split_ids(dir.file("by_tail"), "val").empty());
 }

@@ -81,57 +81,46 @@ struct Machines {
     }
 };
 
-}  // namespace
-
-TEST_CASE("peers that cannot see the host's files fetch their assignments and end every round in sync") {
-    Machines m(3);
+// A host and `islands` peers on shards of token_bytes-wide tokens: every peer fetches its chunks, matches
+// the host's θ hash every round, and trains on one island shard of that width; together the islands'
+// shards are the whole data set.
+void fetch_and_train(int islands, int token_bytes) {
+    Machines m(islands, true, 2, token_bytes);
     auto host = m.host();
     std::vector<std::unique_ptr<Process>> peers;
-    for (int i = 1; i <= 3; ++i) peers.push_back(m.peer(i));
+    for (int i = 1; i <= islands; ++i) peers.push_back(m.peer(i));
     if (host->wait(240) != 0) FAIL(m.logs(peers, *host));
     for (auto& p : peers) CHECK(p->wait(30) == 0);
     INFO(m.logs(peers, *host));
     CHECK(host->log().find("run finished after 2 rounds") != std::string::npos);
     uint64_t island_tokens = 0;
-    for (int i = 1; i <= 3; ++i) {
+    for (int i = 1; i <= islands; ++i) {
         const std::string log = peers[i - 1]->log();
         CHECK(log.find("data: fetching") != std::string::npos);
-        CHECK(count(log, "matches the host") == 2);
+        CHECK(count(log, "matches the host") == 2);  // the θ hash, every round
         CHECK_FALSE(fs::exists(m.peer_dir(i) + "/shards"));  // nothing of the host's layout appears here
         CHECK(fs::exists(m.peer_dir(i) + "/work/peer.log"));
         int shards = 0;
         for (const auto& e : fs::directory_iterator(m.peer_dir(i) + "/work/data"))
             if (e.path().extension() == ".bin") {
                 ++shards;
-                island_tokens += read_token_shard_count(e.path().string());
+                const TokenShardInfo info = read_token_shard_info(e.path().string());
+                CHECK(info.token_bytes == token_bytes);
+                island_tokens += info.tokens;
             }
         CHECK(shards == 1);
     }
-    CHECK(island_tokens == 70'000);  // the three islands' data: disjoint, and all of it
+    CHECK(island_tokens == 70'000);  // the islands' data: disjoint, and all of it
+}
+
+}  // namespace
+
+TEST_CASE("peers that cannot see the host's files fetch their assignments and end every round in sync") {
+    fetch_and_train(3, 2);
 }
 
 TEST_CASE("uint32 shards: peers fetch their chunks from the host, train on uint32 shards and end every round in sync") {
-    Machines m(2, true, 2, 4);
-    auto host = m.host();
-    std::vector<std::unique_ptr<Process>> peers;
-    for (int i = 1; i <= 2; ++i) peers.push_back(m.peer(i));
-    if (host->wait(240) != 0) FAIL(m.logs(peers, *host));
-    for (auto& p : peers) CHECK(p->wait(30) == 0);
-    INFO(m.logs(peers, *host));
-    CHECK(host->log().find("run finished after 2 rounds") != std::string::npos);
-    uint64_t island_tokens = 0;
-    for (int i = 1; i <= 2; ++i) {
-        const std::string log = peers[i - 1]->log();
-        CHECK(log.find("data: fetching") != std::string::npos);
-        CHECK(count(log, "matches the host") == 2);  // the θ hash, every round
-        for (const auto& e : fs::directory_iterator(m.peer_dir(i) + "/work/data"))
-            if (e.path().extension() == ".bin") {
-                const TokenShardInfo info = read_token_shard_info(e.path().string());
-                CHECK(info.token_bytes == 4);
-                island_tokens += info.tokens;
-            }
-    }
-    CHECK(island_tokens == 70'000);
+    fetch_and_train(2, 4);
 }
 
 TEST_CASE("peers holding the data set under --data (under other names) fetch nothing") {

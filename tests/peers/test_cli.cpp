@@ -151,7 +151,7 @@ TEST_CASE("bad input: a clear error, a non-zero exit, nothing overwritten") {
     CHECK(read_file_bytes(out + "/model.bin") == ckpt);
 }
 
-TEST_CASE("info lists the backends and devices; a device that cannot be used is refused clearly") {
+TEST_CASE("info lists the backends, devices and shards' widths; a device that cannot be used is refused clearly") {
     const Result info = run("info");
     INFO(info.out);
     CHECK(info.exit_code == 0);
@@ -160,6 +160,16 @@ TEST_CASE("info lists the backends and devices; a device that cannot be used is 
     CHECK(info.out.find("cuda") != std::string::npos);  // built, or said to be not built
 
     Shards s;
+    // --data: shards with their count, tokens and width.
+    std::filesystem::create_directories(s.dir.file("wide"));
+    arch::write_token_shard(s.dir.file("wide/train_000000.bin"), std::vector<uint32_t>{70000, 1, 2}, 4);
+    arch::write_token_shard(s.dir.file("wide/train_000001.bin"), std::vector<uint32_t>{3, 4}, 4);
+    const Result data = run("info --data " + s.dir.file("wide") + " --data '" + s.dir.file("tiny.bin") + "'");
+    INFO(data.out);
+    CHECK(data.out.find(s.dir.file("wide") + ": 2 shard(s), 5 tokens, uint32") != std::string::npos);
+    CHECK(data.out.find("tiny.bin: 1 shard(s)") != std::string::npos);
+    CHECK(data.out.find("tokens, uint16") != std::string::npos);
+
     const std::string flags = s.model_flags() + " --steps 1 --out " + s.dir.file("run");
     expect_error(run("train " + flags + " --device gpu"), "is not one of cpu, cuda, cuda:N");
     expect_error(run("train " + flags + " --device cuda:x"), "the GPU index must be a number");
