@@ -10,22 +10,22 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <mutex>
-#include <optional>
-#include <thread>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include "core/corpus_splits.h"
 #include "core/error.h"
@@ -252,7 +252,8 @@ private:
     std::vector<std::thread> threads_;
 };
 
-// One line every kProgressSeconds: what was read of the inputs (as stored), tokens, speed and ETA.
+// One line every kProgressSeconds: what was read of the inputs (as stored: the ETA comes from it), the
+// text it held and its rate, tokens written.
 class ProgressLine {
 public:
     explicit ProgressLine(const DocumentReader& reader) : reader_(reader), start_(std::chrono::steady_clock::now()) {}
@@ -261,13 +262,13 @@ public:
         if (!last && s < next_) return;
         next_ = s + kProgressSeconds;
         const double read = static_cast<double>(reader_.bytes_read()), total = static_cast<double>(reader_.bytes_total());
-        const double rate = s > 0 ? read / s : 0;
+        const double text = static_cast<double>(reader_.text_bytes());
         char eta[32] = "";
-        if (!last && rate > 0) std::snprintf(eta, sizeof(eta), ", ETA %.0f s", (total - read) / rate);
-        log::get("data")->info("prepare: {:.1f} of {:.1f} MB read ({:.0f}%), {:.1f} MB of text, {} tokens written, "
-                               "{:.1f} MB/s{}",
-                               read / 1e6, total / 1e6, total > 0 ? 100 * read / total : 100.0,
-                               static_cast<double>(reader_.text_bytes()) / 1e6, tokens, rate / 1e6, eta);
+        if (!last && read > 0) std::snprintf(eta, sizeof(eta), ", ETA %.0f s", s * (total - read) / read);
+        log::get("data")->info("prepare: {:.1f} of {:.1f} MB read ({:.0f}%), {:.1f} MB of text at {:.1f} MB/s, {} tokens "
+                               "written{}",
+                               read / 1e6, total / 1e6, total > 0 ? 100 * read / total : 100.0, text / 1e6,
+                               s > 0 ? text / 1e6 / s : 0.0, tokens, eta);
     }
 
 private:

@@ -28,6 +28,7 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev  # archipelago-gui (Qt Charts needs Qt6OpenGL's CMake files)
   xvfb xauth imagemagick # scripts/gui_screenshot.sh (the app under a virtual X server)
   python3 python3-venv python3-numpy python3-torch  # reference fixtures and the transformers check
+  python3-scipy python3-absl python3-attr python3-mpmath  # dp-accounting's dependencies (the DP accountant's fixture)
 )
 
 missing=()
@@ -49,4 +50,10 @@ fi
 if ! "$VENV/bin/python" -c "import transformers, safetensors" 2>/dev/null; then
   echo "install_deps: installing transformers into $VENV"
   "$VENV/bin/pip" install -q "transformers==4.40.2"
+fi
+# Google's DP accountant: tests/fixtures/make_dp_epsilon_grid.py makes the accountant's fixture with it.
+# Without its pinned dependencies: pip's newer numpy would shadow Debian's, which Debian's torch needs.
+if ! "$VENV/bin/python" -c "import dp_accounting" 2>/dev/null; then
+  echo "install_deps: installing dp-accounting into $VENV"
+  "$VENV/bin/pip" install -q --no-deps "dp-accounting==0.6.0"
 fi

@@ -18,6 +18,7 @@ void add_commands(CLI::App& app, int& exit_code) {
     add_status(app, exit_code);
     add_info(app, exit_code);
     add_plan(app, exit_code);
+    add_privacy(app, exit_code);
     add_completion(app, exit_code);
 }
 

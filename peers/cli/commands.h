@@ -25,6 +25,7 @@ void add_daemon(CLI::App& app, int& exit_code);  // control API; host or join wh
 void add_status(CLI::App& app, int& exit_code);  // a control API client
 void add_info(CLI::App& app, int& exit_code);    // backends, devices, compiled CUDA architectures
 void add_plan(CLI::App& app, int& exit_code);    // memory per device by category: what fits on a rig
+void add_privacy(CLI::App& app, int& exit_code); // epsilon of a planned DP run, or the noise for a budget
 void add_completion(CLI::App& app, int& exit_code);  // the bash completion script, made from `app`
 
 // --log-level, --log-file, --log-format on a long-running command; configure_logging() applies them.
