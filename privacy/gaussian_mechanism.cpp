@@ -1,0 +1,65 @@
+// privacy/gaussian_mechanism.cpp: clip_l2 and NoiseSource (gaussian_mechanism.h).
+#include "privacy/gaussian_mechanism.h"
+
+#include <sodium.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+
+namespace arch::privacy {
+
+double clip_l2(std::span<float> delta, double bound) {
+    if (!(bound > 0)) throw Error("privacy: the clip bound must be above 0, got " + std::to_string(bound));
+    double sum = 0;
+    for (float x : delta) sum += static_cast<double>(x) * x;
+    const double norm = std::sqrt(sum);
+    if (!std::isfinite(norm)) throw Error("privacy: a pseudo-gradient with a non-finite norm cannot be clipped");
+    if (norm > bound) {
+        const auto scale = static_cast<float>(bound / norm);
+        for (float& x : delta) x *= scale;
+    }
+    return norm;
+}
+
+NoiseSource::NoiseSource() {
+    if (sodium_init() < 0) throw Error("privacy: libsodium failed to initialise");
+    do randombytes_buf(s_.data(), sizeof(s_));
+    while (s_[0] == 0 && s_[1] == 0 && s_[2] == 0 && s_[3] == 0);
+}
+
+uint64_t NoiseSource::next() {  // xoshiro256**
+    auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+}
+
+double NoiseSource::normal() {
+    if (has_spare_) {
+        has_spare_ = false;
+        return spare_;
+    }
+    // Box-Muller on u1 in (0, 1] and u2 in [0, 1): 53-bit uniforms.
+    const double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(2 * M_PI * u2);
+    has_spare_ = true;
+    return r * std::cos(2 * M_PI * u2);
+}
+
+void NoiseSource::add_noise(std::span<float> values, double stddev) {
+    if (!(stddev >= 0) || !std::isfinite(stddev))
+        throw Error("privacy: a noise standard deviation of " + std::to_string(stddev));
+    for (float& x : values) x += static_cast<float>(stddev * normal());
+}
+
+}  // namespace arch::privacy
