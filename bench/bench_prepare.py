@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# bench/bench_prepare.py [--json] [--bin DIR] [--work DIR] [--threads 1,2]: how fast `archipelago prepare`
+# bench/bench_prepare.py [--json] [--bin DIR] [--work DIR] [--threads 1,2] [--corpus bench|kjv]: how fast `archipelago prepare`
 # tokenizes a real corpus, beside Hugging Face `tokenizers`' own encode_batch in the same run.
 # The corpus is the benchmark corpus (data/make_bench_corpus.py: 23 MB of public-domain English from
 # Debian packages) cut into documents and written as JSON lines with zstd; the tokenizer is a
@@ -10,6 +10,7 @@
 # - tokenizers: encode_batch(add_special_tokens=False) on the documents already in memory (the time to
 #   read the file is not counted for it).
 # MB/s is of the documents' UTF-8 text for both. The ids are checked equal, document by document.
+# --corpus kjv takes the bundled Bible instead (4.3 MB, seconds: tests/bench checks the rows with it).
 # Run it with the venv that has `tokenizers`: .venv/bin/python bench/bench_prepare.py
 import argparse
 import json
@@ -63,13 +64,17 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench-prepare"))
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--corpus", default="bench", choices=["bench", "kjv"])
     a = ap.parse_args()
-    fixture = os.path.join(a.work, "fixture")
-    text_dir = os.path.join(a.work, "text")
-    if not os.path.exists(os.path.join(text_dir, "SOURCES")):
-        run([sys.executable, os.path.join(ROOT, "data", "make_bench_corpus.py"), text_dir])
+    fixture = os.path.join(a.work, "fixture-" + a.corpus)
     if not os.path.exists(os.path.join(fixture, "expected.ids")):
-        texts = sorted(os.path.join(text_dir, n) for n in os.listdir(text_dir) if n.endswith(".txt"))
+        if a.corpus == "kjv":
+            texts = [os.path.join(ROOT, "data", "kjv.txt.zst")]
+        else:
+            text_dir = os.path.join(a.work, "text")
+            if not os.path.exists(os.path.join(text_dir, "SOURCES")):
+                run([sys.executable, os.path.join(ROOT, "data", "make_bench_corpus.py"), text_dir])
+            texts = sorted(os.path.join(text_dir, n) for n in os.listdir(text_dir) if n.endswith(".txt"))
         run([sys.executable, os.path.join(ROOT, "tests", "core", "hf_big_vocab.py"), fixture] + texts)
     corpus = os.path.join(fixture, "corpus.jsonl.zst")
     docs = expected_ids(os.path.join(fixture, "expected.ids"))
@@ -98,7 +103,7 @@ def main():
         for r in rows:
             print(json.dumps(r))
         return
-    print(f"bench corpus as JSON lines: {len(docs)} documents, {rows[0]['mb']:.1f} MB of text; tokenizer of 128,256 ids")
+    print(f"{a.corpus} corpus as JSON lines: {len(docs)} documents, {rows[0]['mb']:.1f} MB of text; tokenizer of 128,256 ids")
     print(f"{'tool':<26}{'threads':>8}{'seconds':>10}{'MB/s':>9}{'tokens':>11}  same ids")
     for r in rows:
         print(f"{r['tool']:<26}{r['threads']:>8}{r['seconds']:>10.2f}{r['mb_per_s']:>9.1f}{r['tokens']:>11}  "

@@ -25,6 +25,8 @@ CONVERGENCE = {"name": str, "val_loss": float, "bytes": int, "peak_bytes_per_syn
                "seconds": float}
 GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens_per_s": float, "tflops": float,
              "mfu": float, "peak_gib": float}
+PREPARE = {"tool": str, "threads": int, "mb": float, "seconds": float, "mb_per_s": float, "tokens": int,
+           "same_ids": bool}
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU case on a machine without a usable GPU
 
 
@@ -149,6 +151,24 @@ def case_gpu_train(bin_dir):
         print(p.stdout.strip())
         sys.exit(SKIP)
     expect_names(json_rows(p.stdout, GPU_TRAIN, only_json_lines=True), "attention", ["fused", "unfused"])
+
+
+def case_prepare(bin_dir):
+    """bench/bench_prepare.py on the bundled corpus: one row for prepare, one for `tokenizers`, the same ids."""
+    python = os.path.join(".venv", "bin", "python")
+    if not os.access(python, os.X_OK):
+        fail(f"{python} is missing: scripts/install_deps.sh makes it")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [python, "bench/bench_prepare.py", "--json", "--corpus", "kjv", "--threads", "1", "--bin", bin_dir,
+               "--work", tmp]
+        print("$ " + " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+        if p.returncode != 0:
+            fail(f"bench_prepare.py exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    rows = json_rows(p.stdout, PREPARE)
+    expect_names(rows, "tool", ["archipelago prepare", "tokenizers encode_batch"])
+    if not all(r["same_ids"] for r in rows) or rows[0]["tokens"] != rows[1]["tokens"]:
+        fail(f"prepare and tokenizers gave different ids: {rows}")
 
 
 def case_cli(bin_dir):
