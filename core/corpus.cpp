@@ -11,16 +11,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -28,6 +25,7 @@
 #include <thread>
 
 #include "core/corpus_splits.h"
+#include "core/encoding_pool.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/install_paths.h"
@@ -170,87 +168,7 @@ Tokenizer train_tokenizer(const std::vector<std::string>& inputs, const InputOpt
     });
 }
 
-// ---- encoding on every core, in input order -----------------------------------------------------
-
-// A batch of pieces and, once a thread has encoded it, each piece's tokens (the separator first at
-// a document's start).
-struct Batch {
-    std::vector<TextPiece> pieces;
-    std::vector<std::vector<uint32_t>> tokens;
-    bool ready = false;               // guarded by EncodingPool::mutex_
-    std::exception_ptr error;         // guarded by EncodingPool::mutex_
-};
-
-class EncodingPool {
-public:
-    EncodingPool(const Tokenizer& tok, int threads) : tok_(tok) {
-        for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-    }
-    ~EncodingPool() {
-        {
-            std::lock_guard lock(mutex_);
-            closing_ = true;
-        }
-        work_cv_.notify_all();
-        for (std::thread& t : threads_) t.join();
-    }
-    void submit(std::shared_ptr<Batch> b) {
-        {
-            std::lock_guard lock(mutex_);
-            queue_.push_back(std::move(b));
-        }
-        work_cv_.notify_one();
-    }
-    // Waits until b is encoded; rethrows what encoding it threw.
-    void wait(const Batch& b) {
-        std::unique_lock lock(mutex_);
-        done_cv_.wait(lock, [&] { return b.ready; });
-        if (b.error) std::rethrow_exception(b.error);
-    }
-
-private:
-    void work() {
-        for (;;) {
-            std::shared_ptr<Batch> b;
-            {
-                std::unique_lock lock(mutex_);
-                work_cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
-                if (queue_.empty()) return;
-                b = std::move(queue_.front());
-                queue_.pop_front();
-            }
-            std::exception_ptr error;
-            try {
-                encode(*b);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            {
-                std::lock_guard lock(mutex_);
-                b->error = error;
-                b->ready = true;
-            }
-            done_cv_.notify_all();
-        }
-    }
-    void encode(Batch& b) const {
-        b.tokens.resize(b.pieces.size());
-        for (size_t i = 0; i < b.pieces.size(); ++i) {
-            const std::vector<int> ids = tok_.encode(b.pieces[i].text);
-            std::vector<uint32_t>& out = b.tokens[i];
-            out.reserve(ids.size() + 1);
-            if (b.pieces[i].starts_document) out.push_back(static_cast<uint32_t>(tok_.document_separator()));
-            out.insert(out.end(), ids.begin(), ids.end());
-        }
-    }
-
-    const Tokenizer& tok_;
-    std::mutex mutex_;
-    std::condition_variable work_cv_, done_cv_;
-    std::deque<std::shared_ptr<Batch>> queue_;  // guarded by mutex_
-    bool closing_ = false;                      // guarded by mutex_
-    std::vector<std::thread> threads_;
-};
+// ---- encoding on every core, in input order (core/encoding_pool.h) --------------------------------
 
 // One line every kProgressSeconds: what was read of the inputs (as stored: the ETA comes from it), the
 // text it held and its rate, tokens written.
@@ -288,13 +206,13 @@ void encode_corpus(DocumentReader& reader, const Tokenizer& tok, CorpusSplitter&
                    const PrepareOptions& o, const std::string& manifest_text) {
     const int threads = encoding_threads(o.threads);
     EncodingPool pool(tok, threads);
-    std::deque<std::shared_ptr<Batch>> in_flight;  // in input order
+    std::deque<std::shared_ptr<TextBatch>> in_flight;  // in input order
     ProgressLine line(reader);
     uint64_t skip = progress.pieces;
     bool more = true;
     for (;;) {
         while (more && in_flight.size() < 2 * static_cast<size_t>(threads)) {
-            auto b = std::make_shared<Batch>();
+            auto b = std::make_shared<TextBatch>();
             size_t bytes = 0;
             for (TextPiece piece; bytes < kBatchBytes && (more = reader.next(piece));) {
                 if (skip > 0) {
@@ -309,7 +227,7 @@ void encode_corpus(DocumentReader& reader, const Tokenizer& tok, CorpusSplitter&
             in_flight.push_back(std::move(b));
         }
         if (in_flight.empty()) break;
-        const std::shared_ptr<Batch> b = std::move(in_flight.front());
+        const std::shared_ptr<TextBatch> b = std::move(in_flight.front());
         in_flight.pop_front();
         pool.wait(*b);
         for (size_t i = 0; i < b->pieces.size(); ++i) {
