@@ -95,8 +95,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> only;
     const std::vector<std::string> names = {"single",        "single-same-steps", "ddp",           "diloco-fp32",
                                             "diloco-int8",   "diloco-fp4-ef",     "streaming-fp4", "async"};
-    // Rows run only when --only names them: ablations of the default rows.
-    const std::vector<std::string> extra = {"diloco-fp4"};
+    // Rows run only when --only names them: ablations of the default rows, and diloco-fp32 with
+    // island-level differential privacy (docs/privacy.md) at two budgets in both trust modes.
+    const std::vector<std::string> extra = {"diloco-fp4", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
+                                            "dp-distributed-eps2"};
     std::string streaming_codec = "fp4+zstd";
     app.add_flag("--json", json, "one JSON object per row instead of the table");
     app.add_option("--rounds", s.rounds, "DiLoCo rounds; every run trains rounds*H*islands*B*T tokens")
@@ -146,6 +148,7 @@ int main(int argc, char** argv) {
     app.add_option("--only", only, "runs to do, comma-separated")->delimiter(',')->check(CLI::IsMember(concat(names, extra)))->default_str("all");
     app.add_option("--merge", s.merge, "streaming: mix (by --alpha) or carry (θ_global plus the island's progress since it sent)")
         ->check(CLI::IsMember({"mix", "carry"}));
+    app.add_option("--dp-clip", s.dp_clip, "dp-* rows: the L2 clip of each pseudo-gradient")->check(CLI::PositiveNumber);
     app.add_option("--streaming-codec", streaming_codec, "streaming: the codec both ways (the paper's: fp4, no error feedback)");
     return run_main(app, argc, argv, [&] {
         const PreparedCorpus prepared = corpus == "bench" ? ensure_bench_corpus() : ensure_bundled_corpus();
@@ -216,6 +219,12 @@ int main(int argc, char** argv) {
         if (!only.empty() && want("diloco-fp4")) emit(run_diloco(s, "diloco-fp4", "fp4+zstd"));
         if (want("streaming-fp4")) emit(run_streaming(s, streaming_codec == "fp4+zstd" ? "streaming-fp4" : "streaming " + streaming_codec, streaming_codec));
         if (want("async")) emit(run_async(s, "async", "fp32"));
+        for (const std::string mode : {"central", "distributed"})
+            for (const double epsilon : {8.0, 2.0}) {
+                const std::string name = "dp-" + mode + "-eps" + fmt(epsilon);
+                const DpRow dp{mode, epsilon, s.dp_clip};
+                if (!only.empty() && want(name)) emit(run_diloco(s, name, "fp32", &dp));
+            }
         if (!json) print_table(rows);
     });
 }

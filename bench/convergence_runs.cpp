@@ -19,6 +19,8 @@
 #include "peers/diloco/streaming_island.h"
 #include "peers/rounds/local_steps.h"
 #include "peers/rounds/staleness.h"
+#include "privacy/gaussian_mechanism.h"
+#include "privacy/rdp_accountant.h"
 
 namespace arch::bench {
 namespace {
@@ -198,8 +200,13 @@ Row run_ddp(const Setup& s) {
 
 // DiLoCo, synchronous: every island starts each round from the global θ, runs H steps, sends its
 // pseudo-gradient; the host averages them (weighted by tokens) into one outer step.
-Row run_diloco(const Setup& s, const std::string& name, const std::string& codec) {
+Row run_diloco(const Setup& s, const std::string& name, const std::string& codec, const DpRow* dp) {
     const double t0 = now_s();
+    constexpr double kDpDelta = 1e-5;
+    const double sigma = dp ? privacy::noise_for_epsilon(1.0, static_cast<uint64_t>(s.rounds), dp->epsilon, kDpDelta) : 0;
+    privacy::NoiseSource noise;
+    if (dp) std::fprintf(stderr, "  %s: noise multiplier %.4f for epsilon %g at delta %g over %d rounds, clip %g\n", name.c_str(),
+                         sigma, dp->epsilon, kDpDelta, s.rounds, dp->clip);
     Row row;
     row.name = name;
     OuterConfig oc = s.outer;
@@ -222,6 +229,18 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
             loss += res.mean_loss / s.islands;
             up = std::max(up, static_cast<double>(res.payload.size()));
             row.bytes += static_cast<double>(res.payload.size());
+        }
+        if (dp) {  // fp32 travels exactly, so noise added here is the noise an island adds before encoding
+            std::vector<double> norms;
+            for (auto& d : deltas) {
+                norms.push_back(privacy::clip_l2(d, dp->clip));
+                if (dp->mode == "distributed") privacy::add_island_share(d, dp->clip, sigma, s.islands, noise);
+            }
+            if (dp->mode == "central") privacy::add_central_noise(deltas[0], dp->clip, sigma, noise);
+            std::ranges::fill(weights, 1.0);  // DP-FedAvg's mean: every island counts the same
+            std::ranges::sort(norms);
+            std::fprintf(stderr, "  %s: round %d median norm before the clip %.4g, epsilon spent %.3f\n", name.c_str(), r + 1,
+                         norms[norms.size() / 2], privacy::epsilon_spent(1.0, sigma, static_cast<uint64_t>(r + 1), kDpDelta).epsilon);
         }
         std::vector<outer::Contribution> cs;
         for (int i = 0; i < s.islands; ++i) cs.push_back({deltas[i], weights[i]});

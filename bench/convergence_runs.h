@@ -44,6 +44,7 @@ struct Setup {
     std::vector<double> speeds;     // async and the sync rows' heterogeneous clock: 1, 1, 0.5, 0.25
     LinkModel link;
     int warm_steps = 0;             // data-parallel steps on the warm shard before every row (0: none)
+    double dp_clip = 1.0;           // the dp-* rows' L2 clip of a pseudo-gradient
     std::vector<float> start;       // θ every row starts from: warm_start's, or empty for the seed-42 init
 };
 
@@ -76,7 +77,14 @@ double measure_step_s(const Setup& s);  // a few B x T steps of one island, afte
 
 Row run_single(const Setup& s, bool same_steps);
 Row run_ddp(const Setup& s);
-Row run_diloco(const Setup& s, const std::string& name, const std::string& codec);
+// Island-level DP on a DiLoCo row (privacy/, docs/privacy.md): the trust mode (central or distributed),
+// the ε budget the run's rounds spend (δ = 1e-5, sampling rate 1: every island's Δ every round) and the
+// clip. The noise multiplier is the smallest that keeps the rounds within ε; the mean is unweighted.
+struct DpRow {
+    std::string mode;
+    double epsilon = 0, clip = 0;
+};
+Row run_diloco(const Setup& s, const std::string& name, const std::string& codec, const DpRow* dp = nullptr);
 Row run_streaming(const Setup& s, const std::string& name, const std::string& codec);
 Row run_async(const Setup& s, const std::string& name, const std::string& codec);
 

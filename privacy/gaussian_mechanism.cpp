@@ -62,4 +62,14 @@ void NoiseSource::add_noise(std::span<float> values, double stddev) {
     for (float& x : values) x += static_cast<float>(stddev * normal());
 }
 
+void add_island_share(std::span<float> delta, double clip, double sigma, int honest, NoiseSource& noise) {
+    if (honest < 1) throw Error("privacy: the noise is shared by at least 1 honest island, got " + std::to_string(honest));
+    clip_l2(delta, clip);
+    noise.add_noise(delta, sigma * clip / std::sqrt(static_cast<double>(honest)));
+}
+
+void add_central_noise(std::span<float> first, double clip, double sigma, NoiseSource& noise) {
+    noise.add_noise(first, sigma * clip);
+}
+
 }  // namespace arch::privacy

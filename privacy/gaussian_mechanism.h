@@ -28,4 +28,14 @@ private:
     bool has_spare_ = false;
 };
 
+// The two trust modes of DP-FedAvg on one round. Either way the sum of the round's clipped
+// pseudo-gradients carries N(0, (sigma * clip)^2) noise per coordinate, so the mean over k islands
+// carries sigma * clip / k:
+// - distributed: each island clips its own Δ and adds its share, N(0, (sigma * clip)^2 / honest), before
+//   it encodes it; the shares of `honest` islands make up the whole noise;
+// - central: the host clips each Δ it received and adds the whole noise to the sum (here: to `first`,
+//   one of the round's clipped pseudo-gradients, which an unweighted mean then divides by k).
+void add_island_share(std::span<float> delta, double clip, double sigma, int honest, NoiseSource& noise);
+void add_central_noise(std::span<float> first, double clip, double sigma, NoiseSource& noise);
+
 }  // namespace arch::privacy

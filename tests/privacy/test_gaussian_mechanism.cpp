@@ -1,7 +1,8 @@
 // tests/privacy/test_gaussian_mechanism.cpp: clip_l2 leaves a pseudo-gradient at most at the bound (and
 // one below it untouched); the noise has the stated scale: over 4M coordinates the empirical mean and
 // standard deviation are within 5 standard errors of 0 and σ, its fourth moment is a normal's, and two
-// sources (secret seeds) never draw the same values.
+// sources (secret seeds) never draw the same values. In both trust modes the mean of a round's
+// privatised pseudo-gradients carries noise of sigma * clip / k, within sampling error.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -58,4 +59,32 @@ TEST_CASE("the added noise has the stated standard deviation, mean zero and a no
     noise.add_noise(a, 1.0);
     other.add_noise(b, 1.0);
     CHECK(a != b);
+}
+
+TEST_CASE("both trust modes put sigma * clip / k of noise on the mean of k pseudo-gradients") {
+    const int k = 4;
+    const std::size_t n = 1 << 20;
+    const double clip = 0.5, sigma = 3.0;
+    NoiseSource noise;
+    for (const bool central : {true, false}) {
+        INFO((central ? "central" : "distributed"));
+        // Each island's Δ: a vector of norm 2, clipped to 0.5 first; the clean mean is known.
+        std::vector<std::vector<float>> deltas(k, std::vector<float>(n, static_cast<float>(2.0 / std::sqrt(double(n)))));
+        for (auto& d : deltas) {
+            if (central) clip_l2(d, clip);
+            else add_island_share(d, clip, sigma, k, noise);
+        }
+        if (central) add_central_noise(deltas[0], clip, sigma, noise);
+        const double clean = 0.5 / std::sqrt(double(n));  // each coordinate after the clip
+        double sum2 = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            double mean = 0;
+            for (const auto& d : deltas) mean += d[i] / k;
+            sum2 += (mean - clean) * (mean - clean);
+        }
+        const double want = sigma * clip / k, got = std::sqrt(sum2 / n);
+        CHECK(std::abs(got - want) < 5 * want / std::sqrt(2.0 * n));
+    }
+    std::vector<float> d(8, 1.0f);
+    CHECK_THROWS_AS(add_island_share(d, clip, sigma, 0, noise), arch::Error);
 }
