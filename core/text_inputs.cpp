@@ -172,7 +172,9 @@ public:
         }
         const size_t before = out.size();
         while (out.size() == before) {
-            if (raw_pos_ == raw_len_ && !fill()) {
+            // A decompressor that filled its output last time may hold more, even with its input all read.
+            const bool have_input = raw_pos_ < raw_len_ || fill();
+            if (!have_input && !output_full_) {
                 if (compression_ == Compression::zstd && (zstd_last_ != 0 || !any_))
                     throw Error("corpus: input '" + path_ + "' is truncated: " +
                                 (any_ ? "its zstd frame ends early" : "it is empty, expected a zstd frame"));
@@ -181,11 +183,12 @@ public:
                                 (any_ ? "its gzip stream ends early" : "it is empty, expected a gzip stream"));
                 return false;
             }
-            any_ = true;
+            any_ = any_ || have_input;
             const size_t at = out.size();
             out.resize(at + kReadBytes);
             const size_t made = compression_ == Compression::zstd ? unzstd(out.data() + at) : gunzip(out.data() + at);
             out.resize(at + made);
+            output_full_ = made == kReadBytes;
         }
         return true;
     }
@@ -211,7 +214,7 @@ private:
     }
     size_t gunzip(char* out) {
         z_stream& z = *gzip_;
-        if (gzip_ended_) {  // another gzip member follows (`cat a.gz b.gz` is a valid gzip file)
+        if (gzip_ended_ && raw_pos_ < raw_len_) {  // another gzip member follows (`cat a.gz b.gz` is valid gzip)
             inflateReset(&z);
             gzip_ended_ = false;
         }
@@ -234,6 +237,7 @@ private:
     size_t raw_pos_ = 0, raw_len_ = 0;
     uint64_t stored_read_ = 0;
     bool any_ = false;
+    bool output_full_ = false;  // the last call filled the output: the decompressor may hold more
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> zstd_{nullptr, ZSTD_freeDCtx};
     size_t zstd_last_ = 0;
     std::unique_ptr<z_stream> gzip_;

@@ -166,6 +166,27 @@ TEST_CASE("bad input is refused with its file and line and leaves nothing behind
     CHECK_THROWS_WITH(token_bytes_for_vocab(int64_t{1} << 33), Contains("exceeds uint32"));
 }
 
+TEST_CASE("zstd and gzip inputs that expand a hundredfold give the shards of the plain file") {
+    TempDir dir;
+    std::string repeated;
+    for (int i = 0; i < 3; ++i) {
+        std::string text;
+        for (int w = 0; w < 90000; ++w) text += "word" + std::to_string(w % 997) + " ";
+        repeated += R"({"text": ")" + text + "\"}\n";
+    }
+    write_file(dir.file("rep.jsonl"), repeated);
+    REQUIRE(std::system(("zstd -qf " + dir.file("rep.jsonl") + " && gzip -kf " + dir.file("rep.jsonl")).c_str()) == 0);
+    prepare_corpus(options(dir.file("rep.jsonl"), dir.file("plain")));
+    for (const char* ext : {".zst", ".gz"}) {
+        INFO(ext);
+        PrepareOptions o = options(dir.file(std::string("rep.jsonl") + ext), dir.file(std::string("out") + ext));
+        o.tokenizer_path = dir.file("plain/tokenizer.bin");
+        prepare_corpus(o);
+        CHECK(split_ids(dir.file(std::string("out") + ext), "train") == split_ids(dir.file("plain"), "train"));
+        CHECK(split_ids(dir.file(std::string("out") + ext), "val") == split_ids(dir.file("plain"), "val"));
+    }
+}
+
 TEST_CASE("--skip-bad-lines drops bad lines and counts them; the rest is prepared as without them") {
     TempDir dir;
     const std::string good = jsonl_corpus(300);
