@@ -59,12 +59,6 @@ uint64_t fnv1a_file(const std::string& path) {
     return h;
 }
 
-bool any_json(const std::vector<std::string>& inputs) {
-    return std::any_of(inputs.begin(), inputs.end(), [](const std::string& p) {
-        return p.find(".json") != std::string::npos;
-    });
-}
-
 // What decides the output: the inputs' names, sizes and contents, and the settings. (Settings at
 // their earlier defaults write no line, so preparations made before they existed still match.)
 std::string manifest(const std::vector<std::string>& inputs, int vocab_size, const ValSplit& val,
@@ -74,7 +68,7 @@ std::string manifest(const std::vector<std::string>& inputs, int vocab_size, con
     m << kManifestHeader << "vocab_size " << vocab_size << "\nval_fraction " << val.fraction << "\n";
     if (val.chunk_tokens > 0 && !val.by_document) m << "val_chunk_tokens " << val.chunk_tokens << "\n";
     if (val.by_document) m << "val_split documents seed " << val.seed << "\n";
-    if (any_json(inputs)) m << "text_field " << input.text_field << "\n";
+    if (std::ranges::any_of(inputs, is_json_lines)) m << "text_field " << input.text_field << "\n";
     if (input.skip_bad_lines) m << "skip_bad_lines\n";
     if (shard_tokens != kMaxShardTokens) m << "shard_tokens " << shard_tokens << "\n";
     if (!tokenizer_path.empty())

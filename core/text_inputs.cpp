@@ -75,6 +75,11 @@ std::string line_label(const std::string& file, uint64_t line) { return "'" + fi
 
 }  // namespace
 
+bool is_json_lines(const std::string& path) {
+    const std::optional<Format> f = format_of(path);
+    return f && f->json;
+}
+
 size_t invalid_utf8_at(std::string_view text) {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     const size_t n = text.size();

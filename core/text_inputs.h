@@ -22,6 +22,9 @@ namespace arch {
 // or for a file whose name is not one of the formats above.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& args);
 
+// Whether a corpus file's name says JSON lines (.jsonl or .json, compressed or not).
+bool is_json_lines(const std::string& path);
+
 // Where the first byte of text that is not valid UTF-8 is (a sequence cut off by the end of text
 // included), or std::string::npos.
 size_t invalid_utf8_at(std::string_view text);

@@ -202,9 +202,11 @@ TokenShardInfo read_token_shard_info(const std::string& path) {
 
 uint64_t read_token_shard_count(const std::string& path) { return read_token_shard_info(path).tokens; }
 
-std::vector<uint8_t> read_token_bytes(const std::string& path, uint64_t offset, uint64_t count) {
-    std::ifstream in;
-    const TokenShardInfo info = open_and_check(path, in);
+namespace {
+
+// Tokens [offset, offset + count) of a shard opened and checked by open_and_check, as its bytes.
+std::vector<uint8_t> read_range(std::ifstream& in, const TokenShardInfo& info, const std::string& path, uint64_t offset,
+                                uint64_t count) {
     if (offset > info.tokens || count > info.tokens - offset)
         throw Error("token shard '" + path + "' has " + std::to_string(info.tokens) + " tokens; tokens " +
                     std::to_string(offset) + ".." + std::to_string(offset + count) + " are past its end");
@@ -216,19 +218,28 @@ std::vector<uint8_t> read_token_bytes(const std::string& path, uint64_t offset, 
     return bytes;
 }
 
+}  // namespace
+
+std::vector<uint8_t> read_token_bytes(const std::string& path, uint64_t offset, uint64_t count) {
+    std::ifstream in;
+    const TokenShardInfo info = open_and_check(path, in);
+    return read_range(in, info, path, offset, count);
+}
+
 std::vector<uint16_t> read_token_shard(const std::string& path) {
-    const TokenShardInfo info = read_token_shard_info(path);
-    if (info.token_bytes != 2)
-        throw Error("token shard '" + path + "' holds uint32 tokens, expected a uint16 shard");
-    const std::vector<uint8_t> bytes = read_token_bytes(path, 0, info.tokens);
+    std::ifstream in;
+    const TokenShardInfo info = open_and_check(path, in);
+    if (info.token_bytes != 2) throw Error("token shard '" + path + "' holds uint32 tokens, expected a uint16 shard");
+    const std::vector<uint8_t> bytes = read_range(in, info, path, 0, info.tokens);
     std::vector<uint16_t> tokens(info.tokens);
     if (!bytes.empty()) std::memcpy(tokens.data(), bytes.data(), bytes.size());
     return tokens;
 }
 
 std::vector<uint32_t> read_token_ids(const std::string& path) {
-    const TokenShardInfo info = read_token_shard_info(path);
-    const std::vector<uint8_t> bytes = read_token_bytes(path, 0, info.tokens);
+    std::ifstream in;
+    const TokenShardInfo info = open_and_check(path, in);
+    const std::vector<uint8_t> bytes = read_range(in, info, path, 0, info.tokens);
     std::vector<uint32_t> ids(info.tokens);
     widen_tokens(bytes, info.token_bytes, ids.data());
     return ids;

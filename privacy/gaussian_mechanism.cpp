@@ -3,6 +3,7 @@
 
 #include <sodium.h>
 
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -25,21 +26,10 @@ double clip_l2(std::span<float> delta, double bound) {
 
 NoiseSource::NoiseSource() {
     if (sodium_init() < 0) throw Error("privacy: libsodium failed to initialise");
-    do randombytes_buf(s_.data(), sizeof(s_));
-    while (s_[0] == 0 && s_[1] == 0 && s_[2] == 0 && s_[3] == 0);
-}
-
-uint64_t NoiseSource::next() {  // xoshiro256**
-    auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
-    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
+    std::array<uint64_t, 4> state{};
+    do randombytes_buf(state.data(), sizeof(state));
+    while (state == std::array<uint64_t, 4>{});  // xoshiro's one state that never leaves zero
+    rng_.set_state(state);
 }
 
 double NoiseSource::normal() {
@@ -48,8 +38,8 @@ double NoiseSource::normal() {
         return spare_;
     }
     // Box-Muller on u1 in (0, 1] and u2 in [0, 1): 53-bit uniforms.
-    const double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;
-    const double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;
+    const double u1 = (static_cast<double>(rng_.next_u64() >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 = static_cast<double>(rng_.next_u64() >> 11) * 0x1.0p-53;
     const double r = std::sqrt(-2.0 * std::log(u1));
     spare_ = r * std::sin(2 * M_PI * u2);
     has_spare_ = true;

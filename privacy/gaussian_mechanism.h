@@ -4,16 +4,18 @@
 // could regenerate could be subtracted again. Norms are summed in double, in order.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <span>
+
+#include "core/rng.h"
 
 namespace arch::privacy {
 
 // Scales delta by min(1, bound / ||delta||_2) in place and returns the norm it had. bound > 0.
 double clip_l2(std::span<float> delta, double bound);
 
-// Standard normal draws: xoshiro256** and Box-Muller, seeded from the CSPRNG.
+// Standard normal draws: core/rng.h's xoshiro256** (its state drawn from the CSPRNG) and Box-Muller,
+// both values of each pair used.
 class NoiseSource {
 public:
     NoiseSource();                        // a secret seed
@@ -22,8 +24,7 @@ public:
     void add_noise(std::span<float> values, double stddev);
 
 private:
-    uint64_t next();
-    std::array<uint64_t, 4> s_{};
+    Rng rng_;
     double spare_ = 0;
     bool has_spare_ = false;
 };
