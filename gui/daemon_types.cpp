@@ -44,6 +44,11 @@ std::optional<DaemonStatus> parse_status(const QByteArray& json) {
     s.paused = o->value("paused").toBool();
     s.tokens_per_s = o->value("tokens_per_s").toDouble();
     s.uptime_s = o->value("uptime_s").toDouble();
+    const QJsonObject privacy = o->value("privacy").toObject();
+    s.privacy_mode = privacy.value("mode").toString();
+    s.epsilon_spent = privacy.value("epsilon_spent").toDouble();
+    s.epsilon_budget = privacy.value("epsilon_budget").toDouble();
+    s.delta = privacy.value("delta").toDouble();
     return s;
 }
 

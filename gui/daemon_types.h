@@ -21,6 +21,9 @@ struct DaemonStatus {
     QString theta_hash;
     bool paused = false;
     double tokens_per_s = 0, uptime_s = 0;
+    // Differential privacy ("privacy": null when off: privacy_mode stays empty).
+    QString privacy_mode;
+    double epsilon_spent = 0, epsilon_budget = 0, delta = 0;
 };
 
 struct PeerInfo {

@@ -45,6 +45,8 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     speed_ = new QLabel;
     ratio_ = new QLabel;
     ratio_->setObjectName("compression_ratio");
+    privacy_ = new QLabel;
+    privacy_->setObjectName("privacy");
     pause_ = new QPushButton("Pause");
     leave_ = new QPushButton("Leave");
     charts_ = new RunCharts;
@@ -75,6 +77,7 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     auto* numbers = new QVBoxLayout;
     numbers->addWidget(speed_);
     numbers->addWidget(ratio_);
+    numbers->addWidget(privacy_);
     header->addLayout(numbers, 1);
     header->addWidget(pause_);
     header->addWidget(leave_);
@@ -111,6 +114,12 @@ void RunView::show_status(const DaemonStatus& s) {
     progress_->setRange(0, std::max(1, s.rounds));
     progress_->setValue(std::clamp(s.round, 0, std::max(1, s.rounds)));
     speed_->setText(QString("%1 tokens/s").arg(s.tokens_per_s, 0, 'f', 0));
+    privacy_->setVisible(!s.privacy_mode.isEmpty());
+    privacy_->setText(QString("privacy (%1): ε %2 of %3 spent, δ %4")
+                          .arg(s.privacy_mode.toHtmlEscaped())
+                          .arg(s.epsilon_spent, 0, 'f', 2)
+                          .arg(s.epsilon_budget, 0, 'g', 4)
+                          .arg(s.delta, 0, 'g', 3));
     paused_ = s.paused;
     pause_->setText(s.paused ? "Resume" : "Pause");
     const bool active = s.role != "idle";

@@ -82,6 +82,11 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
     screen_ = std::make_unique<outer::NormScreen>(
         outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
     if (c.sync_moments_every > 0) moments_ = std::make_unique<MomentPool>(c, global_->theta().size());
+    if (c.privacy.on()) {
+        privacy_ = std::make_unique<privacy::PrivacyBudget>(c.privacy, run_updates(c));
+        if (!c.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
+        log_privacy_plan();
+    }
     std::filesystem::create_directories(c.checkpoint_dir);
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
@@ -91,6 +96,34 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
 }
 
 Host::~Host() = default;
+
+uint64_t Host::last_update() const {
+    const uint64_t planned = run_updates(options_.config);
+    return privacy_ ? std::min(planned, privacy_->affordable()) : planned;
+}
+
+void Host::log_privacy_plan() const {
+    const privacy::DpSettings& d = options_.config.privacy;
+    const privacy::PrivacyBudget& b = *privacy_;
+    const uint64_t planned = run_updates(options_.config);
+    char line[512];
+    std::snprintf(line, sizeof(line),
+                  "privacy: %s, every pseudo-gradient clipped to %g, noise multiplier %.4g (%s); %llu updates spend "
+                  "epsilon %.4g of %g at delta %g",
+                  d.mode.c_str(), d.clip, b.noise_multiplier(), b.derived() ? "derived from the budget" : "privacy.noise_multiplier",
+                  static_cast<unsigned long long>(last_update()), b.spent(last_update()), d.epsilon, d.delta);
+    log(line);
+    if (b.affordable() < planned)
+        log("privacy: the budget covers " + std::to_string(b.affordable()) + " of the run's " + std::to_string(planned) +
+            " updates; the run ends there");
+    if (d.distributed()) {
+        std::snprintf(line, sizeof(line),
+                      "privacy: distributed, assuming %d honest islands add their share; the host sees each island's "
+                      "pseudo-gradient with its own share only, and against it the run spends epsilon %.4g",
+                      d.honest, b.spent_against_host(last_update()));
+        log(line);
+    }
+}
 
 uint64_t Host::uplink_bytes(const Link& link) {
     return link.bytes_received(Type::pseudo_grad) + link.bytes_received(Type::moments);
@@ -134,6 +167,7 @@ void Host::publish_run(Link& link) {
     for (const auto& [key, p] : peers_)
         if (p.connected) tokens_per_s += p.steps_per_s * static_cast<double>(c.batch) * c.seq_len * c.grad_accum;
     s.set_tokens_per_s(tokens_per_s);
+    if (privacy_) s.set_privacy(PrivacyFigures::of(*privacy_, round_));
     for (const auto& [key, p] : peers_) publish(key);
     published_ = Clock::now();
 }
@@ -246,7 +280,7 @@ rounds::RunView Host::view(Link& link) {
     }
     rounds::RunView v;
     v.round = round_;
-    v.rounds = run_updates(options_.config);
+    v.rounds = last_update();
     v.seconds_open = seconds_since(round_started_);
     v.islands = view_;
     return v;
@@ -255,7 +289,7 @@ rounds::RunView Host::view(Link& link) {
 void Host::start_island(Link& link, const rounds::Start& start) {
     // After the last update no island is started again: it would train a round nobody waits for, and
     // miss the host's bye while sending it.
-    if (round_ >= run_updates(options_.config)) return;
+    if (round_ >= last_update()) return;
     const auto it = peers_.find(start.key);
     if (it == peers_.end() || !it->second.welcomed) return;
     PeerState& p = it->second;
@@ -540,7 +574,7 @@ void Host::run(Link& link) {
     link.accept_blobs(accepted);
     const Clock::time_point join_deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.join_timeout_s));
-    const uint64_t updates = run_updates(c);
+    const uint64_t updates = last_update();
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
         std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
     publish_run(link);
@@ -599,6 +633,12 @@ void Host::run(Link& link) {
     log(traffic);
     publish_run(link);
     link_ = nullptr;
+    if (round_ >= updates && updates < run_updates(c)) {
+        char line[200];
+        std::snprintf(line, sizeof(line), "privacy: update %llu would spend epsilon %.4g, above the budget of %g; no more rounds",
+                      static_cast<unsigned long long>(updates + 1), privacy_->spent(updates + 1), c.privacy.epsilon);
+        log(line);
+    }
     if (options_.status) options_.status->set_state(round_ >= updates ? "finished" : "stopped");
     log(round_ >= updates ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
 }

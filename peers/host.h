@@ -30,6 +30,8 @@
 #include "peers/rate_limit.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
+#include "privacy/gaussian_mechanism.h"
+#include "privacy/privacy_budget.h"
 
 namespace arch {
 
@@ -43,6 +45,7 @@ struct RoundRow {
     uint64_t bytes_up = 0, bytes_down = 0;
     double compression_ratio = 0;  // fp32 size of the pseudo-gradients received / bytes received for them
     double seconds = 0;
+    double epsilon = -1;  // differential privacy: ε spent after this round (-1: the run has none)
 };
 
 struct HostOptions {
@@ -113,6 +116,12 @@ private:
     void offer_round(Link& link, const std::string& key);  // an island just got ready: the policy may start it
     void make_update(Link& link);            // the update the policy says is due: screen, aggregate, apply, send
     void screen(std::vector<rounds::Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
+    // Differential privacy instead of screening: clips every Δ and, in central mode, adds the noise.
+    // False (and logged) when the round cannot carry the whole noise: fewer Δs than privacy.honest.
+    bool privatize(std::vector<rounds::Contribution>& all);
+    // The updates this run makes: run_updates(), or fewer when the privacy budget covers fewer.
+    uint64_t last_update() const;
+    void log_privacy_plan() const;
     void send_state(Link& link, const std::string& key);
     void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
@@ -146,6 +155,8 @@ private:
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
     std::unique_ptr<MomentPool> moments_;         // DES-LOC (outer.sync_moments_every > 0), else null
+    std::unique_ptr<privacy::PrivacyBudget> privacy_;  // [privacy] on, else null
+    std::unique_ptr<privacy::NoiseSource> noise_;       // central mode: the host's noise
     std::chrono::steady_clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
     std::chrono::steady_clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
     std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then

@@ -2,6 +2,8 @@
 // contributions the round policy hands over, aggregate and apply them, checkpoint, evaluate, and send
 // every island the same update, naming the contributions it used and, in a DES-LOC round, carrying the
 // mean of their AdamW moments (peers/moment_sync.h). The event loop around it is host.cpp's.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/data_loader.h"
@@ -26,13 +28,19 @@ void Host::make_update(Link& link) {
         start_islands(link, policy_->after_update(view(link), false));
     };
     if (all.empty()) return again(" has no pseudo-gradients");
-    screen(all);
-    if (all.empty()) return again(": every pseudo-gradient was rejected");
+    if (privacy_) {
+        if (!privatize(all))
+            return again(": " + std::to_string(all.size()) + " pseudo-gradients cannot carry the whole noise, whose shares come "
+                         "from privacy.honest = " + std::to_string(options_.config.privacy.honest) + " islands");
+    } else {
+        screen(all);
+        if (all.empty()) return again(": every pseudo-gradient was rejected");
+    }
     std::vector<outer::Contribution> cs;
     std::vector<protocol::Applied> applied;
     double loss = 0;
     for (const rounds::Contribution& c : all) {
-        cs.push_back({c.delta, c.tokens});
+        cs.push_back({c.delta, privacy_ ? 1.0 : c.tokens});  // DP-FedAvg's mean counts every island the same
         applied.push_back({c.island, c.round});
         loss += c.loss / static_cast<double>(all.size());
     }
@@ -89,6 +97,7 @@ void Host::make_update(Link& link) {
     down_bytes_round_ = 0;
     row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
     row.seconds = seconds_since(row_started_);
+    if (privacy_) row.epsilon = privacy_->spent(round_);
     bytes_up_mark_ = uplink_bytes(link);  // the next row counts from here
     raw_bytes_round_ = 0;
     row_started_ = Clock::now();
@@ -118,6 +127,28 @@ void Host::screen(std::vector<rounds::Contribution>& all) {
         if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
     }
     all = std::move(kept);
+}
+
+bool Host::privatize(std::vector<rounds::Contribution>& all) {
+    const privacy::DpSettings& d = options_.config.privacy;
+    const double sigma = privacy_->noise_multiplier();
+    if (d.distributed() && all.size() < static_cast<std::size_t>(d.honest)) return false;
+    // Central: the bound is the clip. Distributed: each Δ arrives clipped and noised, so the bound is
+    // the clip plus its share's norm, N(0, s^2) over d coordinates: s (sqrt(d) + 8) lies more than ten
+    // standard deviations of that norm above its mean. An island that sent more is cut to it.
+    const double share = sigma * d.clip / std::sqrt(static_cast<double>(std::max(d.honest, 1)));
+    for (rounds::Contribution& c : all) {
+        const double bound = d.distributed() ? d.clip + share * (std::sqrt(static_cast<double>(c.delta.size())) + 8) : d.clip;
+        const double norm = privacy::clip_l2(c.delta, bound);
+        if (d.distributed() && norm > bound) {
+            char figures[96];
+            std::snprintf(figures, sizeof(figures), "norm %.4g, above %.4g (the clip and its noise share)", norm, bound);
+            log("clipped the pseudo-gradient of island " + std::to_string(c.island) + " (" + c.name + ") for round " +
+                std::to_string(round_) + ": " + figures);
+        }
+    }
+    if (noise_) privacy::add_central_noise(all.front().delta, d.clip, sigma, *noise_);
+    return true;
 }
 
 float Host::evaluate() {

@@ -93,6 +93,8 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
                                                      run_fragments(c, model_));
     replica_valid_ = false;
     config_ = std::move(c);
+    privacy_ = config_->privacy.on() ? std::make_unique<privacy::PrivacyBudget>(config_->privacy, run_updates(*config_)) : nullptr;
+    if (options_.status && privacy_) options_.status->set_privacy(PrivacyFigures::of(*privacy_, 0));
     if (options_.status) options_.status->set_run(config_->name, static_cast<int>(run_updates(*config_)), config_->mode, config_->islands);
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
         describe(model_) + ", " + std::to_string(options_.devices) + " device(s)" +
@@ -160,6 +162,18 @@ void Peer::data_ready(Link& link) {
     } catch (const Error& e) {  // this machine's devices, not the message: no later message can mend it
         throw Fatal(std::string("the island could not be started on ") + std::to_string(options_.devices) + " x " +
                     options_.device + ": " + e.what());
+    }
+    if (c.privacy.distributed()) {
+        const privacy::PrivacyBudget& budget = *privacy_;
+        worker_->add_privacy_share(c.privacy.clip, budget.noise_multiplier(), c.privacy.honest);
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "privacy: distributed; every pseudo-gradient is clipped to %g and gets its share of the noise, "
+                      "N(0, (%.4g x %g)^2 / %d), before it is encoded; its inner loss is not sent",
+                      c.privacy.clip, budget.noise_multiplier(), c.privacy.clip, c.privacy.honest);
+        log(line);
+    } else if (c.privacy.on()) {
+        log("privacy: central; the host clips and noises the pseudo-gradients, and sees this island's as it is sent");
     }
     if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
     report_hash(link);  // in sync: the host starts this island; else it sends the state
@@ -244,6 +258,10 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
         row.islands = static_cast<int>(meta.islands);
         row.val_loss = meta.val_loss;
         row.bytes_down = blob.size();
+        if (privacy_) {
+            row.epsilon = privacy_->spent(replica_->updates_applied());
+            options_.status->set_privacy(PrivacyFigures::of(*privacy_, replica_->updates_applied()));
+        }
         options_.status->add_round(row);
         publish(link);
     }
@@ -295,7 +313,9 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     steps_per_s_ = static_cast<float>(result.steps / compute_s_);
     if (moments_round(*config_, m.round)) send_moments(link, m.round);
     protocol::Writer w;
-    w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, result.mean_loss, m.steps, steps_per_s_}));
+    // Distributed privacy: the host is not trusted with anything the noise does not cover, the loss included.
+    const float loss = config_->privacy.distributed() ? 0.0f : result.mean_loss;
+    w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, m.steps, steps_per_s_}));
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +

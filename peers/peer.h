@@ -85,6 +85,7 @@ private:
     PeerOptions options_;
     std::string host_;
     std::optional<RunConfig> config_;
+    std::unique_ptr<privacy::PrivacyBudget> privacy_;  // the run's [privacy], when on
     uint32_t island_ = 0;
     std::unique_ptr<IslandData> data_;  // this island's data until its shard is complete
     ModelConfig model_{};

@@ -11,9 +11,44 @@
 
 namespace arch {
 
+namespace {
+// What island-level DP's guarantee holds with (docs/privacy.md, "What composes"); the rest is refused
+// by name. Every update must be a mean of clipped Δs, one per island, plus the whole noise.
+void check_privacy_composes(RunConfig& c, const toml_file::Fields& privacy, const toml_file::Fields& outer,
+                            const toml_file::Fields& deadlines, bool screen_set, bool moments_set) {
+    auto refuse = [&](const std::string& where, const std::string& why) {
+        throw Error(where + ": " + why + " (privacy.mode = \"" + c.privacy.mode + "\"; docs/privacy.md)");
+    };
+    if (c.outer.aggregator != "mean")
+        refuse(outer.where("aggregator"), "outer.aggregator '" + c.outer.aggregator +
+                                              "' is not a mean of clipped pseudo-gradients, whose noise the accountant counts; "
+                                              "use mean (the privacy clip already bounds what any island can move)");
+    if (screen_set && c.outer.screen != "off")
+        refuse(outer.where("screen"), "outer.screen measures each Δ against the round's median, which makes one island's "
+                                      "fate depend on the others' data; privacy.clip bounds every Δ exactly instead "
+                                      "(leave outer.screen out)");
+    c.outer.screen = "off";
+    if (moments_set && c.sync_moments_every > 0)
+        refuse(outer.where("sync_moments_every"), "DES-LOC's AdamW moments would reach every island un-noised; set "
+                                                  "outer.sync_moments_every = 0, or leave it out");
+    c.sync_moments_every = 0;
+    if (c.straggler == "fold")
+        refuse(deadlines.where("straggler"), "deadlines.straggler = \"fold\" can put two of an island's Δs in one "
+                                             "update, twice the sensitivity the noise is for; use drop");
+    if (c.privacy.distributed() && c.mode == "async")
+        refuse(privacy.where("mode"), "an async update holds one island's Δ, so it carries one share of the noise, not "
+                                      "the whole; use central, or sync or streaming mode");
+    try {
+        privacy::PrivacyBudget budget(c.privacy, run_updates(c));
+    } catch (const Error& e) {
+        refuse(privacy.where("epsilon"), e.what());
+    }
+}
+}  // namespace
+
 RunConfig parse_run_config(const std::string& text, const std::string& source) {
     const toml::table file = toml_file::parse(text, source);
-    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "wire", "deadlines"});
+    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "wire", "deadlines", "privacy"});
     static const toml::table empty;
     auto section = [&](const char* name) {
         const toml::table* t = file[name].as_table();
@@ -97,6 +132,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     outer.text_choice("screen", c.outer.screen, {"clip", "reject", "off"});
     outer.number("screen_factor", c.outer.screen_factor, 1.0, 1e9, true);
     const bool moments_set = outer.has("sync_moments_every");
+    const bool screen_set = outer.has("screen");
     outer.integer("sync_moments_every", c.sync_moments_every, 0, 1'000'000);
     outer.finish();
 
@@ -123,6 +159,32 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     deadlines.number("heartbeat_timeout_s", c.heartbeat_timeout_s, 0.0, 1e7, true);
     deadlines.text_choice("straggler", c.straggler, {"drop", "fold"});
     deadlines.finish();
+
+    toml_file::Fields privacy = section("privacy");
+    privacy::DpSettings& dp = c.privacy;
+    privacy.text_choice("mode", dp.mode, {"off", "central", "distributed"});
+    if (dp.on()) {
+        auto needs = [&](const char* key, const char* what) {
+            if (!privacy.has(key))
+                throw Error(privacy.where("mode") + ": privacy.mode = \"" + dp.mode + "\" needs privacy." + key + ", " + what);
+        };
+        needs("clip", "the L2 bound every pseudo-gradient is clipped to");
+        needs("epsilon", "the run's privacy budget (archipelago privacy shows what a run spends)");
+        if (dp.distributed()) needs("honest", "the number of islands assumed to add their share of the noise");
+        privacy.number("clip", dp.clip, 0.0, 1e9, true);
+        privacy.number("epsilon", dp.epsilon, 0.0, 1000.0, true);
+        privacy.number("delta", dp.delta, 0.0, 0.1, true);
+        privacy.number("noise_multiplier", dp.noise_multiplier, 0.0, 1e6);
+        if (dp.distributed()) {
+            privacy.integer("honest", dp.honest, 1, c.islands);
+        } else if (privacy.has("honest")) {
+            privacy.fail("honest", "is for privacy.mode = \"distributed\" (in central mode the host adds all the noise)");
+        }
+    } else {
+        for (const char* key : {"clip", "epsilon", "delta", "noise_multiplier", "honest"})
+            if (privacy.has(key)) privacy.fail(key, "is set, but privacy.mode is \"off\" (set mode = \"central\" or \"distributed\")");
+    }
+    privacy.finish();
 
     // DES-LOC's moments follow a sync round's Δs: an async update holds one island's Δ from another
     // θ, and a streaming island never restarts from θ, so neither has a round the moments belong to.
@@ -160,6 +222,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
             throw Error(deadlines.where("straggler") + ": deadlines.straggler = \"fold\" would add a Δ of one fragment "
                         "to the next round's, which is another fragment's; streaming mode drops late ones");
     }
+    if (dp.on()) check_privacy_composes(c, privacy, outer, deadlines, screen_set, moments_set);
     // The decay ends at the last round (each fragment's own last update in streaming mode).
     c.outer.total_updates = static_cast<uint64_t>(c.rounds);
     // Codec and aggregator specs are parsed here so a typo fails at start, not at round 1.

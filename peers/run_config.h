@@ -9,6 +9,7 @@
 #include "core/model_config.h"
 #include "core/trainer.h"
 #include "peers/diloco/global_model.h"
+#include "privacy/privacy_budget.h"
 
 namespace arch {
 
@@ -74,6 +75,9 @@ struct RunConfig {
     double heartbeat_timeout_s = 6;
     std::string straggler = "drop";  // drop | fold (a late pseudo-gradient joins the next round)
     int val_batches = 8;
+    // [privacy] island-level differential privacy (privacy/, docs/privacy.md): off, or each Δ clipped
+    // and Gaussian noise added by the host (central) or by each island before it encodes (distributed).
+    privacy::DpSettings privacy;
 
     std::string toml;  // the text this was parsed from (what the host sends to peers)
 };

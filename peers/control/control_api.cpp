@@ -128,6 +128,21 @@ ApiResponse api_error(int status, const std::string& message) {
     return r;
 }
 
+namespace {
+// null when the run has no differential privacy.
+ordered_json privacy_json(const PrivacyFigures& p) {
+    if (p.mode == "off") return nullptr;
+    return ordered_json{{"mode", p.mode},
+                        {"clip", p.clip},
+                        {"noise_multiplier", p.noise_multiplier},
+                        {"delta", p.delta},
+                        {"epsilon_budget", p.epsilon_budget},
+                        {"epsilon_spent", p.epsilon_spent},
+                        {"honest", p.honest},
+                        {"updates_affordable", p.updates_affordable}};
+}
+}  // namespace
+
 std::string status_json(const StatusSnapshot& s) {
     return json_text({{"role", s.role},
                       {"run", s.run},
@@ -140,7 +155,8 @@ std::string status_json(const StatusSnapshot& s) {
                       {"paused", s.paused},
                       {"tokens_per_s", s.tokens_per_s},
                       {"uptime_s", s.uptime_s},
-                      {"rounds_finished", s.rounds_finished}});
+                      {"rounds_finished", s.rounds_finished},
+                      {"privacy", privacy_json(s.privacy)}});
 }
 
 std::string peers_json(const StatusSnapshot& s) {
@@ -174,7 +190,8 @@ std::string rounds_json(const StatusSnapshot& s) {
                                     {"bytes_up", r.bytes_up},
                                     {"bytes_down", r.bytes_down},
                                     {"compression_ratio", r.compression_ratio},
-                                    {"seconds", r.seconds}});
+                                    {"seconds", r.seconds},
+                                    {"epsilon", r.epsilon >= 0 ? ordered_json(r.epsilon) : ordered_json(nullptr)}});
     return json_text({{"rounds", list}});
 }
 
@@ -214,6 +231,13 @@ std::string metrics_text(const StatusSnapshot& s) {
                   "Inner training tokens per second (host: the sum over connected islands).", {{"", s.tokens_per_s}});
     out += metric("archipelago_peers_connected", "gauge", "Peers connected now (a peer counts itself).",
                   {{"", connected}});
+    const bool dp = s.privacy.mode != "off";
+    out += metric("archipelago_privacy_epsilon_spent", "gauge",
+                  "Differential privacy: epsilon the run's updates have spent (NaN when the run has none).",
+                  {{"", dp ? s.privacy.epsilon_spent : nan}});
+    out += metric("archipelago_privacy_epsilon_budget", "gauge",
+                  "Differential privacy: the run's epsilon budget, at its delta (NaN when the run has none).",
+                  {{"", dp ? s.privacy.epsilon_budget : nan}});
     out += metric("archipelago_paused", "gauge", "1 while paused by the control API.", {{"", s.paused ? 1.0 : 0.0}});
     std::vector<std::pair<std::string, double>> step, up, down, wire_sent, wire_received;
     for (const PeerRow& p : s.peers) {

@@ -15,6 +15,7 @@
 
 #include "peers/host.h"
 #include "peers/protocol.h"
+#include "privacy/privacy_budget.h"
 
 namespace arch {
 
@@ -34,6 +35,20 @@ struct PeerRow {
     uint64_t wire_bytes_sent = 0, wire_bytes_received = 0;  // every frame to / from it
 };
 
+// Island-level differential privacy (docs/privacy.md): mode "off", or what the run's budget allows and
+// what its updates so far have spent.
+struct PrivacyFigures {
+    std::string mode = "off";
+    double clip = 0, noise_multiplier = 0, delta = 0;
+    double epsilon_budget = 0, epsilon_spent = 0;
+    int honest = 0;  // distributed mode
+    uint64_t updates_affordable = 0;  // the updates the budget covers
+    static PrivacyFigures of(const privacy::PrivacyBudget& b, uint64_t updates) {
+        const privacy::DpSettings& d = b.settings();
+        return {d.mode, d.clip, b.noise_multiplier(), d.delta, d.epsilon, b.spent(updates), d.honest, b.affordable()};
+    }
+};
+
 struct StatusSnapshot {
     std::string role = "idle";  // idle | host | peer
     std::string run;
@@ -49,6 +64,7 @@ struct StatusSnapshot {
     float inner_loss = -1, val_loss = -1;  // latest; -1 unknown
     double compression_ratio = 0;
     uint64_t rounds_finished = 0;
+    PrivacyFigures privacy;
     std::vector<PeerRow> peers;
     std::vector<RoundRow> history;
     std::map<protocol::Type, uint64_t> bytes_sent, bytes_received;
@@ -92,6 +108,7 @@ public:
         });
     }
     void set_tokens_per_s(double v) { with([&](StatusSnapshot& s) { s.tokens_per_s = v; }); }
+    void set_privacy(const PrivacyFigures& p) { with([&](StatusSnapshot& s) { s.privacy = p; }); }
     void set_inner_loss(float v) { with([&](StatusSnapshot& s) { s.inner_loss = v; }); }
     // A finished round (host) or an applied one (peer; only round, islands and val loss known).
     void add_round(const RoundRow& row) {

@@ -86,22 +86,39 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
     return r;
 }
 
+std::vector<std::byte> IslandWorker::encode(std::span<float> delta, uint64_t stream) {
+    if (share_) {
+        privacy::clip_l2(delta, share_->clip);
+        privacy::add_island_share(delta, share_->clip, share_->sigma, share_->honest, share_->noise);
+    }
+    return codec_->encode(delta, stream);
+}
+
+void IslandWorker::add_privacy_share(double clip, double sigma, int honest) {
+    if (!(clip > 0) || !(sigma >= 0) || honest < 1)
+        throw Error("a privacy share needs clip > 0, sigma >= 0 and honest >= 1");
+    share_ = std::make_unique<PrivacyShare>(PrivacyShare{clip, sigma, honest, {}});
+}
+
 void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r) {
-    if (model_) {
+    const bool on_devices = !share_;  // a privacy share is added here, to the whole Δ
+    if (on_devices && model_) {
         if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
             r.payload = std::move(*on_device);
             r.encoded_on = "on the GPU";
             return;
         }
-    } else if (auto per_shard = encode_delta_on_island(*island_, theta, codec_->spec())) {
-        r.payload = std::move(*per_shard);
-        r.encoded_on = "per shard on " + std::to_string(island_->devices()) + " GPUs";
-        return;
+    } else if (on_devices) {
+        if (auto per_shard = encode_delta_on_island(*island_, theta, codec_->spec())) {
+            r.payload = std::move(*per_shard);
+            r.encoded_on = "per shard on " + std::to_string(island_->devices()) + " GPUs";
+            return;
+        }
     }
     get_params(delta_);
     for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];
-    r.payload = codec_->encode(delta_, 0);
-    r.encoded_on = "on the host";
+    r.payload = encode(delta_, 0);
+    r.encoded_on = share_ ? "on the host, clipped and noised" : "on the host";
 }
 
 RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPlan& plan,

@@ -23,6 +23,7 @@
 #include "core/trainer.h"
 #include "peers/diloco/model_factory.h"
 #include "peers/rounds/local_steps.h"
+#include "privacy/gaussian_mechanism.h"
 
 namespace arch::diloco {
 
@@ -75,7 +76,13 @@ public:
     // The same, the learning rates placed by `placed` (the host's schedule positions of these steps).
     RoundResult run_steps(int steps, const rounds::ScheduleSpan& placed, const std::function<void(const StepStats&)>& on_step = {});
     void set_params(std::span<const float> theta);
-    std::vector<std::byte> encode(std::span<const float> delta, uint64_t stream) { return codec_->encode(delta, stream); }
+    // delta is clipped and noised in place first when a privacy share is on.
+    std::vector<std::byte> encode(std::span<float> delta, uint64_t stream);
+    // Distributed differential privacy (privacy/gaussian_mechanism.h, docs/privacy.md): from now on
+    // every Δ this island encodes is first clipped to `clip` in L2 and gets its share of the noise,
+    // N(0, (sigma * clip)^2 / honest) per coordinate, so the error-feedback residual of the codec only
+    // ever holds noised values. Δ is then gathered here, never encoded on a device.
+    void add_privacy_share(double clip, double sigma, int honest);
     // The inner AdamW moments m and v, whole vectors (an island of several devices gathers and
     // scatters them). DES-LOC (outer.sync_moments_every) replaces them with the islands' mean; set
     // keeps the step count.
@@ -100,6 +107,12 @@ private:
     std::unique_ptr<compression::Codec> codec_;
     std::vector<float> delta_;
     std::deque<Unsettled> unsettled_;
+    struct PrivacyShare {
+        double clip, sigma;
+        int honest;
+        privacy::NoiseSource noise;
+    };
+    std::unique_ptr<PrivacyShare> share_;  // distributed DP, else null
 };
 
 }  // namespace arch::diloco

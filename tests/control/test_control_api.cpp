@@ -338,6 +338,18 @@ TEST_CASE("/metrics is Prometheus text that promtool accepts") {
     RunStatus fresh;
     const std::map<std::string, double> f = parse_metrics(metrics_text(fresh.snapshot()));
     CHECK(std::isnan(f.at("archipelago_val_loss")));
+    // A run without differential privacy: NaN; with it, what it spent of its budget.
+    CHECK(std::isnan(f.at("archipelago_privacy_epsilon_spent")));
+    CHECK(std::isnan(f.at("archipelago_privacy_epsilon_budget")));
+    PrivacyFigures dp;
+    dp.mode = "central";
+    dp.epsilon_budget = 8;
+    dp.epsilon_spent = 2.25;
+    fresh.set_privacy(dp);
+    const std::map<std::string, double> p = parse_metrics(metrics_text(fresh.snapshot()));
+    CHECK(p.at("archipelago_privacy_epsilon_spent") == 2.25);
+    CHECK(p.at("archipelago_privacy_epsilon_budget") == 8);
+    fresh.set_privacy({});
 
     if (!std::filesystem::exists("/usr/bin/promtool")) {
         WARN("skipped promtool check metrics: /usr/bin/promtool not installed (Debian package prometheus)");

@@ -65,8 +65,18 @@ void fill(RunStatus& s) {
         row.bytes_down = 200;
         row.compression_ratio = 3.9;
         row.seconds = 2.0;
+        row.epsilon = r < 2 ? -1 : 0.5 * static_cast<double>(r);  // none, then spent
         s.add_round(row);
     }
+    PrivacyFigures privacy;
+    privacy.mode = "central";
+    privacy.clip = 1;  // integral doubles
+    privacy.noise_multiplier = 1.25;
+    privacy.delta = 1e-5;
+    privacy.epsilon_budget = 8;
+    privacy.epsilon_spent = 1.5;
+    privacy.updates_affordable = 40;
+    s.set_privacy(privacy);
     s.log(kLogLine);
     s.log(kBadBytes);
 }
@@ -85,14 +95,18 @@ import json, sys
 S, I, F, B, N = str, int, float, bool, type(None)
 def obj(*fields): return {"object": list(fields)}
 def lst(item): return {"list": item}
+def nullable(schema): return {"nullable": schema}
 PEER = obj(("name", S), ("fingerprint", S), ("island", I), ("devices", I), ("steps_per_s", F), ("last_round", I),
            ("bytes_up", I), ("bytes_down", I), ("connected", B), ("in_sync", B), ("seconds_per_step", F),
            ("up_bytes_per_s", F), ("down_bytes_per_s", F), ("wire_bytes_sent", I), ("wire_bytes_received", I))
 ROUND = obj(("round", I), ("islands", I), ("inner_loss", F), ("val_loss", (F, N)), ("bytes_up", I), ("bytes_down", I),
-            ("compression_ratio", F), ("seconds", F))
+            ("compression_ratio", F), ("seconds", F), ("epsilon", (F, N)))
+PRIVACY = obj(("mode", S), ("clip", F), ("noise_multiplier", F), ("delta", F), ("epsilon_budget", F), ("epsilon_spent", F),
+              ("honest", I), ("updates_affordable", I))
 SHAPES = {
     "status": obj(("role", S), ("run", S), ("state", S), ("round", I), ("rounds", I), ("mode", S), ("islands", I),
-                  ("theta_hash", S), ("paused", B), ("tokens_per_s", F), ("uptime_s", F), ("rounds_finished", I)),
+                  ("theta_hash", S), ("paused", B), ("tokens_per_s", F), ("uptime_s", F), ("rounds_finished", I),
+                  ("privacy", nullable(PRIVACY))),
     "peers": obj(("peers", lst(PEER))),
     "rounds": obj(("rounds", lst(ROUND))),
     "log": obj(("lines", lst(S))),
@@ -101,6 +115,9 @@ SHAPES = {
 }
 def refuse(constant): raise ValueError("not JSON: " + constant)
 def check(v, schema, where, errors):
+    if isinstance(schema, dict) and "nullable" in schema:
+        if v is None: return
+        schema = schema["nullable"]
     if isinstance(schema, dict) and "object" in schema:
         want = [k for k, _ in schema["object"]]
         if type(v) is not dict or list(v) != want:
@@ -132,6 +149,10 @@ if not errors:
     same("log.lines[0]", values["log"]["lines"][0], "log.txt")
     got = [r["val_loss"] for r in values["rounds"]["rounds"]]
     if got != [None, None, 3.25, -1.0]: errors.append("rounds val_loss: %r" % got)
+    if values["idle_status"]["privacy"] is not None: errors.append("idle_status.privacy: not null")
+    if values["status"]["privacy"]["epsilon_spent"] != 1.5: errors.append("status.privacy.epsilon_spent")
+    got = [r["epsilon"] for r in values["rounds"]["rounds"]]
+    if got != [None, None, 1.0, 1.5]: errors.append("rounds epsilon: %r" % got)
 for e in errors: print(e)
 print("%d bodies, %d problems" % (len(values), len(errors)))
 sys.exit(1 if errors else 0)

@@ -1,14 +1,16 @@
 // tests/gui/test_daemon_client.cpp: DaemonClient against FakeDaemon on loopback: parsing of every
 // endpoint, the bearer token, a refused token, commands' bodies and errors, and the "daemon not
-// reachable" state when the daemon stops (and recovery when it is back). Waits on signals, never
-// sleeps.
+// reachable" state when the daemon stops (and recovery when it is back), and the run view showing
+// the privacy a run has spent. Waits on signals, never sleeps.
 #include <QJsonDocument>
+#include <QLabel>
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "gui/daemon_client.h"
+#include "gui/run_view.h"
 #include "tests/gui/fake_daemon.h"
 
 using arch::gui::DaemonClient;
@@ -34,6 +36,10 @@ class TestDaemonClient : public QObject {
         QCOMPARE(s->round, 3);
         QCOMPARE(s->rounds, 10);
         QCOMPARE(s->tokens_per_s, 5120.5);
+        QCOMPARE(s->privacy_mode, QString("central"));
+        QCOMPARE(s->epsilon_spent, 2.5);
+        QCOMPARE(s->epsilon_budget, 8.0);
+        QVERIFY(parse_status(R"({"role":"idle","privacy":null})")->privacy_mode.isEmpty());
         const auto peers = parse_peers(canned_peers());
         QVERIFY(peers);
         QCOMPARE(peers->size(), 2);
@@ -78,6 +84,19 @@ class TestDaemonClient : public QObject {
         for (const FakeRequest& r : fake.requests)
             QCOMPARE(r.authorization, QByteArray("Bearer s3cret"));
         QVERIFY(fake.requests.size() == 4);
+    }
+
+    void run_view_shows_the_privacy_spent() {
+        FakeDaemon fake("t");
+        QVERIFY(fake.listen());
+        DaemonClient client(fake.port(), token_file("t"));
+        RunView view(&client, "archipelago");
+        auto* privacy = view.findChild<QLabel*>("privacy");
+        QVERIFY(privacy);
+        QVERIFY(privacy->isHidden());  // a run without differential privacy
+        view.show_status(*parse_status(canned_status()));
+        QVERIFY(!privacy->isHidden());
+        QCOMPARE(privacy->text(), QString("privacy (central): ε 2.50 of 8 spent, δ 1e-05"));
     }
 
     void wrong_token_is_a_clear_state() {
@@ -141,5 +160,5 @@ class TestDaemonClient : public QObject {
     }
 };
 
-QTEST_GUILESS_MAIN(TestDaemonClient)
+QTEST_MAIN(TestDaemonClient)  // widgets: the run view
 #include "test_daemon_client.moc"

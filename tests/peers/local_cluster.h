@@ -86,6 +86,10 @@ public:
         HostOptions ho;
         ho.config = config();
         ho.log = [this](const std::string& line) { append("host", line); };
+        ho.on_round = [this](const RoundRow& row) {
+            std::lock_guard lock(mutex_);
+            rows_.push_back(row);
+        };
         host_ = std::make_unique<Host>(std::move(ho));
         std::atomic<bool> done{false};
         threads_.emplace_back([&] {
@@ -137,6 +141,10 @@ public:
         return it == residuals_.end() ? std::vector<ResidualSeen>{} : it->second;
     }
     const Peer& peer(int i) const { return *peers_[i]; }
+    std::vector<RoundRow> rows() const {  // the host's, one per finished round
+        std::lock_guard lock(mutex_);
+        return rows_;
+    }
     std::string host_hash() const { return host_->theta_hash(); }
     LocalNet& net() { return net_; }
 
@@ -180,6 +188,7 @@ private:
     mutable std::mutex mutex_;
     std::map<std::string, std::string> logs_;
     std::map<std::string, std::vector<ResidualSeen>> residuals_;
+    std::vector<RoundRow> rows_;
 };
 
 void check_in_sync(const Cluster& c, int islands) {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "peers/moment_sync.h"
 #include "peers/run_config.h"
+#include "privacy/rdp_accountant.h"
 
 using arch::parse_run_config;
 using Catch::Contains;
@@ -234,4 +235,55 @@ TEST_CASE("Llama-family model keys: read for a Llama preset, refused for GPT-2's
     // KV heads that do not divide the heads: refused when the model is built from the run.
     const arch::RunConfig odd = parse_run_config("[model]\nconfig = \"llama-tiny\"\nkv_heads = 3\n", "run.toml");
     CHECK_THROWS_WITH(arch::run_model_config(odd, 1000), Contains("KV heads 3 do not divide heads NH=4"));
+}
+
+TEST_CASE("[privacy]: off by default; its keys read, σ derived from the budget, and what does not compose refused") {
+    CHECK_FALSE(parse_run_config("", "run.toml").privacy.on());
+    const std::string central = "[run]\nrounds = 40\n[privacy]\nmode = \"central\"\nclip = 0.5\nepsilon = 8\n";
+    const arch::RunConfig c = parse_run_config(central, "run.toml");
+    CHECK(c.privacy.mode == "central");
+    CHECK(c.privacy.clip == 0.5);
+    CHECK(c.privacy.epsilon == 8);
+    CHECK(c.privacy.delta == 1e-5);
+    CHECK(c.privacy.noise_multiplier == 0);  // derived: what archipelago privacy --epsilon 8 prints
+    CHECK(arch::privacy::PrivacyBudget(c.privacy, 40).noise_multiplier() ==
+          Approx(arch::privacy::noise_for_epsilon(1, 40, 8, 1e-5)));
+    // The clip is the screen and DES-LOC's moments would travel un-noised: both off when unset.
+    CHECK(c.outer.screen == "off");
+    CHECK(c.sync_moments_every == 0);
+    const arch::RunConfig d = parse_run_config(
+        "[run]\nislands = 4\n[privacy]\nmode = \"distributed\"\nclip = 1\nepsilon = 2\ndelta = 1e-6\nnoise_multiplier = 3\nhonest = 3\n",
+        "run.toml");
+    CHECK(d.privacy.honest == 3);
+    CHECK(d.privacy.noise_multiplier == 3);
+    CHECK(d.privacy.delta == 1e-6);
+
+    CHECK_THAT(refused("[privacy]\nmode = \"central\"\nepsilon = 8\n"), Contains("privacy.clip"));
+    CHECK_THAT(refused("[privacy]\nmode = \"central\"\nclip = 1\n"), Contains("privacy.epsilon"));
+    CHECK_THAT(refused("[privacy]\nmode = \"central\"\nclip = 0\nepsilon = 8\n"), Contains("privacy.clip must be in"));
+    CHECK_THAT(refused("[privacy]\nmode = \"distributed\"\nclip = 1\nepsilon = 8\n"), Contains("privacy.honest"));
+    CHECK_THAT(refused("[run]\nislands = 3\n[privacy]\nmode = \"distributed\"\nclip = 1\nepsilon = 8\nhonest = 4\n"),
+               Contains("privacy.honest must be in [1, 3]"));
+    CHECK_THAT(refused("[privacy]\nmode = \"central\"\nclip = 1\nepsilon = 8\nhonest = 2\n"),
+               Contains("privacy.honest is for privacy.mode = \"distributed\""));
+    CHECK_THAT(refused("[privacy]\nclip = 1\n"), Contains("run.toml:2: privacy.clip is set, but privacy.mode is \"off\""));
+    CHECK_THAT(refused("[privacy]\nmode = \"central\"\nclip = 1\nepsilon = 8\nnoise_multipler = 2\n"),
+               Contains("noise_multiplier"));
+    CHECK_THAT(refused("[privacy]\nmode = \"local\"\n"), Contains("privacy.mode"));
+    // A noise multiplier the budget cannot afford one update of.
+    CHECK_THAT(refused("[privacy]\nmode = \"central\"\nclip = 1\nepsilon = 0.1\nnoise_multiplier = 0.5\n"),
+               Contains("one update at noise multiplier 0.5"));
+    // What does not compose, by name.
+    CHECK_THAT(refused(central + "[outer]\naggregator = \"median\"\n"), Contains("outer.aggregator 'median' is not a mean"));
+    CHECK_THAT(refused(central + "[outer]\nscreen = \"clip\"\n"), Contains("privacy.clip bounds every Δ exactly"));
+    CHECK(parse_run_config(central + "[outer]\nscreen = \"off\"\n", "run.toml").privacy.on());
+    CHECK_THAT(refused(central + "[outer]\nsync_moments_every = 4\n"), Contains("DES-LOC's AdamW moments would reach"));
+    CHECK_THAT(refused(central + "[deadlines]\nstraggler = \"fold\"\n"), Contains("twice the sensitivity"));
+    CHECK_THAT(refused("[run]\nmode = \"async\"\n[privacy]\nmode = \"distributed\"\nclip = 1\nepsilon = 8\nhonest = 2\n"),
+               Contains("an async update holds one island's Δ"));
+    // Central privacy in async and streaming mode, and with a codec with error feedback, are taken.
+    CHECK(parse_run_config("[run]\nmode = \"async\"\n[privacy]\nmode = \"central\"\nclip = 1\nepsilon = 8\n", "run.toml").privacy.on());
+    CHECK(parse_run_config("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n[privacy]\nmode = \"distributed\"\nclip = 1\n"
+                           "epsilon = 8\nhonest = 2\n", "run.toml").privacy.on());
+    CHECK(parse_run_config(central + "[wire]\ncodec = \"int8:block=256+ef\"\n", "run.toml").privacy.on());
 }
