@@ -280,7 +280,7 @@ rounds::RunView Host::view(Link& link) {
     }
     rounds::RunView v;
     v.round = round_;
-    v.rounds = last_update();
+    v.rounds = run_updates(options_.config);  // the schedule's length, even when a privacy budget ends the run sooner
     v.seconds_open = seconds_since(round_started_);
     v.islands = view_;
     return v;
@@ -441,8 +441,11 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     if (values != expected)
         throw Error("pseudo-gradient of " + std::to_string(values) + " values, " +
                     (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
+    const Clock::time_point decode_start = Clock::now();
     rounds::Contribution contribution{p.island, key,    p.name, meta.round, compression::decode(payload, expected),
                                       tokens,   meta.mean_loss};
+    phases_.decode_s += seconds_since(decode_start);
+    phases_.last_arrival = Clock::now();
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's.
     const double took = seconds_since(p.started_at) - transfer_seconds;
@@ -454,6 +457,17 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const rounds::Arrival a = policy_->on_arrival(view(link), std::move(contribution));
     if (!a.note.empty()) log(a.note);
     if (a.restart) start_island(link, *a.restart);
+}
+
+void Host::note_update_held() {
+    if (phases_.update_round == UINT64_MAX) return;
+    for (const auto& [key, p] : peers_)
+        if (p.connected && p.welcomed && !p.in_sync) return;
+    char line[160];
+    std::snprintf(line, sizeof(line), "round %llu update held by every island %.2f s after it was sent",
+                  static_cast<unsigned long long>(phases_.update_round), seconds_since(phases_.update_sent));
+    log(line);
+    phases_.update_round = UINT64_MAX;
 }
 
 void Host::on_moments(const std::string& key, std::span<const std::byte> blob) {
@@ -503,6 +517,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
             if (p.in_sync) awaiting_state_.erase(e.peer);
+            if (p.in_sync) note_update_held();
             publish(e.peer);
             if (!p.in_sync && catching_up(p, h)) {
                 // Behind, not astray: the updates since are queued for it in order (send_update),

@@ -97,6 +97,7 @@ private:
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
     void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
+    void note_update_held();  // a hash report in sync: logs when the last update has reached every island
     static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments
     // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
     // one under way (bytes, begun at `since`; none: 0) is not older than its bytes at the link's
@@ -164,6 +165,14 @@ private:
     uint64_t bytes_up_mark_ = 0;
     uint64_t down_bytes_round_ = 0;
     double raw_bytes_round_ = 0;
+    // Where a round's time goes on the host, logged once a round ("host seconds: ...", read by
+    // bench_rounds): the last Δ's arrival, the decoding of every Δ, and the update's way to the islands.
+    struct Phases {
+        std::chrono::steady_clock::time_point last_arrival{};
+        double decode_s = 0;
+        std::chrono::steady_clock::time_point update_sent{};
+        uint64_t update_round = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX
+    } phases_;
     std::atomic<bool> stop_{false};
     std::chrono::steady_clock::time_point published_{};
     std::chrono::steady_clock::time_point revoked_checked_{};  // last call of options_.revoked

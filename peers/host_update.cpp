@@ -46,9 +46,14 @@ void Host::make_update(Link& link) {
     }
     std::vector<std::byte> update;
     const int fragment = round_fragment(options_.config, round_);
+    double aggregate_s = 0, step_s = 0;
     try {
+        Clock::time_point t = Clock::now();
         update = global_->make_update(cs, fragment);  // an aggregator may refuse (trimmed, with too few)
+        aggregate_s = seconds_since(t);
+        t = Clock::now();
         global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
+        step_s = seconds_since(t);
     } catch (const Error& e) {
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
@@ -63,8 +68,12 @@ void Host::make_update(Link& link) {
     while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
+    Clock::time_point t = Clock::now();
     try_save_checkpoint();
+    const double checkpoint_s = seconds_since(t);
+    t = Clock::now();
     const float val = evaluate();
+    const double eval_s = seconds_since(t);
     MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
     if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
     for (const std::string& why : moments.left_out)
@@ -87,6 +96,17 @@ void Host::make_update(Link& link) {
     const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
     for (auto& [key, p] : peers_)
         if (p.welcomed) send_update(link, key, ended, blob);
+    char phases[256];
+    std::snprintf(phases, sizeof(phases),
+                  "round %llu host seconds: receive %.2f, decode %.2f, aggregate+encode %.2f, outer step %.2f, "
+                  "checkpoint %.2f, eval %.2f",
+                  static_cast<unsigned long long>(ended),
+                  std::max(0.0, std::chrono::duration<double>(phases_.last_arrival - row_started_).count()),
+                  phases_.decode_s, aggregate_s, step_s, checkpoint_s, eval_s);
+    log(phases);
+    phases_.decode_s = 0;
+    phases_.update_sent = Clock::now();
+    phases_.update_round = ended;
     RoundRow row;
     row.round = ended;
     row.islands = static_cast<int>(all.size());

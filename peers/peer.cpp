@@ -72,9 +72,11 @@ void Peer::hello(Link& link) {
 void Peer::report_hash(Link& link) {
     protocol::HashReport r{round_, replica_valid_ ? replica_->hash() : std::string(64, '0')};
     link.send(host_, Type::hash_report, round_, protocol::encode(r));
+    reported_at_ = Clock::now();
 }
 
 void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
+    reported_at_ = Clock::now();
     RunConfig c = parse_run_config(w.config_toml, "the host's run config");
     const bool same = config_ && config_->toml == c.toml && island_ == w.island_index;
     island_ = w.island_index;
@@ -192,7 +194,11 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
         replica_valid_ = false;
         throw Error("the state's θ hash does not match the host's");
     }
-    log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12));
+    const double took = std::chrono::duration<double>(Clock::now() - reported_at_).count();
+    char figures[128];
+    std::snprintf(figures, sizeof(figures), ": a state of %.1f MB in %.2f s since it was asked for (%.1f MB/s)",
+                  static_cast<double>(blob.size()) / 1e6, took, static_cast<double>(blob.size()) / 1e6 / std::max(took, 1e-9));
+    log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12) + figures);
     if (stream_) {
         stream_->restart();  // its next round starts from this θ
         stream_next_.reset();
@@ -293,8 +299,15 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     plan.steps = static_cast<int>(m.steps);
     plan.schedule = rounds::ScheduleSpan{m.schedule_from, m.schedule_to};
     const int fragment = round_fragment(*config_, m.round);
+    if (last_step_at_) {  // the island's time without work: from its last inner step to this round's first
+        char idle[96];
+        std::snprintf(idle, sizeof(idle), "round %llu: idle %.2f s since this island's last inner step",
+                      static_cast<unsigned long long>(m.round), std::chrono::duration<double>(t0 - *last_step_at_).count());
+        log(idle);
+    }
     const auto on_step = [&](const StepStats& s) {
         ++done;
+        last_step_at_ = Clock::now();
         if (options_.status) {
             options_.status->set_tokens_per_s(s.tokens_per_s);
             options_.status->set_inner_loss(s.loss);
@@ -355,6 +368,7 @@ void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<pr
 void Peer::stream_turn(Link& link) {
     if (stream_->overlapping()) {
         const diloco::RoundResult r = stream_->overlap_step();
+        last_step_at_ = Clock::now();
         if (options_.status) options_.status->set_inner_loss(r.mean_loss);
         if (options_.throttle > 0 && options_.throttle < 1.0 && steps_per_s_ > 0)
             std::this_thread::sleep_for(std::chrono::duration<double>((1.0 / steps_per_s_) * (1.0 / options_.throttle - 1.0)));

@@ -101,6 +101,10 @@ private:
     float steps_per_s_ = 0;
     double compute_s_ = 0;                    // the inner steps of the last round this island trained
     std::chrono::steady_clock::time_point sent_at_{};  // when its Δ was handed to the link
+    // When it last told the host where it stands (the welcome to its hello, or a hash report): the time
+    // of a state that follows runs from it.
+    std::chrono::steady_clock::time_point reported_at_{};
+    std::optional<std::chrono::steady_clock::time_point> last_step_at_;  // the end of its last inner step
     std::optional<uint64_t> timed_round_;     // that round
     std::atomic<bool> stop_{false};
     bool finished_ = false;

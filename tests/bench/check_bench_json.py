@@ -27,6 +27,11 @@ GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens
              "mfu": float, "peak_gib": float}
 PREPARE = {"tool": str, "threads": int, "mb": float, "seconds": float, "mb_per_s": float, "tokens": int,
            "same_ids": bool}
+ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "host_rss_over_p": float,
+          "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "state_mb_per_s": float,
+          "curve_ceiling_mb_per_s": float, "idle_s_per_sync": float, "host_start_s": float, "receive_s": float,
+          "decode_s": float, "aggregate_encode_s": float, "outer_step_s": float, "checkpoint_s": float,
+          "eval_s": float, "send_s": float}
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU case on a machine without a usable GPU
 
 
@@ -142,6 +147,17 @@ def case_convergence(bin_dir):
             fail(f"{name} read {by_name[name]['epochs']} epochs: the bench must read no token twice")
     if by_name["async"]["staleness_mean"] < 0:
         fail("the async row reports no staleness")
+
+
+def case_rounds(bin_dir):
+    """bench_rounds: a real host and 2 peer processes, 2 rounds of the tiny model; every figure measured."""
+    p = run(bin_dir, ["bench_rounds", "--json", "--config", "tiny", "--islands", "2", "--rounds", "2",
+                      "--ceiling-mb", "50"])
+    row = json_rows(p.stdout, ROUNDS)[0]
+    missing = [k for k in ["host_rss_over_p", "peer_rss_over_p", "state_mb_per_s", "curve_ceiling_mb_per_s",
+                           "host_start_s", "receive_s", "send_s"] if not row[k] > 0]
+    if missing or row["idle_s_per_sync"] < 0 or row["params"] != 7248640:
+        fail(f"not measured: {missing}; row {row}")
 
 
 def case_gpu_train(bin_dir):

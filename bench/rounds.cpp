@@ -1,0 +1,296 @@
+// bench/rounds.cpp: bench_rounds: what a DiLoCo round costs beyond its link, at real model sizes. A real
+// `archipelago host` and N real `archipelago peer` processes over CURVE on 127.0.0.1 (no bandwidth
+// limit), each with its own folder, run a few rounds of a preset's model; the figures come from the
+// processes' own log lines and /proc. The islands train for real (H steps of B x T tokens; keep them
+// small so the round's overheads, not its compute, are what is measured).
+// Columns: params; islands; codec; host_start_s (start to listening); state_mb_per_s (a joiner's state:
+// its size over the time from asking for it, by its hello or a hash report, to holding it);
+// curve_ceiling_mb_per_s (libzmq CURVE on one connection, measured here in-process); idle_s_per_sync (an island's last inner step to its next first
+// one, the median over rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
+// fp32 model's bytes); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
+// model and batch: its DiLoCo state); the host's median seconds a round by phase (receive, decode,
+// aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
+// Usage: bench_rounds [--config gpt2-124m] [--islands 2] [--rounds 3] [--codec ...] [--json]
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_cli.h"
+#include "core/error.h"
+#include "core/model_config.h"
+#include "core/param_layout.h"
+#include "tests/core/temp_dir.h"
+#include "tests/peers/process.h"
+
+using namespace arch;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+    std::string config = "gpt2-124m";
+    int vocab = 0;  // 0: the preset's (GPT-2's 50257 for gpt2-124m), not the bundled tokenizer's
+    int islands = 2, rounds = 3, steps = 1, batch = 1, seq_len = 16;
+    std::string codec = "fp4+ef+zstd:1", down_codec = "int8:block=256+zstd:1";
+    double ceiling_mb = 1024;
+    double timeout_s = 1800;
+    bool json = false;
+    bool keep = false;  // leave the run folder (logs, checkpoints) behind
+};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+    if (v.empty()) return -1;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// VmHWM (peak resident set) of a live process, in bytes; 0 once it is gone.
+double peak_rss(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024;
+    return 0;
+}
+
+// Every match of `pattern` in text: its first capture group as a number.
+std::vector<double> numbers(const std::string& text, const std::string& pattern) {
+    std::vector<double> out;
+    const std::regex re(pattern);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+        out.push_back(std::stod((*it)[1].str()));
+    return out;
+}
+
+void check(int rc, const char* what) {
+    if (rc != 0) throw Error(std::string("bench_rounds: ") + what + ": " + zmq_strerror(zmq_errno()));
+}
+
+// What libzmq's CURVE carries on one connection here: a DEALER sends `mb` MB in 1 MiB messages to a
+// ROUTER on 127.0.0.1 (sender and receiver on their own threads, as two processes would be).
+double curve_ceiling_mb_per_s(double mb) {
+    char server_public[41], server_secret[41], client_public[41], client_secret[41];
+    check(zmq_curve_keypair(server_public, server_secret), "curve keypair");
+    check(zmq_curve_keypair(client_public, client_secret), "curve keypair");
+    void* ctx = zmq_ctx_new();
+    void* router = zmq_socket(ctx, ZMQ_ROUTER);
+    const int one = 1;
+    check(zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof(one)), "curve server");
+    check(zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, server_secret, 40), "server key");
+    check(zmq_bind(router, "tcp://127.0.0.1:*"), "bind");
+    char endpoint[256];
+    size_t size = sizeof(endpoint);
+    check(zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &size), "endpoint");
+    const std::size_t chunk = 1 << 20;
+    const auto messages = static_cast<std::size_t>(mb * 1e6 / chunk) + 1;
+    std::thread sender([&] {
+        void* dealer = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(dealer, ZMQ_CURVE_SERVERKEY, server_public, 40);
+        zmq_setsockopt(dealer, ZMQ_CURVE_PUBLICKEY, client_public, 40);
+        zmq_setsockopt(dealer, ZMQ_CURVE_SECRETKEY, client_secret, 40);
+        zmq_connect(dealer, endpoint);
+        std::vector<char> payload(chunk, 'x');
+        for (std::size_t i = 0; i < messages; ++i) zmq_send(dealer, payload.data(), payload.size(), 0);
+        const int linger = 10'000;
+        zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof(linger));
+        zmq_close(dealer);
+    });
+    const int timeout_ms = 30'000;
+    zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout_ms, sizeof(timeout_ms));
+    std::vector<char> buffer(chunk + 64);
+    Clock::time_point first{};
+    double bytes = 0;
+    for (std::size_t i = 0; i < messages; ++i) {
+        char id[256];
+        if (zmq_recv(router, id, sizeof(id), 0) < 0) break;  // the sender's routing id, then its message
+        const int n = zmq_recv(router, buffer.data(), buffer.size(), 0);
+        if (n < 0) break;
+        if (i == 0) first = Clock::now();
+        else bytes += n;  // the first message starts the clock
+    }
+    const double took = seconds_since(first);
+    sender.join();
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+    return bytes / 1e6 / took;
+}
+
+// --keep: the run folder is moved aside when the measurement ends (however it ends), and named.
+struct KeptFolder {
+    TempDir& dir;
+    bool keep;
+    ~KeptFolder() {
+        if (!keep) return;
+        const std::filesystem::path to = std::filesystem::temp_directory_path() / ("bench_rounds_" + std::to_string(::getpid()));
+        std::error_code ec;
+        std::filesystem::rename(dir.path, to, ec);
+        std::filesystem::create_directories(dir.path, ec);
+        std::fprintf(stderr, "  the run's folder (logs, checkpoints): %s\n", to.c_str());
+    }
+};
+
+std::string run_toml(const Options& o, const TempDir& dir, int port) {
+    std::ostringstream t;
+    t << "[run]\nname = \"bench_rounds\"\nrounds = " << o.rounds << "\nislands = " << o.islands
+      << "\nbind = \"tcp://127.0.0.1:" << port << "\"\ncheckpoint_dir = \"" << dir.file("host") << "\"\n"
+      << "[model]\nconfig = \"" << o.config << "\"\n";
+    t << "vocab = " << model_preset(o.config, o.vocab).vocab_size << "\n";
+    t << "[inner]\nsteps_per_round = " << o.steps << "\nbatch = " << o.batch << "\nseq_len = " << o.seq_len
+      << "\nwarmup = 1\nval_batches = 1\n[wire]\ncodec = \"" << o.codec << "\"\ndown_codec = \"" << o.down_codec << "\"\n"
+      << "[deadlines]\njoin_timeout_s = 1200\nround_timeout_s = 1200\n";
+    return t.str();
+}
+
+void setup(const std::vector<std::string>& args, const std::string& log) {
+    test::Process p(args, log);
+    if (p.wait(120) != 0) throw Error("bench_rounds: archipelago " + args.front() + " failed: " + test::slurp(log));
+}
+
+// Peak RSS of a process run to its end.
+double run_to_end(const std::vector<std::string>& args, const std::string& log, const std::vector<std::string>& env,
+                  double timeout_s) {
+    test::Process p(args, log, env);
+    double peak = 0;
+    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+    while (p.running() && Clock::now() < end) {
+        peak = std::max(peak, peak_rss(p.pid()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (p.wait(1) != 0) throw Error("bench_rounds: archipelago " + args.front() + " failed: " + p.log().substr(0, 2000));
+    return peak;
+}
+
+nlohmann::ordered_json measure(const Options& o) {
+    const ModelConfig model = model_preset(o.config, o.vocab);
+    const std::string vocab = std::to_string(model.vocab_size);
+    const double params = static_cast<double>(ParamLayout(model).num_params());
+    const double P = 4 * params;
+    TempDir dir;
+    const KeptFolder kept{dir, o.keep};  // after every process below has ended
+    const std::vector<std::string> env = {"OMP_NUM_THREADS=1"};
+    std::fprintf(stderr, "bench_rounds: %s (%.0fM parameters, P = %.0f MB), %d islands, %s up, %s down\n",
+                 o.config.c_str(), params / 1e6, P / 1e6, o.islands, o.codec.c_str(), o.down_codec.c_str());
+
+    const double ceiling = curve_ceiling_mb_per_s(o.ceiling_mb);
+    std::fprintf(stderr, "  CURVE on one connection: %.0f MB/s\n", ceiling);
+    std::vector<std::string> train = {"train", "--config", o.config, "--batch", std::to_string(o.batch), "--seq-len",
+                                      std::to_string(o.seq_len), "--steps", "2", "--val-every", "0", "--vocab", vocab,
+                                      "--out", dir.file("train")};
+    const double engine = run_to_end(train, dir.file("train.log"), env, o.timeout_s);
+    std::fprintf(stderr, "  archipelago train (the engine alone): peak RSS %.2f P\n", engine / P);
+
+    const int port = test::free_port();
+    const std::string config = dir.file("run.toml");
+    write_file(config, run_toml(o, dir, port));
+    for (int i = 0; i < o.islands; ++i) {
+        const std::string key = dir.file("peer-" + std::to_string(i) + ".key");
+        setup({"keygen", "--out", key}, dir.file("setup.log"));
+        setup({"invite", "--config", config, "--peer-key", key + ".pub", "--name", "peer-" + std::to_string(i), "--out",
+               dir.file("peer-" + std::to_string(i) + ".invite")},
+              dir.file("setup.log"));
+    }
+    const Clock::time_point started = Clock::now();
+    test::Process host({"host", "--config", config}, dir.file("host.log"), env);
+    if (!host.wait_for("waiting for", o.timeout_s)) throw Error("bench_rounds: the host did not start: " + host.log());
+    const double host_start = seconds_since(started);
+    std::fprintf(stderr, "  host listening after %.1f s\n", host_start);
+    std::vector<std::unique_ptr<test::Process>> peers;
+    for (int i = 0; i < o.islands; ++i) {
+        const std::string name = "peer-" + std::to_string(i);
+        std::filesystem::create_directories(dir.file(name));
+        peers.push_back(std::make_unique<test::Process>(
+            std::vector<std::string>{"peer", "--invite", dir.file(name + ".invite"), "--key", dir.file(name + ".key"), "--name", name},
+            dir.file(name + ".log"), env, dir.file(name)));
+    }
+    double host_peak = 0, peer_peak = 0;
+    std::size_t shown = 0;
+    const auto end = Clock::now() + std::chrono::duration<double>(o.timeout_s);
+    while (host.running() && Clock::now() < end) {
+        host_peak = std::max(host_peak, peak_rss(host.pid()));
+        for (auto& p : peers) peer_peak = std::max(peer_peak, peak_rss(p->pid()));
+        const std::vector<double> done = numbers(host.log(), R"(round (\d+) host seconds)");
+        if (done.size() > shown) {
+            shown = done.size();
+            std::fprintf(stderr, "  round %zu/%d done after %.0f s; host peak RSS %.2f P, peer %.2f P\n", shown, o.rounds,
+                         seconds_since(started), host_peak / P, peer_peak / P);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (host.wait(30) != 0) throw Error("bench_rounds: the host did not finish: " + host.log().substr(0, 4000));
+    for (auto& p : peers) p->wait(60);
+
+    const std::string h = host.log();
+    std::vector<double> states, idle;
+    for (auto& p : peers) {
+        const std::string log = p->log();
+        const std::vector<double> mb = numbers(log, R"(a state of ([0-9.]+) MB in)");
+        const std::vector<double> s = numbers(log, R"(MB in ([0-9.]+) s since it was asked for)");
+        if (!mb.empty() && !s.empty() && s[0] > 0) states.push_back(mb[0] / s[0]);
+        const std::vector<double> i = numbers(log, R"(idle ([0-9.]+) s since this island's last inner step)");
+        idle.insert(idle.end(), i.begin(), i.end());
+    }
+    auto phase = [&](const std::string& name) { return median(numbers(h, name + R"( ([0-9.]+))")); };
+    nlohmann::ordered_json row;
+    row["params"] = static_cast<int64_t>(params);
+    row["islands"] = o.islands;
+    row["codec"] = o.codec;
+    row["down_codec"] = o.down_codec;
+    row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
+    row["peer_rss_over_p"] = bench::rounded(peer_peak / P, 2);
+    row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
+    row["state_mb_per_s"] = bench::rounded(median(states), 1);
+    row["curve_ceiling_mb_per_s"] = bench::rounded(ceiling, 1);
+    row["idle_s_per_sync"] = bench::rounded(median(idle), 2);
+    row["host_start_s"] = bench::rounded(host_start, 2);
+    row["receive_s"] = bench::rounded(phase("receive"), 2);
+    row["decode_s"] = bench::rounded(phase("decode"), 2);
+    row["aggregate_encode_s"] = bench::rounded(phase(R"(aggregate\+encode)"), 2);
+    row["outer_step_s"] = bench::rounded(phase("outer step"), 2);
+    row["checkpoint_s"] = bench::rounded(phase("checkpoint"), 2);
+    row["eval_s"] = bench::rounded(phase("eval"), 2);
+    row["send_s"] = bench::rounded(median(numbers(h, R"(update held by every island ([0-9.]+) s)")), 2);
+    return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bench_rounds: what a DiLoCo round costs beyond its link: real host and peer processes over CURVE on 127.0.0.1"};
+    Options o;
+    app.add_option("--config", o.config, "model preset (gpt2-124m, smollm-135m, ...)");
+    app.add_option("--vocab", o.vocab, "vocabulary size (0: the preset's)")->check(CLI::NonNegativeNumber);
+    app.add_option("--islands", o.islands, "peer processes")->check(bench::at_least_one());
+    app.add_option("--rounds", o.rounds, "rounds")->check(bench::at_least_one());
+    app.add_option("--steps", o.steps, "inner steps a round (H)")->check(bench::at_least_one());
+    app.add_option("--batch", o.batch, "B")->check(bench::at_least_one());
+    app.add_option("--seq-len", o.seq_len, "T")->check(bench::at_least_one());
+    app.add_option("--codec", o.codec, "uplink codec (pseudo-gradients)");
+    app.add_option("--down-codec", o.down_codec, "downlink codec (updates)");
+    app.add_option("--ceiling-mb", o.ceiling_mb, "MB sent to measure CURVE's ceiling")->check(CLI::PositiveNumber);
+    app.add_option("--timeout-s", o.timeout_s, "give up on a process after this long")->check(CLI::PositiveNumber);
+    app.add_flag("--json", o.json, "one JSON object per row instead of the table");
+    app.add_flag("--keep", o.keep, "keep the run's folder (logs, checkpoints) and print where it is");
+    return bench::run_main(app, argc, argv, [&] {
+        if (!std::getenv("ARCH_BIN_DIR"))  // the archipelago beside this binary
+            setenv("ARCH_BIN_DIR", std::filesystem::absolute(argv[0]).parent_path().c_str(), 1);
+        const nlohmann::ordered_json row = measure(o);
+        if (o.json) return bench::print_row(row);
+        for (const auto& [key, value] : row.items()) std::printf("%-24s %s\n", key.c_str(), value.dump().c_str());
+    });
+}
