@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     int vocab = 0, B = 32, T = 1024, steps = 50;
     bool json = false;
     app.add_option("--config", config_name,
-                   "model config: tiny, small, gpt2-124m, llama-tiny, smollm-135m");
+                   "model config: " + model_preset_names());
     app.add_option("--vocab", vocab, "vocabulary size V (padded to Vp by the model); 0: the preset's")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--B", B, "largest batch to try; halved until it fits")->check(bench::at_least_one());

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> configs = {"gpt2-124m", "tiny", "llama-tiny", "smollm-135m"};
     app.add_flag("--json", json, "one JSON object per row instead of the table");
     app.add_option("--steps", steps, "timed steps per config (after one warm-up step)")->check(bench::at_least_one());
-    app.add_option("--config", configs, "model configs to time (tiny, small, gpt2-124m, llama-tiny, smollm-135m), comma-separated")
+    app.add_option("--config", configs, "model configs to time (" + model_preset_names() + "), comma-separated")
         ->delimiter(',');
     return bench::run_main(app, argc, argv, [&] {
         const double peak = sgemm_gflops();

@@ -1,7 +1,9 @@
 // core/model_config.cpp: presets, validation and descriptions of ModelConfig.
 #include "core/model_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 
 #include "core/error.h"
@@ -28,23 +30,42 @@ ModelConfig llama(int T, int V, int L, int NH, int C, int KV, int F) {
     c.ffn_hidden = F;
     return c;
 }
+
+// The presets, in the order they are listed to users.
+struct Preset {
+    const char* name;
+    ModelConfig (*make)();
+};
+constexpr Preset kPresets[] = {
+    {"tiny", [] { return gpt2(128, 50257, 4, 4, 128); }},
+    {"small", [] { return gpt2(256, 50257, 6, 6, 384); }},
+    {"gpt2-124m", [] { return gpt2(1024, 50257, 12, 12, 768); }},
+    {"llama-tiny", [] { return llama(128, 50257, 4, 4, 128, 2, 352); }},
+    {"smollm-135m", [] { return llama(2048, 49152, 30, 9, 576, 3, 1536); }},
+    {"smollm-360m",  // SmolLM2-360M: 8192 positions, rotary base 100000
+     [] {
+         ModelConfig c = llama(8192, 49152, 32, 15, 960, 5, 2560);
+         c.rope_theta = 100000.0f;
+         return c;
+     }},
+};
+
 }  // namespace
 
+const std::string& model_preset_names() {
+    static const std::string names = [] {
+        std::string s;
+        const std::size_t n = std::size(kPresets);
+        for (std::size_t i = 0; i < n; ++i) s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kPresets[i].name;
+        return s;
+    }();
+    return names;
+}
+
 ModelConfig model_preset(const std::string& name, int vocab_size) {
-    ModelConfig c;
-    if (name == "tiny") {
-        c = gpt2(128, 50257, 4, 4, 128);
-    } else if (name == "small") {
-        c = gpt2(256, 50257, 6, 6, 384);
-    } else if (name == "gpt2-124m") {
-        c = gpt2(1024, 50257, 12, 12, 768);
-    } else if (name == "llama-tiny") {
-        c = llama(128, 50257, 4, 4, 128, 2, 352);
-    } else if (name == "smollm-135m") {
-        c = llama(2048, 49152, 30, 9, 576, 3, 1536);
-    } else {
-        throw Error("unknown model config '" + name + "': expected tiny, small, gpt2-124m, llama-tiny or smollm-135m");
-    }
+    const auto it = std::find_if(std::begin(kPresets), std::end(kPresets), [&](const Preset& p) { return name == p.name; });
+    if (it == std::end(kPresets)) throw Error("unknown model config '" + name + "': expected " + model_preset_names());
+    ModelConfig c = it->make();
     if (vocab_size > 0) c.vocab_size = vocab_size;
     c.padded_vocab_size = pad_vocab(c.vocab_size);
     return c;

@@ -41,10 +41,13 @@ struct ModelConfig {
 int pad_vocab(int vocab_size);
 
 // Presets by name: "tiny" (L4 C128 NH4 T128), "small" (L6 C384 NH6 T256), "gpt2-124m" (L12 C768 NH12
-// T1024 V50257); the Llama family's "llama-tiny" (L4 C128 NH4 KV2 F352 T128) and "smollm-135m" (L30
-// C576 NH9 KV3 F1536 T2048 V49152, tied). vocab_size 0 keeps the preset's own. Throws arch::Error on
+// T1024 V50257); the Llama family's "llama-tiny" (L4 C128 NH4 KV2 F352 T128), "smollm-135m" (L30
+// C576 NH9 KV3 F1536 T2048 V49152, tied) and "smollm-360m" (SmolLM2-360M: L32 C960 NH15 KV5 F2560
+// T8192 V49152, tied, rotary base 100000). vocab_size 0 keeps the preset's own. Throws arch::Error on
 // an unknown name.
 ModelConfig model_preset(const std::string& name, int vocab_size = 0);
+// "tiny, small, ... or smollm-360m": every preset's name, for help texts and errors.
+const std::string& model_preset_names();
 
 // Throws arch::Error naming the first thing that cannot work (C % NH != 0, non-positive sizes, ...).
 void validate(const ModelConfig& config);

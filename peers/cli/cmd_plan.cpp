@@ -205,7 +205,7 @@ void add_plan(CLI::App& app, int& exit_code) {
                                        "what fits on a rig: memory per device by category for DDP, "
                                        "ZeRO-3, recompute and offload, and the host memory");
     cmd->add_option("--config", f->config,
-                    "model preset: tiny, small, gpt2-124m, llama-tiny or smollm-135m")
+                    "model preset: " + model_preset_names())
         ->group("Model");
     cmd->add_option("--hf-config", f->hf_config,
                     "a Hugging Face config.json (or its folder); no weights needed")

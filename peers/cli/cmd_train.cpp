@@ -253,7 +253,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
 void add_train(CLI::App& app, int& exit_code) {
     auto f = std::make_shared<TrainFlags>();
     CLI::App* cmd = app.add_subcommand("train", "train a model (GPT-2 or Llama) on one island (this machine), from scratch or from a checkpoint");
-    cmd->add_option("--config", f->config, "model preset: tiny, small, gpt2-124m, llama-tiny or smollm-135m")->group("Model");
+    cmd->add_option("--config", f->config, "model preset: " + model_preset_names())->group("Model");
     cmd->add_option("--init", f->init, "start from this checkpoint, llm.c GPT-2 or native Llama (it decides the model)")->group("Model");
     cmd->add_option("--init-hf", f->init_hf, "start from this Hugging Face model folder (config.json + safetensors; it decides the model)")
         ->group("Model");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/llama.h"
+#include "core/param_layout.h"
 #include "core/rng.h"
 #include "kernels/cpu/cpu_backend.h"
 
@@ -226,4 +227,19 @@ TEST_CASE("a Llama 3 vocabulary (128256) is a valid model; the shards' uint16 li
     c.num_kv_heads = 2;
     c.channels = 132;  // hs 33: rope pairs need an even head size
     CHECK_THROWS_WITH(validate(c), Catch::Contains("even head size"));
+}
+
+TEST_CASE("the presets: every name is listed and valid; smollm-360m has SmolLM2-360M's 361,821,120 parameters") {
+    for (const char* name : {"tiny", "small", "gpt2-124m", "llama-tiny", "smollm-135m", "smollm-360m"}) {
+        CHECK(model_preset_names().find(name) != std::string::npos);
+        CHECK_NOTHROW(validate(model_preset(name)));
+    }
+    CHECK_THROWS_WITH(model_preset("smollm-361m"), Catch::Contains("expected tiny, small, gpt2-124m, llama-tiny, smollm-135m or smollm-360m"));
+    const ModelConfig c = model_preset("smollm-360m");
+    CHECK(c.rope_theta == 100000.0f);
+    CHECK(c.tied_embeddings);
+    // transformers' LlamaForCausalLM on SmolLM2-360M's config.json counts 361,821,120 (tied: lm_head is
+    // the embedding); the layout holds V x C rows padded to Vp, whose extra rows transformers does not have.
+    const std::size_t padded_rows = static_cast<std::size_t>(c.padded_vocab_size - c.vocab_size) * c.channels;
+    CHECK(ParamLayout(c).num_params() - padded_rows == 361'821'120u);
 }
