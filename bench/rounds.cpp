@@ -45,6 +45,7 @@ struct Options {
     std::string config = "gpt2-124m";
     int vocab = 0;  // 0: the preset's (GPT-2's 50257 for gpt2-124m), not the bundled tokenizer's
     int islands = 2, rounds = 3, steps = 1, batch = 1, seq_len = 16;
+    int checkpoint_every = 1;  // run.checkpoint_every
     std::string codec = "fp4+ef+zstd:1", down_codec = "int8:block=256+zstd:1";
     double ceiling_mb = 1024;
     double timeout_s = 1800;
@@ -149,6 +150,7 @@ std::string run_toml(const Options& o, const TempDir& dir, int port) {
     std::ostringstream t;
     t << "[run]\nname = \"bench_rounds\"\nrounds = " << o.rounds << "\nislands = " << o.islands
       << "\nbind = \"tcp://127.0.0.1:" << port << "\"\ncheckpoint_dir = \"" << dir.file("host") << "\"\n"
+      << "checkpoint_every = " << o.checkpoint_every << "\n"
       << "[model]\nconfig = \"" << o.config << "\"\n";
     t << "vocab = " << model_preset(o.config, o.vocab).vocab_size << "\n";
     t << "[inner]\nsteps_per_round = " << o.steps << "\nbatch = " << o.batch << "\nseq_len = " << o.seq_len
@@ -251,6 +253,7 @@ nlohmann::ordered_json measure(const Options& o) {
     row["islands"] = o.islands;
     row["codec"] = o.codec;
     row["down_codec"] = o.down_codec;
+    row["checkpoint_every"] = o.checkpoint_every;
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
     row["peer_rss_over_p"] = bench::rounded(peer_peak / P, 2);
     row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
@@ -280,6 +283,8 @@ int main(int argc, char** argv) {
     app.add_option("--steps", o.steps, "inner steps a round (H)")->check(bench::at_least_one());
     app.add_option("--batch", o.batch, "B")->check(bench::at_least_one());
     app.add_option("--seq-len", o.seq_len, "T")->check(bench::at_least_one());
+    app.add_option("--checkpoint-every", o.checkpoint_every, "run.checkpoint_every: updates between checkpoints")
+        ->check(bench::at_least_one());
     app.add_option("--codec", o.codec, "uplink codec (pseudo-gradients)");
     app.add_option("--down-codec", o.down_codec, "downlink codec (updates)");
     app.add_option("--ceiling-mb", o.ceiling_mb, "MB sent to measure CURVE's ceiling")->check(CLI::PositiveNumber);

@@ -84,7 +84,6 @@ void write_checkpoint(const std::string& path, const ModelConfig& config, std::s
     if (params.size() != layout.num_params())
         throw Error("write_checkpoint: " + std::to_string(params.size()) + " params given, the model has " +
                     std::to_string(layout.num_params()));
-    std::vector<uint8_t> bytes(kHeaderBytes + params.size_bytes());
     int32_t h[256] = {};
     h[0] = kMagic;
     h[1] = kVersionFp32;
@@ -94,13 +93,12 @@ void write_checkpoint(const std::string& path, const ModelConfig& config, std::s
     h[5] = config.num_heads;
     h[6] = config.channels;
     h[7] = config.padded_vocab_size;
-    std::memcpy(bytes.data(), h, kHeaderBytes);
-    uint8_t* dst = bytes.data() + kHeaderBytes;
+    // The header, then each tensor in llm.c's order, straight from params: no copy of the model.
+    std::vector<std::span<const uint8_t>> parts = {std::span(reinterpret_cast<const uint8_t*>(h), kHeaderBytes)};
     layout.for_each_in_llmc_order([&](const TensorView& t) {
-        std::memcpy(dst, params.data() + t.offset, t.size * sizeof(float));
-        dst += t.size * sizeof(float);
+        parts.push_back(std::span(reinterpret_cast<const uint8_t*>(params.data() + t.offset), t.size * sizeof(float)));
     });
-    write_file_atomic(path, bytes);
+    write_file_atomic(path, parts);
 }
 
 }  // namespace arch

@@ -39,6 +39,11 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes) {
 }
 
 void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode) {
+    const std::span<const uint8_t> one[] = {bytes};
+    write_file_atomic(path, one, mode);
+}
+
+void write_file_atomic(const std::string& path, std::span<const std::span<const uint8_t>> parts, mode_t mode) {
     const std::string tmp = path + ".tmp";
     ::unlink(tmp.c_str());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -49,14 +54,16 @@ void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, 
         throw Error("cannot write '" + tmp + "': " + why);
     };
     if (::fchmod(fd, mode) != 0) fail(std::strerror(errno));  // the umask may have narrowed it
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            fail(std::strerror(errno));
+    for (const std::span<const uint8_t> bytes : parts) {
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                fail(std::strerror(errno));
+            }
+            done += static_cast<std::size_t>(n);
         }
-        done += static_cast<std::size_t>(n);
     }
     if (::fsync(fd) != 0) fail(std::string("flush failed: ") + std::strerror(errno));
     if (::close(fd) != 0) {

@@ -18,6 +18,8 @@ namespace arch {
 std::vector<uint8_t> read_file(const std::string& path, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
 std::string read_text_file(const std::string& path, std::size_t max_bytes = 1 << 20);
 void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode = 0644);
+// The same from parts written one after another, so a caller need not gather them into one buffer.
+void write_file_atomic(const std::string& path, std::span<const std::span<const uint8_t>> parts, mode_t mode = 0644);
 void write_text_file_atomic(const std::string& path, const std::string& text, mode_t mode = 0644);
 bool file_exists(const std::string& path);
 

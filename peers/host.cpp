@@ -87,7 +87,7 @@ Host::Host(HostOptions options) : options_(std::move(options)) {
         if (!c.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
         log_privacy_plan();
     }
-    std::filesystem::create_directories(c.checkpoint_dir);
+    open_checkpoints();
     if (load_checkpoint())
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
     else if (!c.init.empty() || !c.init_hf.empty())
@@ -357,7 +357,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
         uint32_t next = 0;  // the lowest free index: a revoked island's goes to the next newcomer
         while (std::any_of(island_of_.begin(), island_of_.end(), [&](const auto& kv) { return kv.second == next; })) ++next;
         island_of_[key] = next;
-        try_save_checkpoint();
+        want_checkpoint(true);
     }
     PeerState& p = peers_[key];
     p.name = h.name;
@@ -401,7 +401,7 @@ void Host::revoke(Link& link, const std::string& key) {
     if (index != island_of_.end()) {
         const uint32_t island = index->second;
         island_of_.erase(index);
-        try_save_checkpoint();
+        want_checkpoint(true);
         freed = "; island " + std::to_string(island) + " is free for a later invitee";
     }
     log("revoked " + who + freed + (in_round ? "; round " + std::to_string(round_) + " goes on without it" : ""));
@@ -609,6 +609,7 @@ void Host::run(Link& link) {
                     (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());
             }
         }
+        pump_checkpoint();
         if (!policy_->open()) {
             // Paused: no new round starts until resume.
             if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
@@ -616,6 +617,7 @@ void Host::run(Link& link) {
             make_update(link);
         }
     }
+    final_checkpoint();
     // Let the last update reach every connected island (and its hash come back) before saying bye.
     const auto drain_until = Clock::now() + std::chrono::duration<double>(2 * c.heartbeat_timeout_s + 5);
     auto all_synced = [&] {

@@ -24,6 +24,7 @@
 #include "core/data_manifest.h"
 #include "core/transformer.h"
 #include "outer_optimizer/screening.h"
+#include "peers/checkpoint_writer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 #include "peers/moment_sync.h"
@@ -127,8 +128,16 @@ private:
     void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
     bool within_budget(const LinkEvent& e);  // hello and message budgets; logs what goes over
-    void save_checkpoint();
-    bool try_save_checkpoint();  // logs a failure (full disk, read-only folder) and returns false
+    // Checkpoints (host_checkpoint.cpp, peers/checkpoint_writer.h), written in the background: a change
+    // of the island map always wants one, an update when run.checkpoint_every / checkpoint_minutes say
+    // so; pump_checkpoint (the event loop) logs finished writes and starts a wanted one once the writer
+    // is free; final_checkpoint (the run's end, a stop) writes whatever is newer, on this thread.
+    void open_checkpoints();  // the folder and the writer
+    void want_checkpoint(bool always);
+    void pump_checkpoint();
+    void final_checkpoint();
+    void fill_snapshot(CheckpointSnapshot& s) const;
+    void log_checkpoint(const CheckpointWriter::Result& r) const;
     bool load_checkpoint();
     float evaluate();
     void log(const std::string& line) const;
@@ -156,6 +165,10 @@ private:
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
     std::unique_ptr<MomentPool> moments_;         // DES-LOC (outer.sync_moments_every > 0), else null
+    std::unique_ptr<CheckpointWriter> checkpoints_;
+    bool checkpoint_wanted_ = false;  // a snapshot is due and not taken yet
+    uint64_t updates_since_checkpoint_ = 0;
+    std::chrono::steady_clock::time_point last_checkpoint_{};  // the last snapshot taken
     std::unique_ptr<privacy::PrivacyBudget> privacy_;  // [privacy] on, else null
     std::unique_ptr<privacy::NoiseSource> noise_;       // central mode: the host's noise
     std::chrono::steady_clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)

@@ -1,7 +1,13 @@
 // peers/host_checkpoint.cpp: the host's checkpoint (docs/protocol.md, "Failures"): host.state holds the
 // round, the key -> island map and the global state (θ and the outer optimizer's) with a BLAKE2b
 // checksum, written atomically beside model.bin (core/checkpoint.h: llm.c's format for GPT-2,
-// safetensors for the Llama family); a restarted host resumes from it.
+// safetensors for the Llama family); a restarted host resumes from it. Written in the background from a
+// snapshot (peers/checkpoint_writer.h) at run.checkpoint_every / checkpoint_minutes, after every change
+// of the island map, and at the run's end or stop.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -11,37 +17,86 @@ namespace arch {
 
 namespace {
 constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
-}  // namespace
 
-void Host::save_checkpoint() {
+// host.state (magic, round, the island map, the state, its BLAKE2b) and model.bin, each atomically: a
+// kill in the middle of either leaves the previous file whole.
+void write_checkpoint_files(const std::string& dir, const ModelConfig& model, const CheckpointSnapshot& s) {
+    // The header, the state straight from the snapshot and the BLAKE2b of both: no copy of the state.
     protocol::Writer w;
     for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
-    w.u64(round_);
-    w.u32(static_cast<uint32_t>(island_of_.size()));
-    for (const auto& [key, island] : island_of_) {
+    w.u64(s.round);
+    w.u32(static_cast<uint32_t>(s.islands.size()));
+    for (const auto& [key, island] : s.islands) {
         w.str(key);
         w.u32(island);
     }
-    w.bytes(global_->save_state());
-    std::vector<std::byte> bytes = w.take();
-    const std::string hash = diloco::hash_bytes(bytes);
+    w.u64(s.state.size());  // what protocol::Writer::bytes puts before a blob
+    const std::vector<std::byte> head = w.take();
+    const std::span<const std::byte> hashed[] = {head, s.state};
     protocol::Writer tail;
-    tail.str(hash);
+    tail.str(diloco::hash_bytes(hashed));
     const std::vector<std::byte> t = tail.take();
-    bytes.insert(bytes.end(), t.begin(), t.end());
-    const std::string dir = options_.config.checkpoint_dir;
-    write_file_atomic(dir + "/host.state", std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-    write_checkpoint(dir + "/model.bin", model_config_, global_->theta());
+    auto bytes = [](std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); };
+    const std::span<const uint8_t> parts[] = {bytes(head), bytes(s.state), bytes(t)};
+    write_file_atomic(dir + "/host.state", parts);
+    // θ is the state's first part, after its 8-byte count (GlobalModel::save_state).
+    uint64_t n = 0;
+    std::memcpy(&n, s.state.data(), 8);
+    write_checkpoint(dir + "/model.bin", model,
+                     std::span(reinterpret_cast<const float*>(s.state.data() + 8), static_cast<std::size_t>(n)));
+}
+}  // namespace
+
+void Host::open_checkpoints() {
+    const RunConfig& c = options_.config;
+    std::filesystem::create_directories(c.checkpoint_dir);
+    checkpoints_ = std::make_unique<CheckpointWriter>(
+        [dir = c.checkpoint_dir, model = model_config_](const CheckpointSnapshot& s) { write_checkpoint_files(dir, model, s); });
+    last_checkpoint_ = std::chrono::steady_clock::now();
 }
 
-bool Host::try_save_checkpoint() {
-    try {
-        save_checkpoint();
-        return true;
-    } catch (const std::exception& e) {  // a full disk or a read-only folder is no reason to stop serving
-        log(std::string("could not write the checkpoint (the run goes on; the next round tries again): ") + e.what());
-        return false;
-    }
+void Host::fill_snapshot(CheckpointSnapshot& s) const {
+    s.round = round_;
+    s.islands = island_of_;
+    s.state.resize(global_->state_bytes());  // the same size every round: no new allocation
+    global_->save_state(s.state);
+}
+
+void Host::want_checkpoint(bool always) {
+    const RunConfig& c = options_.config;
+    const bool minutes = c.checkpoint_minutes > 0 &&
+                         std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >= 60 * c.checkpoint_minutes;
+    if (always || minutes || updates_since_checkpoint_ >= static_cast<uint64_t>(c.checkpoint_every)) checkpoint_wanted_ = true;
+}
+
+void Host::pump_checkpoint() {
+    if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
+    if (!checkpoint_wanted_ || checkpoints_->busy()) return;
+    fill_snapshot(checkpoints_->snapshot());
+    checkpoints_->start();
+    checkpoint_wanted_ = false;
+    updates_since_checkpoint_ = 0;
+    last_checkpoint_ = Clock::now();
+}
+
+void Host::final_checkpoint() {
+    checkpoints_->wait();
+    if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
+    if (!checkpoint_wanted_ && updates_since_checkpoint_ == 0) return;  // the last one written holds it all
+    fill_snapshot(checkpoints_->snapshot());
+    checkpoint_wanted_ = false;
+    updates_since_checkpoint_ = 0;
+    log_checkpoint(checkpoints_->write_now());
+}
+
+void Host::log_checkpoint(const CheckpointWriter::Result& r) const {
+    char took[64];
+    std::snprintf(took, sizeof(took), "%.2f s", r.seconds);
+    if (r.error.empty())
+        log("checkpoint at round " + std::to_string(r.round) + " written in " + took);
+    else  // a full disk or a read-only folder is no reason to stop serving
+        log("could not write the checkpoint at round " + std::to_string(r.round) +
+            " (the run goes on; the next one tries again): " + r.error);
 }
 
 bool Host::load_checkpoint() {

@@ -69,7 +69,9 @@ void Host::make_update(Link& link) {
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
     Clock::time_point t = Clock::now();
-    try_save_checkpoint();
+    ++updates_since_checkpoint_;
+    want_checkpoint(false);
+    pump_checkpoint();  // the snapshot, when one is due and the writer free: the write is the writer's
     const double checkpoint_s = seconds_since(t);
     t = Clock::now();
     const float val = evaluate();

@@ -62,6 +62,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     run.text_choice("mode", c.mode, {"sync", "async", "streaming"});
     run.text("bind", c.bind);
     run.text("checkpoint_dir", c.checkpoint_dir);
+    run.integer("checkpoint_every", c.checkpoint_every, 1, 10'000'000);
+    run.number("checkpoint_minutes", c.checkpoint_minutes, 0.0, 1e6);
     int64_t seed = static_cast<int64_t>(c.seed);
     run.integer("seed", seed, 0, INT64_MAX);
     c.seed = static_cast<uint64_t>(seed);

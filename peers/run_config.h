@@ -21,6 +21,10 @@ struct RunConfig {
     std::string mode = "sync";   // sync | async | streaming: the round policy (peers/rounds/, docs/rounds.md)
     std::string bind = "tcp://127.0.0.1:5555";
     std::string checkpoint_dir = "runs/host";
+    // Checkpoints are written in the background (peers/checkpoint_writer.h), after every this many
+    // updates, or once this many minutes have passed (0: no time cadence), and at the run's end.
+    int checkpoint_every = 1;
+    double checkpoint_minutes = 0;
     uint64_t seed = 1337;
     // [model]
     std::string preset = "tiny";

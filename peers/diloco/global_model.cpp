@@ -86,8 +86,17 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
 std::string hash_floats(std::span<const float> values) { return hash_bytes(std::as_bytes(values)); }
 
 std::string hash_bytes(std::span<const std::byte> bytes) {
+    const std::span<const std::byte> one[] = {bytes};
+    return hash_bytes(one);
+}
+
+std::string hash_bytes(std::span<const std::span<const std::byte>> parts) {
+    crypto_generichash_state state;
+    crypto_generichash_init(&state, nullptr, 0, 32);
+    for (const std::span<const std::byte> part : parts)
+        crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(part.data()), part.size());
     unsigned char h[32];
-    crypto_generichash(h, sizeof(h), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr, 0);
+    crypto_generichash_final(&state, h, sizeof(h));
     static const char* hex = "0123456789abcdef";
     std::string out;
     for (unsigned char c : h) {

@@ -81,5 +81,6 @@ private:
 
 std::string hash_floats(std::span<const float> values);
 std::string hash_bytes(std::span<const std::byte> bytes);  // BLAKE2b-256, hex
+std::string hash_bytes(std::span<const std::span<const std::byte>> parts);  // of the parts one after another
 
 }  // namespace arch::diloco

@@ -27,7 +27,7 @@ GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens
              "mfu": float, "peak_gib": float}
 PREPARE = {"tool": str, "threads": int, "mb": float, "seconds": float, "mb_per_s": float, "tokens": int,
            "same_ids": bool}
-ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "host_rss_over_p": float,
+ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "checkpoint_every": int, "host_rss_over_p": float,
           "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "state_mb_per_s": float,
           "curve_ceiling_mb_per_s": float, "idle_s_per_sync": float, "host_start_s": float, "receive_s": float,
           "decode_s": float, "aggregate_encode_s": float, "outer_step_s": float, "checkpoint_s": float,

@@ -1,0 +1,85 @@
+// peers/checkpoint_writer.cpp: CheckpointWriter: one thread, one snapshot, one result slot.
+#include "peers/checkpoint_writer.h"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "core/error.h"
+
+namespace arch {
+
+CheckpointWriter::CheckpointWriter(std::function<void(const CheckpointSnapshot&)> write)
+    : write_(std::move(write)), thread_([this] { loop(); }) {}
+
+CheckpointWriter::~CheckpointWriter() {
+    {
+        std::lock_guard lock(mu_);
+        quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+bool CheckpointWriter::busy() const {
+    std::lock_guard lock(mu_);
+    return busy_;
+}
+
+CheckpointSnapshot& CheckpointWriter::snapshot() {
+    if (busy()) throw Error("the checkpoint snapshot is being written");
+    return snapshot_;
+}
+
+void CheckpointWriter::start() {
+    {
+        std::lock_guard lock(mu_);
+        if (busy_) throw Error("a checkpoint is already being written");
+        busy_ = requested_ = true;
+    }
+    cv_.notify_all();
+}
+
+void CheckpointWriter::wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !busy_; });
+}
+
+CheckpointWriter::Result CheckpointWriter::write_now() {
+    wait();
+    return write_timed();
+}
+
+std::optional<CheckpointWriter::Result> CheckpointWriter::take_result() {
+    std::lock_guard lock(mu_);
+    return std::exchange(result_, std::nullopt);
+}
+
+CheckpointWriter::Result CheckpointWriter::write_timed() {
+    const auto t0 = std::chrono::steady_clock::now();
+    Result r{snapshot_.round, 0, ""};
+    try {
+        write_(snapshot_);
+    } catch (const std::exception& e) {  // a full disk or a read-only folder: reported, never fatal
+        r.error = e.what();
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+void CheckpointWriter::loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        cv_.wait(lock, [&] { return requested_ || quit_; });
+        if (!requested_) return;  // quit with nothing asked
+        requested_ = false;
+        lock.unlock();
+        Result r = write_timed();
+        lock.lock();
+        result_ = std::move(r);
+        busy_ = false;
+        cv_.notify_all();
+    }
+}
+
+}  // namespace arch

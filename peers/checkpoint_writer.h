@@ -1,0 +1,61 @@
+// peers/checkpoint_writer.h: the host's checkpoints written on a thread of their own, from a snapshot,
+// so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot buffer is one,
+// allocated once and reused: the host fills it only while no write is under way, and a checkpoint due
+// meanwhile waits for the next chance (the host keeps asking), so a slow disk skips checkpoints rather
+// than queueing copies of the state. Results come back to the host's own thread (take_result), which
+// logs them: the writer never calls into the host.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace arch {
+
+struct CheckpointSnapshot {
+    uint64_t round = 0;
+    std::map<std::string, uint32_t> islands;  // key -> island index
+    std::vector<std::byte> state;             // GlobalModel::save_state: θ and the outer optimizer's
+};
+
+class CheckpointWriter {
+public:
+    struct Result {
+        uint64_t round = 0;
+        double seconds = 0;
+        std::string error;  // empty: written
+    };
+    // write: puts a snapshot on disk (atomically, or throws); called on the writer's thread, or on the
+    // caller's by write_now.
+    explicit CheckpointWriter(std::function<void(const CheckpointSnapshot&)> write);
+    ~CheckpointWriter();  // lets the write under way finish
+    CheckpointWriter(const CheckpointWriter&) = delete;
+    CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+    bool busy() const;
+    CheckpointSnapshot& snapshot();  // to fill; only while !busy()
+    void start();                    // writes the snapshot in the background
+    void wait();                     // until no write is under way
+    Result write_now();              // waits, then writes the snapshot on this thread
+    std::optional<Result> take_result();  // a finished background write, once
+
+private:
+    Result write_timed();
+    void loop();
+
+    std::function<void(const CheckpointSnapshot&)> write_;
+    CheckpointSnapshot snapshot_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    bool requested_ = false, busy_ = false, quit_ = false;
+    std::optional<Result> result_;
+    std::thread thread_;
+};
+
+}  // namespace arch

@@ -1,0 +1,154 @@
+// tests/peers/test_checkpoint_writer.cpp: the host's checkpoints off the round's path. CheckpointWriter
+// writes its one snapshot on its own thread (the snapshot cannot be touched, nor a second write
+// started, until it is done), reports each result once, and reports a failed write instead of dying.
+// A host SIGTERMed while it runs writes a final checkpoint a new host resumes from; a writer SIGKILLed
+// in the middle of a checkpoint leaves the previous one whole (the write is to a .tmp, renamed once
+// complete).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "peers/checkpoint_writer.h"
+#include "tests/core/temp_dir.h"
+#include "tests/peers/run_fixture.h"
+
+using namespace arch;
+using namespace arch::test;
+
+namespace {
+
+// A write that holds until the test lets it go.
+struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false, entered = false;
+    uint64_t seen_round = 0;
+    void pass(const CheckpointSnapshot& s) {
+        std::unique_lock lock(mu);
+        entered = true;
+        seen_round = s.round;
+        cv.notify_all();
+        cv.wait(lock, [&] { return open; });
+    }
+    void wait_entered() {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return entered; });
+    }
+    void release() {
+        std::lock_guard lock(mu);
+        open = true;
+        cv.notify_all();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the writer writes its snapshot on its own thread, refuses a second while busy, and reports each result once") {
+    Gate gate;
+    CheckpointWriter w([&](const CheckpointSnapshot& s) { gate.pass(s); });
+    CHECK_FALSE(w.busy());
+    CHECK_FALSE(w.take_result());
+    w.snapshot().round = 7;
+    w.snapshot().state.assign(16, std::byte{1});
+    w.start();
+    gate.wait_entered();
+    CHECK(w.busy());
+    CHECK_THROWS_AS(w.snapshot(), Error);  // the snapshot is the writer's until it is written
+    CHECK_THROWS_AS(w.start(), Error);
+    CHECK_FALSE(w.take_result());
+    gate.release();
+    w.wait();
+    CHECK_FALSE(w.busy());
+    CHECK(gate.seen_round == 7);
+    const std::optional<CheckpointWriter::Result> r = w.take_result();
+    REQUIRE(r);
+    CHECK(r->round == 7);
+    CHECK(r->error.empty());
+    CHECK_FALSE(w.take_result());  // once
+}
+
+TEST_CASE("a failed write is reported, not thrown; write_now writes on the caller's thread") {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::thread::id wrote_on;
+    bool fail = true;
+    CheckpointWriter w([&](const CheckpointSnapshot&) {
+        wrote_on = std::this_thread::get_id();
+        if (fail) throw Error("disk full");
+    });
+    w.snapshot().round = 3;
+    w.start();
+    w.wait();
+    const std::optional<CheckpointWriter::Result> r = w.take_result();
+    REQUIRE(r);
+    CHECK(r->error == "disk full");
+    CHECK(wrote_on != caller);
+    fail = false;
+    const CheckpointWriter::Result now = w.write_now();
+    CHECK(now.error.empty());
+    CHECK(now.round == 3);
+    CHECK(wrote_on == caller);
+}
+
+TEST_CASE("a writer killed in the middle of a checkpoint leaves the previous one whole") {
+    TempDir dir;
+    const std::string path = dir.file("host.state");
+    const std::vector<uint8_t> before(1 << 20, 0xAB);
+    write_file_atomic(path, before);
+    // A child writes 512 MiB over it and is SIGKILLed once its .tmp holds some of them.
+    const pid_t child = ::fork();
+    if (child == 0) {
+        const std::vector<uint8_t> big(512u << 20, 0xCD);
+        write_file_atomic(path, big);
+        ::_exit(0);
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool writing = false;
+    while (!writing && std::chrono::steady_clock::now() < end) {
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(path + ".tmp", ec);
+        writing = !ec && size > (1u << 20);
+        if (!writing) std::this_thread::yield();
+    }
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(writing);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(read_file(path) == before);
+}
+
+TEST_CASE("a host stopped by SIGTERM writes a final checkpoint, and a new host resumes from it") {
+    Run run(50, 1);
+    run.make_peer(1);
+    auto host = run.host();
+    auto peer = run.peer(1);
+    REQUIRE(host->wait_for("checkpoint at round 2 written", 180));
+    host->kill(SIGTERM);
+    REQUIRE(host->wait(60) == 0);
+    const std::string log = host->log();
+    // The last checkpoint written holds the round the host stopped at.
+    const std::size_t last = log.rfind("checkpoint at round ");
+    REQUIRE(last != std::string::npos);
+    const int written = std::stoi(log.substr(last + 20));
+    CHECK(written >= 2);
+    peer->kill(SIGKILL);
+    peer->wait(10);
+    auto again = run.host();
+    REQUIRE(again->wait_for("resumed from", 60));
+    const std::string log2 = again->log();
+    const std::size_t at = log2.find("at round ", log2.find("resumed from"));
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stoi(log2.substr(at + 9)) == written);
+    again->kill(SIGTERM);
+    CHECK(again->wait(60) == 0);
+}
