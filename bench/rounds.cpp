@@ -11,17 +11,14 @@
 // model and batch: its DiLoCo state); the host's median seconds a round by phase (receive, decode,
 // aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
 // Usage: bench_rounds [--config gpt2-124m] [--islands 2] [--rounds 3] [--codec ...] [--json]
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
