@@ -102,9 +102,12 @@ double curve_ceiling_mb_per_s(double mb) {
         zmq_setsockopt(dealer, ZMQ_CURVE_SERVERKEY, server_public, 40);
         zmq_setsockopt(dealer, ZMQ_CURVE_PUBLICKEY, client_public, 40);
         zmq_setsockopt(dealer, ZMQ_CURVE_SECRETKEY, client_secret, 40);
+        const int send_timeout_ms = 30'000;  // a receiver that gave up must not leave this send blocked
+        zmq_setsockopt(dealer, ZMQ_SNDTIMEO, &send_timeout_ms, sizeof(send_timeout_ms));
         zmq_connect(dealer, endpoint);
         std::vector<char> payload(chunk, 'x');
-        for (std::size_t i = 0; i < messages; ++i) zmq_send(dealer, payload.data(), payload.size(), 0);
+        for (std::size_t i = 0; i < messages; ++i)
+            if (zmq_send(dealer, payload.data(), payload.size(), 0) < 0) break;
         const int linger = 10'000;
         zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof(linger));
         zmq_close(dealer);
