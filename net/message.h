@@ -22,7 +22,7 @@ enum MessageType : uint16_t {
     kTransferBegin =
         0x0010,  // sender -> receiver: announce (or re-announce after reconnect) a blob
     kTransferStatus = 0x0011,  // receiver -> sender: chunks held + initial credit for this session
-    kTransferChunk = 0x0012,   // sender -> receiver: one chunk with its BLAKE2b-256 checksum
+    kTransferChunk = 0x0012,   // sender -> receiver: one chunk with its XXH3-128 checksum
     kTransferCredit = 0x0013,  // receiver -> sender: more credit (and optionally "resend chunk i")
     kTransferDone = 0x0014,    // receiver -> sender: whole blob received and verified
     kTransferAbort = 0x0015,   // either way: give up this transfer, with a reason

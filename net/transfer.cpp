@@ -2,6 +2,7 @@
 #include "net/transfer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "net/message.h"
@@ -43,7 +44,7 @@ TransferSender::TransferSender(uint64_t transfer_id, std::span<const uint8_t> bl
     begin_.chunk_bytes = chunk_bytes;
     begin_.chunk_count = static_cast<uint32_t>(count);
     begin_.tag = tag;
-    begin_.digest = blake2b_256(blob_);
+    begin_.digest = checksum(blob_);
 }
 
 Outbound TransferSender::begin() const {
@@ -148,8 +149,14 @@ void TransferReceiver::reset() {
 }
 
 std::vector<uint8_t> TransferReceiver::take() {
+    const std::vector<std::byte> blob = take_bytes();
+    const auto* first = reinterpret_cast<const uint8_t*>(blob.data());
+    return std::vector<uint8_t>(first, first + blob.size());
+}
+
+std::vector<std::byte> TransferReceiver::take_bytes() {
     if (!complete_) throw Error("transfer " + id_text(begin_.id) + " is not complete");
-    std::vector<uint8_t> blob = std::move(data_);
+    std::vector<std::byte> blob = std::move(data_);
     reset();
     return blob;
 }
@@ -209,12 +216,12 @@ TransferStep TransferReceiver::on_begin(std::span<const uint8_t> payload) {
         return rejected(what + "re-announced with a different size, chunking, tag or digest");
     if (!active_) {
         begin_ = *m;
-        data_.assign(m->total_bytes, 0);
+        data_.assign(m->total_bytes, std::byte{0});
         held_.assign(m->chunk_count, false);
         chunks_held_ = 0;
         bad_chunks_ = 0;
         active_ = true;
-        complete_ = m->chunk_count == 0 && blake2b_256({}) == m->digest;
+        complete_ = m->chunk_count == 0 && checksum({}) == m->digest;
     }
     ++session_;
     TransferStep step;
@@ -267,16 +274,16 @@ TransferStep TransferReceiver::on_chunk(std::span<const uint8_t> payload) {
         if (current) step.replies.push_back(credit(kNoResend));
         return step;
     }
-    if (blake2b_256(c->data) != c->checksum)
+    if (checksum(c->data) != c->checksum)
         return bad_chunk(c->index, what + ": checksum mismatch", current);
 
-    std::copy(c->data.begin(), c->data.end(), data_.begin() + static_cast<std::ptrdiff_t>(offset));
+    std::memcpy(data_.data() + offset, c->data.data(), c->data.size());
     held_[c->index] = true;
     ++chunks_held_;
     TransferStep step;
     if (current) step.replies.push_back(credit(kNoResend));
     if (chunks_held_ == begin_.chunk_count) {
-        if (blake2b_256(data_) == begin_.digest) {
+        if (checksum(data()) == begin_.digest) {
             complete_ = true;
             step.replies.push_back(Outbound{kTransferDone, encode_done(begin_.id)});
         } else {

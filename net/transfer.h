@@ -6,7 +6,7 @@
 // Conversation (sender S, receiver R; types in message.h, layouts in transfer_wire.h):
 //   S: begin  ->  R: status (chunks held, credit = window, new session)
 //   S: chunk x credit  ->  R: credit +1 per chunk consumed (with "resend i" after a bad chunk)
-//   R: done once every chunk is held and the whole-blob BLAKE2b matches;  either: abort(reason)
+//   R: done once every chunk is held and the whole-blob checksum matches;  either: abort(reason)
 // Resume: after a reconnect S calls begin() again; R answers with the chunks it holds and S sends
 // only the rest. Credit belongs to a session, so credits from before a reconnect are ignored.
 #pragma once
@@ -99,8 +99,11 @@ class TransferReceiver {
     uint32_t chunks_held() const { return chunks_held_; }
     const std::vector<bool>& held() const { return held_; }
     uint32_t bad_chunks() const { return bad_chunks_; }
-    const std::vector<uint8_t>& data() const { return data_; }  // partial until complete()
-    std::vector<uint8_t> take();  // the blob (once complete) and reset to idle
+    std::span<const uint8_t> data() const {  // partial until complete()
+        return {reinterpret_cast<const uint8_t*>(data_.data()), data_.size()};
+    }
+    std::vector<uint8_t> take();         // the blob (once complete), a copy, and reset to idle
+    std::vector<std::byte> take_bytes();  // the same, the receiver's own buffer: no copy
     void reset();                 // forget the transfer (e.g. its round was abandoned)
 
   private:
@@ -119,7 +122,7 @@ class TransferReceiver {
     std::vector<bool> held_;
     uint32_t chunks_held_ = 0;
     uint32_t bad_chunks_ = 0;
-    std::vector<uint8_t> data_;
+    std::vector<std::byte> data_;
 };
 
 }  // namespace arch::net

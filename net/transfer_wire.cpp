@@ -1,7 +1,7 @@
 // net/transfer_wire.cpp: byte layouts of the transfer messages; every read is bounds-checked first.
 #include "net/transfer_wire.h"
 
-#include <sodium.h>
+#include <xxhash.h>
 
 #include <cstring>
 
@@ -54,14 +54,16 @@ bool need(std::span<const uint8_t> p, std::size_t bytes, bool exact, const char*
 
 }  // namespace
 
-Digest blake2b_256(std::span<const uint8_t> bytes) {
+Digest checksum(std::span<const uint8_t> bytes) {
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
     Digest d;
-    crypto_generichash(d.data(), d.size(), bytes.data(), bytes.size(), nullptr, 0);
+    std::memcpy(d.data(), c.digest, d.size());
     return d;
 }
 
 std::vector<uint8_t> encode(const BeginMsg& m) {
-    Writer w(60);
+    Writer w(44);
     w.put(m.id);
     w.put(m.total_bytes);
     w.put(m.chunk_bytes);
@@ -90,7 +92,7 @@ std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
     w.put(id);
     w.put(session);
     w.put(index);
-    w.put_bytes(blake2b_256(data));
+    w.put_bytes(checksum(data));
     w.put_bytes(data);
     return std::move(w.bytes);
 }
@@ -120,7 +122,7 @@ std::vector<uint8_t> encode(const AbortMsg& m) {
 }
 
 std::optional<BeginMsg> decode_begin(std::span<const uint8_t> p, std::string& error) {
-    if (!need(p, 60, true, "transfer-begin", error)) return std::nullopt;
+    if (!need(p, 44, true, "transfer-begin", error)) return std::nullopt;
     Reader r(p);
     BeginMsg m;
     m.id = r.get<uint64_t>();

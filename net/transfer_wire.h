@@ -1,11 +1,15 @@
 // net/transfer_wire.h: the payloads of the six transfer message types (message.h) and their codecs.
 // Decoders check lengths and ranges only; what a value means for a transfer in progress is
 // decided by TransferSender/TransferReceiver (transfer.h). Little-endian, fixed layouts:
-//   begin:  id u64 | total_bytes u64 | chunk_bytes u32 | chunk_count u32 | tag u32 | blake2b-256 of
-//   blob status: id u64 | session u32 | credit u32 | chunk_count u32 | bitmap (ceil(count/8) bytes,
-//   LSB first) chunk:  id u64 | session u32 | index u32 | blake2b-256 of data | data credit: id u64
-//   | session u32 | grant u32 | resend u32 (kNoResend: none) done:   id u64 abort:  id u64 | reason
-//   (UTF-8, at most 256 bytes)
+//   begin:  id u64 | total_bytes u64 | chunk_bytes u32 | chunk_count u32 | tag u32 | checksum of blob
+//   status: id u64 | session u32 | credit u32 | chunk_count u32 | bitmap (ceil(count/8) bytes, LSB first)
+//   chunk:  id u64 | session u32 | index u32 | checksum of data | data
+//   credit: id u64 | session u32 | grant u32 | resend u32 (kNoResend: none)
+//   done:   id u64
+//   abort:  id u64 | reason (UTF-8, at most 256 bytes)
+// A checksum is XXH3-128 (canonical, big-endian bytes): it finds a blob put together wrongly, at
+// memory speed. It is no defence against the sender, who computes it: CURVE already authenticates
+// every frame on the way, and what a blob means is checked by whoever takes it (docs/net.md).
 #pragma once
 
 #include <array>
@@ -17,11 +21,11 @@
 
 namespace arch::net {
 
-using Digest = std::array<uint8_t, 32>;  // BLAKE2b-256
-Digest blake2b_256(std::span<const uint8_t> bytes);
+using Digest = std::array<uint8_t, 16>;  // XXH3-128
+Digest checksum(std::span<const uint8_t> bytes);
 
 inline constexpr uint32_t kNoResend = 0xffffffffu;
-inline constexpr std::size_t kChunkPrefixBytes = 8 + 4 + 4 + 32;
+inline constexpr std::size_t kChunkPrefixBytes = 8 + 4 + 4 + 16;
 
 struct BeginMsg {
     uint64_t id = 0;

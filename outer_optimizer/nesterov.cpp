@@ -55,9 +55,28 @@ void Nesterov::step(std::span<float> params, std::span<const float> delta) {
     ++steps_;
 }
 
-std::vector<std::byte> Nesterov::save_state() const {
+bool Nesterov::step_stays_finite(std::span<const float> params, std::span<const float> delta) const {
+    check_sizes("nesterov", m_.size(), params.size(), delta.size());
+    const float lr = options_.lr, mu = options_.momentum;
+    const std::size_t n = m_.size();
+    const float* m = m_.data();
+    const float* p = params.data();
+    const float* d = delta.data();
+    std::size_t bad = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : bad) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) {  // step's arithmetic, nothing stored
+        const float mi = mu * m[i] + d[i];
+        const float g = d[i] + mu * mi;
+        bad += !std::isfinite(p[i] + (-lr) * g);
+    }
+    return bad == 0;
+}
+
+std::size_t Nesterov::state_size() const { return detail::state_size(1, m_.size()); }
+
+void Nesterov::save_state(std::span<std::byte> out) const {
     const std::span<const float> arrays[] = {m_};
-    return detail::pack_state(detail::StateKind::nesterov, steps_, arrays);
+    detail::pack_state(detail::StateKind::nesterov, steps_, arrays, out);
 }
 
 void Nesterov::load_state(std::span<const std::byte> bytes) {
@@ -126,9 +145,31 @@ void DelayedNesterov::step(std::span<float> params, std::span<const float> delta
     ++steps_;
 }
 
-std::vector<std::byte> DelayedNesterov::save_state() const {
+bool DelayedNesterov::step_stays_finite(std::span<const float> params, std::span<const float> delta) const {
+    check_sizes("delayed nesterov", m_.size(), params.size(), delta.size());
+    const float lr = options_.lr, beta = options_.momentum, c = options_.c;
+    const float big_n = static_cast<float>(options_.period);
+    const bool momentum_step = (steps_ + 1) % options_.period == 0;
+    const float coeff = momentum_step ? (1.0f - c * big_n + c) * beta : c * beta;
+    const std::size_t n = m_.size();
+    const float* m = m_.data();
+    const float* b = buffer_.data();
+    const float* p = params.data();
+    const float* d = delta.data();
+    std::size_t bad = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : bad) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) {  // step's arithmetic, nothing stored
+        const float mi = momentum_step ? beta * m[i] + (b[i] + d[i]) / big_n : m[i];
+        bad += !std::isfinite(p[i] - lr * (coeff * mi + d[i] / big_n));
+    }
+    return bad == 0;
+}
+
+std::size_t DelayedNesterov::state_size() const { return detail::state_size(2, m_.size()); }
+
+void DelayedNesterov::save_state(std::span<std::byte> out) const {
     const std::span<const float> arrays[] = {m_, buffer_};
-    return detail::pack_state(detail::StateKind::delayed_nesterov, steps_, arrays);
+    detail::pack_state(detail::StateKind::delayed_nesterov, steps_, arrays, out);
 }
 
 void DelayedNesterov::load_state(std::span<const std::byte> bytes) {

@@ -24,11 +24,20 @@ public:
     // The learning rate of the next step (an outer lr schedule sets it before each step; it is a
     // hyper-parameter, not state, so every island computes the same value from steps()).
     virtual void set_lr(float lr) = 0;
-    // State (step count and buffers, not hyper-parameters) as self-describing bytes; load_state
-    // validates magic, version, kind, sizes and finiteness, and throws arch::Error leaving the
-    // optimizer unchanged on any mismatch.
-    virtual std::vector<std::byte> save_state() const = 0;
+    // Whether step(params, delta) would leave every parameter finite. Changes nothing: a caller
+    // checks first and steps only then, so it needs no copy of the state to go back to.
+    virtual bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const = 0;
+    // State (step count and buffers, not hyper-parameters) as self-describing bytes, written in place
+    // into exactly state_size() bytes; load_state validates magic, version, kind, sizes and
+    // finiteness, and throws arch::Error leaving the optimizer unchanged on any mismatch.
+    virtual std::size_t state_size() const = 0;
+    virtual void save_state(std::span<std::byte> out) const = 0;
     virtual void load_state(std::span<const std::byte> bytes) = 0;
+    std::vector<std::byte> save_state() const {
+        std::vector<std::byte> out(state_size());
+        save_state(out);
+        return out;
+    }
 };
 
 // torch.optim.SGD(lr, momentum=mu, nesterov=True) exactly (dampening 0, weight decay 0):
@@ -46,9 +55,12 @@ public:
     Nesterov(std::size_t n, NesterovOptions options = {});
     std::string name() const override;
     void step(std::span<float> params, std::span<const float> delta) override;
+    bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const override;
     std::size_t size() const override { return m_.size(); }
     std::uint64_t steps() const override { return steps_; }
-    std::vector<std::byte> save_state() const override;
+    using OuterOptimizer::save_state;
+    std::size_t state_size() const override;
+    void save_state(std::span<std::byte> out) const override;
     void load_state(std::span<const std::byte> bytes) override;
     void set_lr(float lr) override { options_.lr = lr; }
     std::span<const float> momentum() const { return m_; }
@@ -85,9 +97,12 @@ public:
     DelayedNesterov(std::size_t n, DelayedNesterovOptions options);
     std::string name() const override;
     void step(std::span<float> params, std::span<const float> delta) override;
+    bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const override;
     std::size_t size() const override { return m_.size(); }
     std::uint64_t steps() const override { return steps_; }
-    std::vector<std::byte> save_state() const override;
+    using OuterOptimizer::save_state;
+    std::size_t state_size() const override;
+    void save_state(std::span<std::byte> out) const override;
     void load_state(std::span<const std::byte> bytes) override;
     void set_lr(float lr) override { options_.lr = lr; }
     std::span<const float> momentum() const { return m_; }

@@ -29,10 +29,14 @@ void put(std::byte* p, T v) {
 
 }  // namespace
 
-std::vector<std::byte> pack_state(StateKind kind, std::uint64_t steps,
-                                  std::span<const std::span<const float>> arrays) {
+std::size_t state_size(std::size_t arrays, std::size_t n) { return kHeader + arrays * n * 4; }
+
+void pack_state(StateKind kind, std::uint64_t steps, std::span<const std::span<const float>> arrays,
+                std::span<std::byte> out) {
     const std::uint64_t n = arrays.empty() ? 0 : arrays[0].size();
-    std::vector<std::byte> out(kHeader + arrays.size() * n * 4);
+    if (out.size() != state_size(arrays.size(), n))
+        throw Error("optimizer state needs " + std::to_string(state_size(arrays.size(), n)) + " bytes, given " +
+                    std::to_string(out.size()));
     std::memcpy(out.data(), kMagic, 4);
     put<std::uint32_t>(out.data() + 4, kVersion);
     put<std::uint32_t>(out.data() + 8, static_cast<std::uint32_t>(kind));
@@ -44,7 +48,6 @@ std::vector<std::byte> pack_state(StateKind kind, std::uint64_t steps,
         if (n) std::memcpy(at, a.data(), n * 4);
         at += n * 4;
     }
-    return out;
 }
 
 std::vector<std::vector<float>> unpack_state(std::span<const std::byte> bytes, StateKind kind,

@@ -412,7 +412,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     PeerState& p = peers_[key];
     protocol::Reader r(blob, "pseudo_grad");
     const protocol::PseudoGradMeta meta = protocol::decode_pseudo_grad(r.bytes(4096));
-    const std::vector<std::byte> payload = r.bytes(blob.size());
+    const std::span<const std::byte> payload = r.view(blob.size());
     r.finish();
     if (!p.busy)
         throw Error("a pseudo-gradient for round " + std::to_string(meta.round) +
@@ -442,8 +442,14 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
         throw Error("pseudo-gradient of " + std::to_string(values) + " values, " +
                     (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
     const Clock::time_point decode_start = Clock::now();
-    rounds::Contribution contribution{p.island, key,    p.name, meta.round, compression::decode(payload, expected),
-                                      tokens,   meta.mean_loss};
+    std::vector<float> delta;
+    if (!spare_deltas_.empty()) {
+        delta = std::move(spare_deltas_.back());
+        spare_deltas_.pop_back();
+    }
+    delta.resize(expected);
+    compression::decode(payload, delta);
+    rounds::Contribution contribution{p.island, key, p.name, meta.round, std::move(delta), tokens, meta.mean_loss};
     phases_.decode_s += seconds_since(decode_start);
     phases_.last_arrival = Clock::now();
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The

@@ -186,6 +186,9 @@ private:
         std::chrono::steady_clock::time_point update_sent{};
         uint64_t update_round = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX
     } phases_;
+    // Decoded pseudo-gradients' buffers, back from the last update: the next round decodes into them
+    // rather than into fresh memory the kernel must clear (at most one a run's island).
+    std::vector<std::vector<float>> spare_deltas_;
     std::atomic<bool> stop_{false};
     std::chrono::steady_clock::time_point published_{};
     std::chrono::steady_clock::time_point revoked_checked_{};  // last call of options_.revoked

@@ -23,6 +23,15 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 void Host::make_update(Link& link) {
     std::vector<rounds::Contribution> all = policy_->take_update();
+    struct Recycle {  // every way out hands the Δ buffers back for the next round
+        std::vector<rounds::Contribution>& all;
+        std::vector<std::vector<float>>& spare;
+        std::size_t most;
+        ~Recycle() {
+            for (rounds::Contribution& c : all)
+                if (spare.size() < most) spare.push_back(std::move(c.delta));
+        }
+    } recycle{all, spare_deltas_, static_cast<std::size_t>(std::max(options_.config.islands, 1))};
     auto again = [&](const std::string& why) {
         log("round " + std::to_string(round_) + why + "; starting it again");
         start_islands(link, policy_->after_update(view(link), false));

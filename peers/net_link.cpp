@@ -213,11 +213,10 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             e.peer = in.peer_key;
             e.type = counted;
             e.round = inbound.round;
-            const std::vector<uint8_t> data = inbound.receiver.take();
-            e.payload.assign(reinterpret_cast<const std::byte*>(data.data()),
-                             reinterpret_cast<const std::byte*>(data.data()) + data.size());
+            e.payload = inbound.receiver.take_bytes();
+            const std::size_t size = e.payload.size();
             e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - inbound.began).count();
-            measure(stats_[in.peer_key].receive_bytes_per_s, data.size(), e.transfer_seconds);
+            measure(stats_[in.peer_key].receive_bytes_per_s, size, e.transfer_seconds);
             in_.erase(found);
             std::deque<uint64_t>& done = completed_[in.peer_key];
             done.push_back(id);

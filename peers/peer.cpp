@@ -185,7 +185,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
     if (!replica_) throw Error("a state before the welcome");
     protocol::Reader r(blob, "state");
     const protocol::StateMeta meta = protocol::decode_state(r.bytes(4096));
-    const std::vector<std::byte> state = r.bytes(blob.size());
+    const std::span<const std::byte> state = r.view(blob.size());
     r.finish();
     replica_->load_state(state);
     replica_valid_ = true;
@@ -216,7 +216,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
 void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     protocol::Reader r(blob, "update");
     const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(1 << 16));
-    const std::vector<std::byte> update = r.bytes(blob.size());
+    const std::span<const std::byte> update = r.view(blob.size());
     std::optional<protocol::Moments> moments;  // DES-LOC: checked whole before anything changes
     if (!meta.moments_from.empty()) {
         if (!replica_) throw Error("an update before the welcome");

@@ -11,7 +11,8 @@ PACKAGES=(
   catch2                 # unit tests (v2)
   libzstd-dev zstd       # zstd codec stage and the bundled corpus
   zlib1g-dev             # gzip corpora for `archipelago prepare`
-  libsodium-dev          # BLAKE2b checksums, keys
+  libsodium-dev          # BLAKE2b hashes, keys
+  libxxhash-dev          # XXH3 checksums of transfer chunks
   libpcre2-dev           # the split regexes of Hugging Face tokenizer.json files
   libzmq3-dev cppzmq-dev # transport
   libtomlplusplus-dev    # run.toml, invites, key files (TOML 1.0)

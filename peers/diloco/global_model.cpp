@@ -69,18 +69,20 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     compression::decode(update, scratch_);  // validates everything, throws before touching state
     // Only "average" ignores the lr; every other optimizer follows the schedule.
     if (config_.optimizer != "average") optimizer.set_lr(next_lr(p));
-    // A finite update can still overflow θ (Δ near FLT_MAX, momentum): keep what to go back to.
-    const std::vector<std::byte> optimizer_before = optimizer.save_state();
-    std::vector<float> params(f.size);
-    gather(f, theta_, params);
-    optimizer.step(params, scratch_);
-    for (float x : params) {
-        if (std::isfinite(x)) continue;
-        optimizer.load_state(optimizer_before);
-        throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
+    // One fragment is θ itself; several are gathered into a buffer kept for the next update.
+    const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_.size();
+    std::span<float> params(theta_);
+    if (!whole) {
+        params_.resize(f.size);
+        gather(f, theta_, params_);
+        params = params_;
     }
+    // A finite update can still overflow θ (Δ near FLT_MAX, momentum): checked before anything moves.
+    if (!optimizer.step_stays_finite(params, scratch_))
+        throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
+    optimizer.step(params, scratch_);
     hash_.clear();
-    scatter(f, params, theta_);
+    if (!whole) scatter(f, params_, theta_);
 }
 
 std::string hash_floats(std::span<const float> values) { return hash_bytes(std::as_bytes(values)); }
@@ -121,22 +123,11 @@ void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fra
 
 // Layout: uint64 n, n floats of θ, then each fragment's optimizer state; with several fragments each
 // state is preceded by its uint64 length (one fragment: exactly the plain DiLoCo layout).
-std::vector<std::byte> GlobalModel::optimizer_states() const {
-    if (optimizers_.size() == 1) return optimizers_[0]->save_state();  // no second copy of the momentum
-    std::vector<std::byte> out;
-    for (const auto& o : optimizers_) {
-        const std::vector<std::byte> one = o->save_state();
-        if (optimizers_.size() > 1) {
-            const uint64_t len = one.size();
-            const auto* b = reinterpret_cast<const std::byte*>(&len);
-            out.insert(out.end(), b, b + 8);
-        }
-        out.insert(out.end(), one.begin(), one.end());
-    }
-    return out;
+std::size_t GlobalModel::state_bytes() const {
+    std::size_t bytes = 8 + theta_.size() * sizeof(float);
+    for (const auto& o : optimizers_) bytes += (optimizers_.size() > 1 ? 8 : 0) + o->state_size();
+    return bytes;
 }
-
-std::size_t GlobalModel::state_bytes() const { return 8 + theta_.size() * sizeof(float) + optimizer_states().size(); }
 
 std::vector<std::byte> GlobalModel::save_state() const {
     std::vector<std::byte> out(state_bytes());
@@ -145,14 +136,21 @@ std::vector<std::byte> GlobalModel::save_state() const {
 }
 
 void GlobalModel::save_state(std::span<std::byte> out) const {
-    const std::vector<std::byte> opt = optimizer_states();
+    if (out.size() != state_bytes())
+        throw Error("global state needs " + std::to_string(state_bytes()) + " bytes, given " + std::to_string(out.size()));
     const uint64_t n = theta_.size();
-    if (out.size() != 8 + n * sizeof(float) + opt.size())
-        throw Error("global state needs " + std::to_string(8 + n * sizeof(float) + opt.size()) + " bytes, given " +
-                    std::to_string(out.size()));
     std::memcpy(out.data(), &n, 8);
     std::memcpy(out.data() + 8, theta_.data(), n * sizeof(float));
-    std::memcpy(out.data() + 8 + n * sizeof(float), opt.data(), opt.size());
+    std::span<std::byte> rest = out.subspan(8 + n * sizeof(float));
+    for (const auto& o : optimizers_) {
+        const uint64_t len = o->state_size();
+        if (optimizers_.size() > 1) {
+            std::memcpy(rest.data(), &len, 8);
+            rest = rest.subspan(8);
+        }
+        o->save_state(rest.first(len));
+        rest = rest.subspan(len);
+    }
 }
 
 void GlobalModel::load_state(std::span<const std::byte> bytes) {

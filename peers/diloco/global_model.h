@@ -67,15 +67,14 @@ public:
     void load_state(std::span<const std::byte> bytes);
 
 private:
-    std::vector<std::byte> optimizer_states() const;
-
     OuterConfig config_;
     std::vector<float> theta_;
     std::vector<Fragment> fragments_;
     std::vector<std::unique_ptr<outer::OuterOptimizer>> optimizers_;  // one per fragment
     std::unique_ptr<outer::Aggregator> aggregator_;
     std::unique_ptr<compression::Codec> down_codec_;
-    std::vector<float> scratch_;
+    std::vector<float> scratch_;  // the decoded update (and the aggregate), reused every round
+    std::vector<float> params_;   // a fragment's θ, gathered (several fragments only)
     mutable std::string hash_;  // of theta_; empty after θ changes
 };
 

@@ -127,14 +127,28 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPla
     RoundResult r = train(plan.steps, plan.schedule ? &*plan.schedule : nullptr, on_step);
     const std::span<const float> before = codec_->residual(0);
     const bool ef = codec_->spec().find("+ef") != std::string::npos;  // else there is nothing to put back
-    if (ef) unsettled_.push_back({plan.round, std::vector<float>(before.begin(), before.end())});
+    if (ef) {
+        std::vector<float> copy;
+        if (!spare_residuals_.empty()) {
+            copy = std::move(spare_residuals_.back());
+            spare_residuals_.pop_back();
+        }
+        copy.assign(before.begin(), before.end());
+        unsettled_.push_back({plan.round, std::move(copy)});
+    }
     try {
         encode_round(theta, r);
     } catch (...) {  // nothing was sent (a non-finite Δ): the residual is unchanged
-        if (ef) unsettled_.pop_back();
+        if (ef) {
+            recycle(std::move(unsettled_.back().residual));
+            unsettled_.pop_back();
+        }
         throw;
     }
-    while (unsettled_.size() > kMaxUnsettled) unsettled_.pop_front();
+    while (unsettled_.size() > kMaxUnsettled) {
+        recycle(std::move(unsettled_.front().residual));
+        unsettled_.pop_front();
+    }
     return r;
 }
 
@@ -147,6 +161,7 @@ bool IslandWorker::settle(uint64_t round, bool applied) {
         if (it->round != round) continue;
         const bool newest = std::next(it) == unsettled_.end();
         if (!applied && newest) codec_->set_residual(0, it->residual);
+        recycle(std::move(it->residual));
         unsettled_.erase(it);
         return applied || newest;
     }
@@ -161,7 +176,14 @@ std::vector<uint64_t> IslandWorker::unsettled() const {
 
 void IslandWorker::reset_residual() {
     codec_->reset(0);
+    for (Unsettled& u : unsettled_) recycle(std::move(u.residual));
     unsettled_.clear();
+}
+
+void IslandWorker::recycle(std::vector<float>&& residual) {
+    // One spare is what a sync round needs (its Δ settled before the next is encoded); more would
+    // hold memory that a burst of unsettled rounds once asked for.
+    if (spare_residuals_.empty()) spare_residuals_.push_back(std::move(residual));
 }
 
 }  // namespace arch::diloco

@@ -107,6 +107,8 @@ private:
     std::unique_ptr<compression::Codec> codec_;
     std::vector<float> delta_;
     std::deque<Unsettled> unsettled_;
+    std::vector<std::vector<float>> spare_residuals_;  // settled copies' buffers, for the next copy
+    void recycle(std::vector<float>&& residual);
     struct PrivacyShare {
         double clip, sigma;
         int honest;

@@ -223,6 +223,14 @@ TEST_CASE("encode rejects NaN and infinite input with a clear error", "[codec]")
             REQUIRE_THROWS_WITH(codec->encode(x), Catch::Contains("517"));
         }
     }
+    // With error feedback a refused input leaves the residual bit for bit as it was.
+    auto ef = make_codec("fp4+ef");
+    ef->encode(gaussian(1000, 4));
+    const std::vector<float> before(ef->residual(0).begin(), ef->residual(0).end());
+    auto x = gaussian(1000, 5);
+    x[3] = INFINITY;
+    REQUIRE_THROWS_WITH(ef->encode(x), Catch::Contains("3"));
+    REQUIRE(std::equal(before.begin(), before.end(), ef->residual(0).begin(), ef->residual(0).end()));
 }
 
 TEST_CASE("error feedback: the sum of decoded updates tracks the sum of inputs over 100 rounds",

@@ -136,7 +136,7 @@ TEST_CASE("a transfer resumes after the peer's socket dies mid-way", "[net][tran
     const uint32_t held = receiver.chunks_held();
     REQUIRE(held >= 10);
     REQUIRE(held < receiver.chunk_count());
-    const auto partial = receiver.data();
+    const std::vector<uint8_t> partial(receiver.data().begin(), receiver.data().end());
 
     // Second attempt: a new socket with the same keys, a new sender for the same transfer id.
     PeerSocket peer(peer_options(host.endpoint(), host_keys.public_key, peer_keys, log));
