@@ -55,7 +55,7 @@ std::vector<float> gpt2_init_params(const ModelConfig& config, uint64_t seed) {
             const float std = (kind == "attprojw" || kind == "fcprojw") ? residual_std : 0.02f;
             std::size_t count = t.size;
             if (kind == "wte") count = static_cast<std::size_t>(config.vocab_size) * config.channels;
-            for (std::size_t i = 0; i < count; ++i) p[i] = std * rng.normal();
+            fill_normal(rng, p, count, std);
         }
     }
     return host;

@@ -26,7 +26,7 @@ std::vector<float> llama_init_params(const ModelConfig& config, uint64_t seed) {
         std::size_t count = t.size;
         if (t.offset == layout.wte() || t.offset == layout.lm_head())
             count = static_cast<std::size_t>(config.vocab_size) * config.channels;  // padded rows stay 0
-        for (std::size_t i = 0; i < count; ++i) p[i] = 0.02f * rng.normal();
+        fill_normal(rng, p, count, 0.02f);
     }
     return host;
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace arch {
@@ -41,10 +42,14 @@ public:
     // Uniform integer in [0, n), n > 0 (multiply-shift; bias below 2^-32 for n < 2^32).
     uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next_u64()) * n) >> 64); }
 
-    // Standard normal by Box-Muller (one value per call, deterministic).
+    // Standard normal by Box-Muller (one value per call, two draws, deterministic).
     float normal() {
-        const double u1 = (static_cast<double>(next_u64() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-        const double u2 = static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0);
+        const uint64_t a = next_u64();
+        return box_muller(a, next_u64());
+    }
+    static float box_muller(uint64_t a, uint64_t b) {
+        const double u1 = (static_cast<double>(a >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+        const double u2 = static_cast<double>(b >> 11) * (1.0 / 9007199254740992.0);
         return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
     }
 
@@ -55,5 +60,10 @@ private:
     static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
     std::array<uint64_t, 4> state_{};
 };
+
+// out[i] = scale * rng.normal() for every i: the same values as calling normal() in a loop. The draws
+// are sequential; the transform (a log and a cosine each) runs on every OpenMP thread, so a model's
+// init takes a fraction of the time (core/rng.cpp).
+void fill_normal(Rng& rng, float* out, std::size_t count, float scale);
 
 }  // namespace arch

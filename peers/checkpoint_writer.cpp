@@ -1,6 +1,10 @@
 // peers/checkpoint_writer.cpp: CheckpointWriter: one thread, one snapshot, one result slot.
 #include "peers/checkpoint_writer.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -67,7 +71,20 @@ CheckpointWriter::Result CheckpointWriter::write_timed() {
     return r;
 }
 
+namespace {
+// The writer thread takes what the rounds leave: the lowest CPU priority (a thread's nice value on
+// Linux) and the lowest best-effort I/O priority. On a machine with few cores a write then never
+// slows the round it overlaps; it only takes longer. Best effort: a failure changes nothing else.
+void lower_this_threads_priority() {
+    const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+    (void)::setpriority(PRIO_PROCESS, tid, 19);
+    constexpr int kWhoProcess = 1, kClassBestEffort = 2, kClassShift = 13, kLowest = 7;  // linux/ioprio.h
+    (void)::syscall(SYS_ioprio_set, kWhoProcess, static_cast<int>(tid), (kClassBestEffort << kClassShift) | kLowest);
+}
+}  // namespace
+
 void CheckpointWriter::loop() {
+    lower_this_threads_priority();
     std::unique_lock lock(mu_);
     for (;;) {
         cv_.wait(lock, [&] { return requested_ || quit_; });

@@ -2,7 +2,8 @@
 // so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot buffer is one,
 // allocated once and reused: the host fills it only while no write is under way, and a checkpoint due
 // meanwhile waits for the next chance (the host keeps asking), so a slow disk skips checkpoints rather
-// than queueing copies of the state. Results come back to the host's own thread (take_result), which
+// than queueing copies of the state. The thread runs at the lowest CPU and I/O priority: it takes what
+// the rounds leave. Results come back to the host's own thread (take_result), which
 // logs them: the writer never calls into the host.
 #pragma once
 

@@ -623,7 +623,9 @@ void Host::run(Link& link) {
             make_update(link);
         }
     }
-    final_checkpoint();
+    // The last checkpoint is written while the last update drains: the writer takes it once it is free,
+    // and final_checkpoint below waits for it (or, after a stop, writes it at once).
+    if (updates_since_checkpoint_ > 0) checkpoint_wanted_ = true;
     // Let the last update reach every connected island (and its hash come back) before saying bye.
     const auto drain_until = Clock::now() + std::chrono::duration<double>(2 * c.heartbeat_timeout_s + 5);
     auto all_synced = [&] {
@@ -640,7 +642,9 @@ void Host::run(Link& link) {
                 log(std::string("rejected a message while finishing: ") + err.what());
             }
         }
+        pump_checkpoint();
     }
+    final_checkpoint();
     for (const auto& [key, p] : peers_) {
         if (!p.welcomed) continue;
         link.forget(key);  // what is still queued for it (a stale state, an update it gave up on) must not hold back the bye

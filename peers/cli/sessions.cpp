@@ -45,6 +45,7 @@ bool stopped_by_signal() {
 }
 
 bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) {
+    if (stop_on_signal) catch_signals();  // from the start: a signal while the host starts stops it once it can
     const HostFiles files = host_files(config);
     if (!file_exists(files.allow_list))
         throw Error("host: no allow-list at '" + files.allow_list + "': invite peers first (archipelago invite)");
@@ -95,7 +96,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
     if (stop_on_signal) {
         g_host = &host;
-        catch_signals();
+        if (g_signalled) host.stop();
     }
     host.run(link);
     g_host = nullptr;
@@ -142,6 +143,7 @@ void check_peer_flags(const PeerSession& s) {
 }
 
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal) {
+    if (stop_on_signal) catch_signals();  // from the start, as the host's
     const net::Invite& invite = session.invite;
     const auto lg = log::get("peer"), net_lg = log::get("net");
     auto line = [&](const std::string& text) {
@@ -180,7 +182,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     Peer peer(std::move(po));
     if (stop_on_signal) {
         g_peer = &peer;
-        catch_signals();
+        if (g_signalled) peer.stop();
     }
     line("connecting to " + invite.host_endpoint + " (host " + net::fingerprint(invite.host_public_key) + ")");
     const bool finished = peer.run(link, invite.host_public_key);

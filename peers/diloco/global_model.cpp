@@ -27,7 +27,11 @@ GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, st
       fragments_(std::move(fragments)),
       aggregator_(outer::make_aggregator(config.aggregator)),
       down_codec_(compression::make_codec(config.down_codec)) {
-    if (fragments_.empty()) fragments_ = make_fragments(0, 0, theta_.size(), 1);
+    if (fragments_.empty()) {  // the whole vector: covered by construction
+        fragments_ = make_fragments(0, 0, theta_.size(), 1);
+        optimizers_.push_back(make_optimizer(theta_.size(), config));
+        return;
+    }
     std::vector<char> covered(theta_.size(), 0);
     for (const Fragment& f : fragments_) {
         for (const auto& [begin, end] : f.ranges) {

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/gpt2.h"
+#include "core/rng.h"
 #include "core/token_shard.h"
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -230,4 +232,14 @@ TEST_CASE("optimizer = muon: AdamW's step everywhere but the blocks' matmul weig
     CHECK_THROWS_WITH(t.save(s.dir.file("m.bin")), Catch::Contains("Muon's momentum is not saved"));
     c.optimizer = "lion";
     CHECK_THROWS_WITH(Trainer(model, c), Catch::Contains("optimizer 'lion'"));
+}
+
+TEST_CASE("a model's init drawn on every thread holds exactly the values of one draw after another") {
+    const std::size_t n = 3 * (std::size_t{1} << 16) + 7;  // several pieces, the last one short
+    arch::Rng one_by_one(42), at_once(42);
+    std::vector<float> expected(n), got(n);
+    for (float& x : expected) x = 0.02f * one_by_one.normal();
+    arch::fill_normal(at_once, got.data(), n, 0.02f);
+    CHECK(std::memcmp(expected.data(), got.data(), n * sizeof(float)) == 0);
+    CHECK(one_by_one.state() == at_once.state());  // the next tensor's draws start at the same place
 }

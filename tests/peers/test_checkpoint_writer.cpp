@@ -134,8 +134,10 @@ TEST_CASE("a host stopped by SIGTERM writes a final checkpoint, and a new host r
     auto peer = run.peer(1);
     REQUIRE(host->wait_for("checkpoint at round 2 written", 180));
     host->kill(SIGTERM);
-    REQUIRE(host->wait(60) == 0);
+    const int rc = host->wait(60);
     const std::string log = host->log();
+    INFO(log);
+    REQUIRE(rc == 0);
     // The last checkpoint written holds the round the host stopped at.
     const std::size_t last = log.rfind("checkpoint at round ");
     REQUIRE(last != std::string::npos);
