@@ -5,7 +5,8 @@
 // small so the round's overheads, not its compute, are what is measured).
 // Columns: params; islands; codec; host_start_s (start to listening); state_mb_per_s (a joiner's state:
 // its size over the time from asking for it, by its hello or a hash report, to holding it);
-// curve_ceiling_mb_per_s (libzmq CURVE on one connection, measured here in-process); idle_s_per_sync (an island's last inner step to its next first
+// curve_ceiling_mb_per_s (libzmq CURVE on one connection, measured here in-process); link_mb_per_s (a blob
+// through Archipelago's own stack, HostLink to PeerLink: CURVE, chunks, checksums, credit); idle_s_per_sync (an island's last inner step to its next first
 // one, the median over rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
 // fp32 model's bytes); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
 // model and batch: its DiLoCo state); the host's median seconds a round by phase (receive, decode,
@@ -15,6 +16,7 @@
 #include <zmq.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,9 @@
 #include "core/error.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
+#include "net/allow_list.h"
+#include "net/keys.h"
+#include "peers/net_link.h"
 #include "tests/core/temp_dir.h"
 #include "tests/peers/process.h"
 
@@ -132,6 +137,45 @@ double curve_ceiling_mb_per_s(double mb) {
     return bytes / 1e6 / took;
 }
 
+// What Archipelago's own stack carries: one blob of `mb` MB from a HostLink to a PeerLink over CURVE on
+// 127.0.0.1 (transfer chunks, checksums, credit), each side polled on its own thread as in two processes.
+double link_mb_per_s(double mb) {
+    const net::KeyPair host_keys = net::generate_keypair(), peer_keys = net::generate_keypair();
+    net::AllowList allow;
+    allow.add(peer_keys.public_key, "peer");
+    net::HostOptions ho;
+    ho.keys = host_keys;
+    ho.allow = allow;
+    ho.run_id = 1;
+    net::HostSocket host_socket(ho);
+    net::PeerOptions po;
+    po.host_endpoint = host_socket.endpoint();
+    po.host_public_key = host_keys.public_key;
+    po.keys = peer_keys;
+    po.run_id = 1;
+    net::PeerSocket peer_socket(po);
+    HostLink host(host_socket, {});
+    PeerLink peer(peer_socket, {});
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    std::atomic<bool> held{false};
+    std::thread receiver([&] {
+        while (!held && Clock::now() < deadline)
+            if (std::optional<LinkEvent> e = peer.poll(50))
+                if (e->kind == LinkEvent::Kind::message && e->type == protocol::Type::state) held = true;
+    });
+    peer.send("", protocol::Type::hello, 0, std::vector<std::byte>(8));  // the host learns the peer's key from it
+    std::string key;
+    while (key.empty() && Clock::now() < deadline)
+        if (std::optional<LinkEvent> e = host.poll(50)) key = e->peer;
+    const auto blob = std::make_shared<const std::vector<std::byte>>(static_cast<std::size_t>(mb * 1e6), std::byte{7});
+    const Clock::time_point start = Clock::now();
+    if (!key.empty()) host.send_blob(key, protocol::Type::state, 0, blob);
+    while (!key.empty() && !held && Clock::now() < deadline) host.poll(50);
+    const double took = seconds_since(start);
+    receiver.join();  // it ends once the blob is held, or at the deadline
+    return held ? mb / took : 0;
+}
+
 // --keep: the run folder is moved aside when the measurement ends (however it ends), and named.
 struct KeptFolder {
     TempDir& dir;
@@ -191,6 +235,8 @@ nlohmann::ordered_json measure(const Options& o) {
 
     const double ceiling = curve_ceiling_mb_per_s(o.ceiling_mb);
     std::fprintf(stderr, "  CURVE on one connection: %.0f MB/s\n", ceiling);
+    const double through_link = link_mb_per_s(o.ceiling_mb / 2);
+    std::fprintf(stderr, "  a blob through HostLink/PeerLink: %.0f MB/s\n", through_link);
     std::vector<std::string> train = {"train", "--config", o.config, "--batch", std::to_string(o.batch), "--seq-len",
                                       std::to_string(o.seq_len), "--steps", "2", "--val-every", "0", "--vocab", vocab,
                                       "--out", dir.file("train")};
@@ -259,6 +305,7 @@ nlohmann::ordered_json measure(const Options& o) {
     row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
     row["state_mb_per_s"] = bench::rounded(median(states), 1);
     row["curve_ceiling_mb_per_s"] = bench::rounded(ceiling, 1);
+    row["link_mb_per_s"] = bench::rounded(through_link, 1);
     row["idle_s_per_sync"] = bench::rounded(median(idle), 2);
     row["host_start_s"] = bench::rounded(host_start, 2);
     row["receive_s"] = bench::rounded(phase("receive"), 2);

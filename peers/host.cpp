@@ -176,6 +176,7 @@ void Host::send_state(Link& link, const std::string& key) {
     if (!state_blob_ || state_blob_of_ != global_->hash()) {
         // One copy, made once per θ: the old one is taken off every queue and freed first, and the
         // peers that were still waiting for it get the new one.
+        if (!state_blob_) state_blob_ = stale_state_.lock();
         link.withdraw(state_blob_);
         state_blob_.reset();
         protocol::Writer w;

@@ -155,6 +155,7 @@ private:
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
     std::map<std::string, PeerState> peers_;      // by key
     SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
+    std::weak_ptr<const std::vector<std::byte>> stale_state_;  // the last one, once θ moved on: alive while a queue sends it
     std::string state_blob_of_;                   // the θ hash it was made from
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
