@@ -161,7 +161,12 @@ TEST_CASE("a ZeRO-3 island of GPUs trains like one GPU accumulating the same mic
     one->get_params(pa);
     island->get_params(pb);
     CHECK(rel_l2(pb, pa) <= 0.01);
-    CHECK(b.back() < b.front() - 0.3f);
+    // It learns: the mean loss of the last 5 steps against the first 5 (with one GPU a step is one
+    // 32-token row, whose loss alone moves by more than 0.1 from step to step).
+    const float first5 = (b[0] + b[1] + b[2] + b[3] + b[4]) / 5,
+                last5 = (b[steps - 5] + b[steps - 4] + b[steps - 3] + b[steps - 2] + b[steps - 1]) / 5;
+    std::printf("ZeRO-3 island of %d: mean loss of steps 1-5 %.4f, of steps 16-20 %.4f\n", n, first5, last5);
+    CHECK(last5 < first5 - 0.1f * n);
 
     // Parameters, gradients and optimizer state per device: between 1/N and 1.05/N of the whole
     // model's, as the engine allocated them (the pieces are padded to pairs).
