@@ -63,10 +63,12 @@ CheckpointWriter::Result CheckpointWriter::write_timed() {
     const auto t0 = std::chrono::steady_clock::now();
     Result r{snapshot_.round, 0, ""};
     try {
+        if (!snapshot_.blob) throw Error("the checkpoint snapshot holds no state");
         write_(snapshot_);
     } catch (const std::exception& e) {  // a full disk or a read-only folder: reported, never fatal
         r.error = e.what();
     }
+    snapshot_.blob.reset();  // the state may be freed as soon as nobody else needs it
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }

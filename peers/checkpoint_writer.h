@@ -1,6 +1,7 @@
 // peers/checkpoint_writer.h: the host's checkpoints written on a thread of their own, from a snapshot,
-// so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot buffer is one,
-// allocated once and reused: the host fills it only while no write is under way, and a checkpoint due
+// so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot's state is a shared,
+// immutable blob (the host's one state of its θ, the same a joiner gets), held only while it is
+// written; the host fills the snapshot only while no write is under way, and a checkpoint due
 // meanwhile waits for the next chance (the host keeps asking), so a slow disk skips checkpoints rather
 // than queueing copies of the state. The thread runs at the lowest CPU and I/O priority: it takes what
 // the rounds leave. Results come back to the host's own thread (take_result), which
@@ -11,8 +12,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,7 +25,11 @@ namespace arch {
 struct CheckpointSnapshot {
     uint64_t round = 0;
     std::map<std::string, uint32_t> islands;  // key -> island index
-    std::vector<std::byte> state;             // GlobalModel::save_state: θ and the outer optimizer's
+    // GlobalModel::save_state (θ and the outer optimizer's) at state_offset of blob; the writer lets go
+    // of the blob once it is written.
+    std::shared_ptr<const std::vector<std::byte>> blob;
+    std::size_t state_offset = 0;
+    std::span<const std::byte> state() const { return std::span(*blob).subspan(state_offset); }
 };
 
 class CheckpointWriter {

@@ -172,32 +172,49 @@ void Host::publish_run(Link& link) {
     published_ = Clock::now();
 }
 
+SharedBlob Host::state_of_theta() {
+    if (state_blob_ && state_blob_of_ == global_->hash()) return state_blob_;
+    retire_state();
+    protocol::Writer w;
+    w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
+    const std::span<std::byte> state = w.bytes_in_place(global_->state_bytes());
+    global_->save_state(state);
+    std::vector<std::byte> blob = w.take();
+    state_offset_ = blob.size() - state.size();
+    state_blob_ = std::make_shared<const std::vector<std::byte>>(std::move(blob));
+    state_blob_of_ = global_->hash();
+    return state_blob_;
+}
+
+void Host::retire_state() {
+    std::erase_if(stale_states_, [](const auto& weak) { return weak.expired(); });
+    if (state_blob_) stale_states_.push_back(std::exchange(state_blob_, nullptr));
+}
+
 void Host::send_state(Link& link, const std::string& key) {
-    if (!state_blob_ || state_blob_of_ != global_->hash()) {
-        // One copy, made once per θ: the old one is taken off every queue and freed first, and the
-        // peers that were still waiting for it get the new one.
-        if (!state_blob_) state_blob_ = stale_state_.lock();
-        link.withdraw(state_blob_);
-        state_blob_.reset();
-        protocol::Writer w;
-        w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
-        global_->save_state(w.bytes_in_place(global_->state_bytes()));
-        state_blob_ = std::make_shared<const std::vector<std::byte>>(w.take());
-        state_blob_of_ = global_->hash();
-        awaiting_state_.erase(key);
-        const std::set<std::string> waiting = std::exchange(awaiting_state_, {});
-        for (const std::string& other : waiting) send_state(link, other);
-    }
-    if (!link.send_blob(key, Type::state, round_, state_blob_)) {
+    if (state_blob_of_ != global_->hash()) retire_state();
+    std::set<std::string> waiting;
+    // The states of older θs are taken off every queue and freed first (once the checkpoint writer, if
+    // it writes one, is done), and the peers that were still waiting for one get the current state.
+    for (const auto& weak : std::exchange(stale_states_, {}))
+        if (SharedBlob stale = weak.lock()) {
+            link.withdraw(stale);
+            waiting = std::exchange(awaiting_state_, {});
+        }
+    waiting.erase(key);
+    const SharedBlob state = state_of_theta();
+    if (!link.send_blob(key, Type::state, round_, state)) {
         log(peers_[key].name + " is too far behind (its queue is full); dropping what waits for it");
         link.forget(key);
-        if (!link.send_blob(key, Type::state, round_, state_blob_)) return;
+        if (!link.send_blob(key, Type::state, round_, state)) return;
     }
     peers_[key].queued_from = round_;  // the state, then every update after it
-    if (!awaiting_state_.insert(key).second) return;  // already on its way
-    down_bytes_round_ += state_blob_->size();
-    publish(key, 0, state_blob_->size());
-    log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
+    if (awaiting_state_.insert(key).second) {  // else already on its way
+        down_bytes_round_ += state->size();
+        publish(key, 0, state->size());
+        log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
+    }
+    for (const std::string& other : waiting) send_state(link, other);
 }
 
 void Host::serve_data(Link& link, const std::string& key, const protocol::DataRequest& request) {

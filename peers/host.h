@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -136,7 +137,11 @@ private:
     void want_checkpoint(bool always);
     void pump_checkpoint();
     void final_checkpoint();
-    void fill_snapshot(CheckpointSnapshot& s) const;
+    void fill_snapshot(CheckpointSnapshot& s);
+    // The state of the current θ (StateMeta, then GlobalModel::save_state at state_offset_): one copy,
+    // made once per θ, which every joiner and the checkpoint writer share.
+    SharedBlob state_of_theta();
+    void retire_state();  // θ moved on: the state is let go of, and withdrawn when a joiner needs the new one
     void log_checkpoint(const CheckpointWriter::Result& r) const;
     bool load_checkpoint();
     float evaluate();
@@ -155,8 +160,10 @@ private:
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
     std::map<std::string, PeerState> peers_;      // by key
     SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
-    std::weak_ptr<const std::vector<std::byte>> stale_state_;  // the last one, once θ moved on: alive while a queue sends it
+    // States of older θs: each alive only while a queue sends it or the checkpoint writer writes it.
+    std::vector<std::weak_ptr<const std::vector<std::byte>>> stale_states_;
     std::string state_blob_of_;                   // the θ hash it was made from
+    std::size_t state_offset_ = 0;                // where save_state's bytes start in it
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
     std::set<std::string> awaiting_state_;        // peers it was sent to that have not reported in sync

@@ -30,20 +30,21 @@ void write_checkpoint_files(const std::string& dir, const ModelConfig& model, co
         w.str(key);
         w.u32(island);
     }
-    w.u64(s.state.size());  // what protocol::Writer::bytes puts before a blob
+    const std::span<const std::byte> state = s.state();
+    w.u64(state.size());  // what protocol::Writer::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
-    const std::span<const std::byte> hashed[] = {head, s.state};
+    const std::span<const std::byte> hashed[] = {head, state};
     protocol::Writer tail;
     tail.str(diloco::hash_bytes(hashed));
     const std::vector<std::byte> t = tail.take();
     auto bytes = [](std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); };
-    const std::span<const uint8_t> parts[] = {bytes(head), bytes(s.state), bytes(t)};
+    const std::span<const uint8_t> parts[] = {bytes(head), bytes(state), bytes(t)};
     write_file_atomic(dir + "/host.state", parts);
     // θ is the state's first part, after its 8-byte count (GlobalModel::save_state).
     uint64_t n = 0;
-    std::memcpy(&n, s.state.data(), 8);
+    std::memcpy(&n, state.data(), 8);
     write_checkpoint(dir + "/model.bin", model,
-                     std::span(reinterpret_cast<const float*>(s.state.data() + 8), static_cast<std::size_t>(n)));
+                     std::span(reinterpret_cast<const float*>(state.data() + 8), static_cast<std::size_t>(n)));
 }
 }  // namespace
 
@@ -55,11 +56,11 @@ void Host::open_checkpoints() {
     last_checkpoint_ = std::chrono::steady_clock::now();
 }
 
-void Host::fill_snapshot(CheckpointSnapshot& s) const {
+void Host::fill_snapshot(CheckpointSnapshot& s) {
     s.round = round_;
     s.islands = island_of_;
-    s.state.resize(global_->state_bytes());  // the same size every round: no new allocation
-    global_->save_state(s.state);
+    s.blob = state_of_theta();
+    s.state_offset = state_offset_;
 }
 
 void Host::want_checkpoint(bool always) {

@@ -76,8 +76,8 @@ void Host::make_update(Link& link) {
             std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
     recent_theta_.emplace_back(round_, global_->hash());
     // The state of the old θ (2 P) lives on only while a queue still sends it (a joiner catches up with
-    // the updates queued after it); the next joiner gets a new one.
-    if (state_blob_) stale_state_ = std::exchange(state_blob_, nullptr);
+    // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
+    retire_state();
     while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
     sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));

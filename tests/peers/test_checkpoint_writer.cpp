@@ -13,8 +13,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -59,7 +61,8 @@ TEST_CASE("the writer writes its snapshot on its own thread, refuses a second wh
     CHECK_FALSE(w.busy());
     CHECK_FALSE(w.take_result());
     w.snapshot().round = 7;
-    w.snapshot().state.assign(16, std::byte{1});
+    auto blob = std::make_shared<const std::vector<std::byte>>(16, std::byte{1});
+    w.snapshot().blob = blob;
     w.start();
     gate.wait_entered();
     CHECK(w.busy());
@@ -70,6 +73,7 @@ TEST_CASE("the writer writes its snapshot on its own thread, refuses a second wh
     w.wait();
     CHECK_FALSE(w.busy());
     CHECK(gate.seen_round == 7);
+    CHECK(blob.use_count() == 1);  // written, the writer holds the state no longer
     const std::optional<CheckpointWriter::Result> r = w.take_result();
     REQUIRE(r);
     CHECK(r->round == 7);
@@ -86,6 +90,7 @@ TEST_CASE("a failed write is reported, not thrown; write_now writes on the calle
         if (fail) throw Error("disk full");
     });
     w.snapshot().round = 3;
+    w.snapshot().blob = std::make_shared<const std::vector<std::byte>>(8, std::byte{2});
     w.start();
     w.wait();
     const std::optional<CheckpointWriter::Result> r = w.take_result();
@@ -93,6 +98,8 @@ TEST_CASE("a failed write is reported, not thrown; write_now writes on the calle
     CHECK(r->error == "disk full");
     CHECK(wrote_on != caller);
     fail = false;
+    CHECK(w.write_now().error == "the checkpoint snapshot holds no state");  // the last write let go of it
+    w.snapshot().blob = std::make_shared<const std::vector<std::byte>>(8, std::byte{2});
     const CheckpointWriter::Result now = w.write_now();
     CHECK(now.error.empty());
     CHECK(now.round == 3);
