@@ -193,15 +193,18 @@ void Host::retire_state() {
 
 void Host::send_state(Link& link, const std::string& key) {
     if (state_blob_of_ != global_->hash()) retire_state();
-    std::set<std::string> waiting;
     // The states of older θs are taken off every queue and freed first (once the checkpoint writer, if
     // it writes one, is done), and the peers that were still waiting for one get the current state.
+    bool withdrawn = false;
     for (const auto& weak : std::exchange(stale_states_, {}))
         if (SharedBlob stale = weak.lock()) {
             link.withdraw(stale);
-            waiting = std::exchange(awaiting_state_, {});
+            withdrawn = true;
         }
-    waiting.erase(key);
+    std::vector<std::string> waiting;
+    if (withdrawn)
+        for (const auto& [peer, theta] : awaiting_state_)
+            if (peer != key && theta != global_->hash()) waiting.push_back(peer);
     const SharedBlob state = state_of_theta();
     if (!link.send_blob(key, Type::state, round_, state)) {
         log(peers_[key].name + " is too far behind (its queue is full); dropping what waits for it");
@@ -209,7 +212,9 @@ void Host::send_state(Link& link, const std::string& key) {
         if (!link.send_blob(key, Type::state, round_, state)) return;
     }
     peers_[key].queued_from = round_;  // the state, then every update after it
-    if (awaiting_state_.insert(key).second) {  // else already on its way
+    std::string& on_its_way = awaiting_state_[key];
+    if (on_its_way != state_blob_of_) {  // else this state is already on its way
+        on_its_way = state_blob_of_;
         down_bytes_round_ += state->size();
         publish(key, 0, state->size());
         log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);

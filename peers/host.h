@@ -16,7 +16,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -166,7 +165,7 @@ private:
     std::size_t state_offset_ = 0;                // where save_state's bytes start in it
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
-    std::set<std::string> awaiting_state_;        // peers it was sent to that have not reported in sync
+    std::map<std::string, std::string> awaiting_state_;  // peers a state was sent to, not yet in sync: the θ hash it holds
     std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
