@@ -19,9 +19,8 @@ exec > >(tee "$log_dir/gpu_check.log") 2>&1
 start=$(date +%s)
 elapsed() { echo "[$(( $(date +%s) - start )) s]"; }
 status=0
-tests="test_bf16_math test_codec_math test_cuda_kernels test_cuda_gemm test_cuda_attention test_device_codec
-       test_cuda_model test_cuda_llama_kernels test_cuda_llama test_cuda_memory_plan test_cuda_recompute
-       test_cuda_offload test_cuda_island test_cuda_peer_run"
+source bench/gpu_tests.sh
+tests=$gpu_tests
 
 if [ -f .gpu/pack.tar.xz ]; then
     pack=/tmp/archipelago-gpu

@@ -8,9 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-90}
-tests="test_bf16_math test_codec_math test_cuda_kernels test_cuda_gemm test_cuda_attention test_device_codec
-       test_cuda_model test_cuda_llama_kernels test_cuda_llama test_cuda_memory_plan test_cuda_recompute
-       test_cuda_offload test_cuda_island test_cuda_peer_run"
+source bench/gpu_tests.sh
+tests=$gpu_tests
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DARCH_TESTS=ON \
     -DARCH_BENCH=ON -DARCH_GUI=OFF >/dev/null
 # shellcheck disable=SC2086

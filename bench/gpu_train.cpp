@@ -93,7 +93,6 @@ Row run(const ModelConfig& config, const cuda::CudaModelOptions& options, Collec
     return r;
 }
 
-
 // A memory mode: what the model is told, and what the plan is asked for the same.
 struct Mode {
     const char* name;
