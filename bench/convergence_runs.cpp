@@ -268,7 +268,7 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
             std::fprintf(stderr, "  %s: round %d median norm before the clip %.4g, epsilon spent %.3f\n", name.c_str(), r + 1,
                          norms[norms.size() / 2], privacy::epsilon_spent(1.0, sigma, static_cast<uint64_t>(r + 1), kDpDelta).epsilon);
         }
-        std::vector<outer::Contribution> cs;
+        std::vector<outer::WeightedDelta> cs;
         for (int i = 0; i < s.islands; ++i) cs.push_back({deltas[i], weights[i]});
         const std::vector<std::byte> update = global.make_update(cs);
         global.apply_update(update);
@@ -339,7 +339,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
             up = std::max(up, static_cast<double>(payload.size()));
             row.bytes += static_cast<double>(payload.size());
         }
-        std::vector<outer::Contribution> cs;
+        std::vector<outer::WeightedDelta> cs;
         for (const auto& d : deltas) cs.push_back({d, 1.0});  // equal steps: equal weights
         std::vector<std::byte> update = global.make_update(cs, p);
         const double down = static_cast<double>(update.size());
@@ -473,7 +473,7 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
             std::vector<float> delta = compression::decode(res.payload, global.theta().size());
             if (verdict.scale != 1.0f)
                 for (float& x : delta) x *= verdict.scale;
-            const outer::Contribution c{delta, res.tokens};
+            const outer::WeightedDelta c{delta, res.tokens};
             const std::vector<std::byte> update = global.make_update(std::span(&c, 1));
             global.apply_update(update);
             row.bytes += static_cast<double>(update.size()) * n;

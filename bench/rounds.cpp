@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/bench_cli.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
@@ -39,7 +40,6 @@
 #include "tests/peers/process.h"
 
 using namespace arch;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -55,7 +55,7 @@ struct Options {
     bool keep = false;  // leave the run folder (logs, checkpoints) behind
 };
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) { return Clock::real().seconds_since(t); }
 
 double median(std::vector<double> v) {
     if (v.empty()) return -1;
@@ -127,7 +127,7 @@ double curve_ceiling_mb_per_s(double mb) {
         if (zmq_recv(router, id, sizeof(id), 0) < 0) break;  // the sender's routing id, then its message
         const int n = zmq_recv(router, buffer.data(), buffer.size(), 0);
         if (n < 0) break;
-        if (i == 0) first = Clock::now();
+        if (i == 0) first = Clock::real().now();
         else bytes += n;  // the first message starts the clock
     }
     const double took = seconds_since(first);
@@ -143,12 +143,12 @@ double link_mb_per_s(double mb) {
     const net::KeyPair host_keys = net::generate_keypair(), peer_keys = net::generate_keypair();
     net::AllowList allow;
     allow.add(peer_keys.public_key, "peer");
-    net::HostOptions ho;
+    net::HostSocketOptions ho;
     ho.keys = host_keys;
     ho.allow = allow;
     ho.run_id = 1;
     net::HostSocket host_socket(ho);
-    net::PeerOptions po;
+    net::PeerSocketOptions po;
     po.host_endpoint = host_socket.endpoint();
     po.host_public_key = host_keys.public_key;
     po.keys = peer_keys;
@@ -156,21 +156,21 @@ double link_mb_per_s(double mb) {
     net::PeerSocket peer_socket(po);
     HostLink host(host_socket, {});
     PeerLink peer(peer_socket, {});
-    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    const auto deadline = Clock::real().now() + std::chrono::seconds(120);
     std::atomic<bool> held{false};
     std::thread receiver([&] {
-        while (!held && Clock::now() < deadline)
+        while (!held && Clock::real().now() < deadline)
             if (std::optional<LinkEvent> e = peer.poll(50))
                 if (e->kind == LinkEvent::Kind::message && e->type == protocol::Type::state) held = true;
     });
     peer.send("", protocol::Type::hello, 0, std::vector<std::byte>(8));  // the host learns the peer's key from it
     std::string key;
-    while (key.empty() && Clock::now() < deadline)
+    while (key.empty() && Clock::real().now() < deadline)
         if (std::optional<LinkEvent> e = host.poll(50)) key = e->peer;
     const auto blob = std::make_shared<const std::vector<std::byte>>(static_cast<std::size_t>(mb * 1e6), std::byte{7});
-    const Clock::time_point start = Clock::now();
+    const Clock::time_point start = Clock::real().now();
     if (!key.empty()) host.send_blob(key, protocol::Type::state, 0, blob);
-    while (!key.empty() && !held && Clock::now() < deadline) host.poll(50);
+    while (!key.empty() && !held && Clock::real().now() < deadline) host.poll(50);
     const double took = seconds_since(start);
     receiver.join();  // it ends once the blob is held, or at the deadline
     return held ? mb / took : 0;
@@ -213,8 +213,8 @@ double run_to_end(const std::vector<std::string>& args, const std::string& log, 
                   double timeout_s) {
     test::Process p(args, log, env);
     double peak = 0;
-    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-    while (p.running() && Clock::now() < end) {
+    const auto end = Clock::real().now() + std::chrono::duration<double>(timeout_s);
+    while (p.running() && Clock::real().now() < end) {
         peak = std::max(peak, peak_rss(p.pid()));
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -253,7 +253,7 @@ nlohmann::ordered_json measure(const Options& o) {
                dir.file("peer-" + std::to_string(i) + ".invite")},
               dir.file("setup.log"));
     }
-    const Clock::time_point started = Clock::now();
+    const Clock::time_point started = Clock::real().now();
     test::Process host({"host", "--config", config}, dir.file("host.log"), env);
     if (!host.wait_for("waiting for", o.timeout_s)) throw Error("bench_rounds: the host did not start: " + host.log());
     const double host_start = seconds_since(started);
@@ -268,8 +268,8 @@ nlohmann::ordered_json measure(const Options& o) {
     }
     double host_peak = 0, peer_peak = 0;
     std::size_t shown = 0;
-    const auto end = Clock::now() + std::chrono::duration<double>(o.timeout_s);
-    while (host.running() && Clock::now() < end) {
+    const auto end = Clock::real().now() + std::chrono::duration<double>(o.timeout_s);
+    while (host.running() && Clock::real().now() < end) {
         host_peak = std::max(host_peak, peak_rss(host.pid()));
         for (auto& p : peers) peer_peak = std::max(peer_peak, peak_rss(p->pid()));
         const std::vector<double> done = numbers(host.log(), R"(round (\d+) host seconds)");

@@ -28,7 +28,22 @@ enum class CodecId : std::uint8_t {
     sign = 9,         // blockwise sign * mean|x|; ||e_block||_2 <= ||x_block||_2
 };
 
+// Every codec, in id order: a new codec is one more entry here and in codec_name().
+constexpr CodecId kCodecIds[] = {CodecId::fp32, CodecId::fp16, CodecId::bf16, CodecId::int8, CodecId::uint8_sigma,
+                                 CodecId::int4, CodecId::fp4, CodecId::topk, CodecId::sign};
+
 std::string_view codec_name(CodecId id);
+
+// A spec parsed (parse_codec_spec, grammar below), every default filled in. Programs read these
+// fields, never the spec's text.
+struct CodecSpec {
+    CodecId codec = CodecId::fp32;
+    std::uint32_t block = 0;      // blockwise codecs (int8, int4, fp4, sign); 0 otherwise
+    double fraction = 0.0;        // topk: the share of values kept
+    bool error_feedback = false;  // +ef
+    bool zstd = false;            // +zstd[:level]
+    int zstd_level = 1;
+};
 
 // The validated header of an encoded buffer (see docs/codecs.md, "Wire header").
 struct WireInfo {
@@ -62,6 +77,7 @@ public:
 
     // Canonical spec, e.g. "int8:block=256+zstd:1"; make_codec(spec()) gives the same codec.
     virtual std::string spec() const = 0;
+    virtual const CodecSpec& settings() const = 0;  // the same, parsed
 
     // Encodes x. `stream` names the error-feedback residual to use (one per tensor range / peer);
     // codecs without error feedback ignore it.
@@ -87,6 +103,8 @@ public:
 //   keys   := block (int8, int4, fp4, sign) | frac (topk)
 // e.g. "int8:block=256+zstd:1", "fp4+ef+zstd", "topk:frac=0.01+ef". Throws arch::Error naming the
 // offending part of a bad spec.
+CodecSpec parse_codec_spec(std::string_view spec);
+std::string canonical_spec(const CodecSpec& s);  // parse_codec_spec(canonical_spec(s)) == s
 std::unique_ptr<Codec> make_codec(std::string_view spec);
 
 // ---- for quantizers that run elsewhere (kernels/cuda/device_codec): same bytes, same checks -----

@@ -17,12 +17,7 @@ namespace {
 using detail::Bytes;
 using detail::Format;
 
-struct Spec {
-    Format format;
-    bool ef = false;
-    bool zstd = false;
-    int level = 1;
-};
+Format format_of(const CodecSpec& s) { return Format{s.codec, s.block, s.fraction}; }
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
     std::vector<std::string_view> parts;
@@ -60,8 +55,8 @@ double parse_fraction(std::string_view spec, std::string_view v) {
 }
 
 CodecId codec_by_name(std::string_view spec, std::string_view name) {
-    for (int id = 1; id <= 9; ++id) {
-        if (codec_name(static_cast<CodecId>(id)) == name) return static_cast<CodecId>(id);
+    for (CodecId id : kCodecIds) {
+        if (codec_name(id) == name) return id;
     }
     bad_spec(spec, "unknown codec '" + std::string(name) +
                        "' (expected fp32, fp16, bf16, int8, uint8, int4, fp4, topk or sign)");
@@ -77,11 +72,11 @@ std::uint32_t default_block(CodecId id) {
     }
 }
 
-void parse_codec_stage(std::string_view spec, std::string_view stage, Format& f) {
+void parse_codec_stage(std::string_view spec, std::string_view stage, CodecSpec& f) {
     const std::size_t colon = stage.find(':');
-    f.id = codec_by_name(spec, stage.substr(0, colon));
-    f.block = default_block(f.id);
-    f.fraction = f.id == CodecId::topk ? 0.01 : 0.0;
+    f.codec = codec_by_name(spec, stage.substr(0, colon));
+    f.block = default_block(f.codec);
+    f.fraction = f.codec == CodecId::topk ? 0.01 : 0.0;
     if (colon == std::string_view::npos) return;
     for (std::string_view kv : split(stage.substr(colon + 1), ',')) {
         const std::size_t eq = kv.find('=');
@@ -90,22 +85,22 @@ void parse_codec_stage(std::string_view spec, std::string_view stage, Format& f)
                                std::string(kv) + "'");
         }
         const std::string_view key = kv.substr(0, eq), value = kv.substr(eq + 1);
-        if (key == "block" && detail::is_blockwise(f.id)) {
+        if (key == "block" && detail::is_blockwise(f.codec)) {
             const long long b = parse_int(spec, key, value);
             if (b < 8 || b > (1 << 24) || b % 8 != 0) {
                 bad_spec(spec, "block must be a multiple of 8 in [8, 16777216], got " + std::string(value));
             }
             f.block = static_cast<std::uint32_t>(b);
-        } else if (key == "frac" && f.id == CodecId::topk) {
+        } else if (key == "frac" && f.codec == CodecId::topk) {
             f.fraction = parse_fraction(spec, value);
         } else {
-            bad_spec(spec, "codec " + std::string(codec_name(f.id)) + " has no parameter '" +
+            bad_spec(spec, "codec " + std::string(codec_name(f.codec)) + " has no parameter '" +
                                std::string(key) + "'");
         }
     }
 }
 
-void parse_zstd_stage(std::string_view spec, std::string_view stage, Spec& s) {
+void parse_zstd_stage(std::string_view spec, std::string_view stage, CodecSpec& s) {
     s.zstd = true;
     if (stage == "zstd") return;
     std::string_view v = stage.substr(5);
@@ -116,19 +111,21 @@ void parse_zstd_stage(std::string_view spec, std::string_view stage, Spec& s) {
         bad_spec(spec, "zstd level must be in [" + std::to_string(min_level) + ", -1] or [1, " +
                            std::to_string(ZSTD_maxCLevel()) + "], got " + std::string(v));
     }
-    s.level = static_cast<int>(level);
+    s.zstd_level = static_cast<int>(level);
 }
 
-Spec parse_spec(std::string_view spec) {
+}  // namespace
+
+CodecSpec parse_codec_spec(std::string_view spec) {
     if (spec.empty()) bad_spec(spec, "empty spec");
     const std::vector<std::string_view> stages = split(spec, '+');
-    Spec s;
-    parse_codec_stage(spec, stages[0], s.format);
+    CodecSpec s;
+    parse_codec_stage(spec, stages[0], s);
     for (std::size_t i = 1; i < stages.size(); ++i) {
         const std::string_view st = stages[i];
         if (st == "ef") {
-            if (s.ef || s.zstd) bad_spec(spec, "'ef' must come once, right after the codec");
-            s.ef = true;
+            if (s.error_feedback || s.zstd) bad_spec(spec, "'ef' must come once, right after the codec");
+            s.error_feedback = true;
         } else if (st == "zstd" || st.starts_with("zstd:")) {
             if (s.zstd) bad_spec(spec, "'zstd' may appear only once");
             parse_zstd_stage(spec, st, s);
@@ -139,29 +136,32 @@ Spec parse_spec(std::string_view spec) {
     return s;
 }
 
-std::string canonical(const Spec& s) {
-    std::string out(codec_name(s.format.id));
-    if (detail::is_blockwise(s.format.id)) out += ":block=" + std::to_string(s.format.block);
-    if (s.format.id == CodecId::topk) {
+std::string canonical_spec(const CodecSpec& s) {
+    std::string out(codec_name(s.codec));
+    if (detail::is_blockwise(s.codec)) out += ":block=" + std::to_string(s.block);
+    if (s.codec == CodecId::topk) {
         char buf[32];
-        std::snprintf(buf, sizeof buf, "%.17g", s.format.fraction);
+        std::snprintf(buf, sizeof buf, "%.17g", s.fraction);
         out += ":frac=" + std::string(buf);
     }
-    if (s.ef) out += "+ef";
-    if (s.zstd) out += "+zstd:" + std::to_string(s.level);
+    if (s.error_feedback) out += "+ef";
+    if (s.zstd) out += "+zstd:" + std::to_string(s.zstd_level);
     return out;
 }
 
+namespace {
+
 class Pipeline final : public Codec {
 public:
-    explicit Pipeline(Spec s) : spec_(s) {}
+    explicit Pipeline(CodecSpec s) : spec_(s), format_(format_of(s)) {}
 
-    std::string spec() const override { return canonical(spec_); }
+    std::string spec() const override { return canonical_spec(spec_); }
+    const CodecSpec& settings() const override { return spec_; }
 
     std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream) override {
-        if (!spec_.ef) {
-            return detail::wrap(spec_.format, x.size(), detail::encode_payload(spec_.format, x),
-                                spec_.zstd, spec_.level);
+        if (!spec_.error_feedback) {
+            return detail::wrap(format_, x.size(), detail::encode_payload(format_, x),
+                                spec_.zstd, spec_.zstd_level);
         }
         std::vector<float>& r = residuals_[stream];
         if (r.empty()) r.assign(x.size(), 0.0f);
@@ -179,16 +179,16 @@ public:
         if (z != 0.0f) {  // the quantizer's own error names the element; r is left as it was
             std::vector<float> y(n);
             for (std::size_t i = 0; i < n; ++i) y[i] = x[i] + r[i];
-            detail::require_finite(y, codec_name(spec_.format.id));
+            detail::require_finite(y, codec_name(spec_.codec));
         }
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) r[i] = x[i] + r[i];
-        Bytes payload = detail::encode_payload(spec_.format, r);
+        Bytes payload = detail::encode_payload(format_, r);
         decoded_.resize(n);
-        detail::decode_payload(spec_.format.id, spec_.format.block, payload, decoded_);
+        detail::decode_payload(spec_.codec, spec_.block, payload, decoded_);
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) r[i] = r[i] - decoded_[i];
-        return detail::wrap(spec_.format, n, std::move(payload), spec_.zstd, spec_.level);
+        return detail::wrap(format_, n, std::move(payload), spec_.zstd, spec_.zstd_level);
     }
 
     std::span<const float> residual(std::uint64_t stream) const override {
@@ -199,7 +199,7 @@ public:
     void reset(std::uint64_t stream) override { residuals_.erase(stream); }
 
     void set_residual(std::uint64_t stream, std::span<const float> r) override {
-        if (!spec_.ef) return;
+        if (!spec_.error_feedback) return;
         if (r.empty()) {
             residuals_.erase(stream);
             return;
@@ -208,7 +208,8 @@ public:
     }
 
 private:
-    Spec spec_;
+    CodecSpec spec_;
+    Format format_;  // what the quantizer needs of spec_
     std::map<std::uint64_t, std::vector<float>> residuals_;
     std::vector<float> decoded_;  // error feedback's decode of the last payload
 };
@@ -216,23 +217,23 @@ private:
 }  // namespace
 
 std::unique_ptr<Codec> make_codec(std::string_view spec) {
-    return std::make_unique<Pipeline>(parse_spec(spec));
+    return std::make_unique<Pipeline>(parse_codec_spec(spec));
 }
 
 std::vector<std::byte> wrap_payload(std::string_view spec, std::uint64_t count,
                                     std::vector<std::byte> payload) {
-    const Spec s = parse_spec(spec);
-    if (s.ef) {
+    const CodecSpec s = parse_codec_spec(spec);
+    if (s.error_feedback) {
         bad_spec(spec, "wrap_payload takes no '+ef': the residual belongs to whoever quantized");
     }
-    const std::uint64_t want = detail::payload_bytes_limit(s.format.id, s.format.block, count);
-    const bool exact = detail::payload_size_is_exact(s.format.id);
+    const std::uint64_t want = detail::payload_bytes_limit(s.codec, s.block, count);
+    const bool exact = detail::payload_size_is_exact(s.codec);
     if (exact ? payload.size() != want : payload.size() > want) {
-        throw Error("wrap_payload: a " + std::string(codec_name(s.format.id)) + " payload for " +
+        throw Error("wrap_payload: a " + std::string(codec_name(s.codec)) + " payload for " +
                     std::to_string(count) + " elements holds " + (exact ? "" : "at most ") +
                     std::to_string(want) + " bytes, got " + std::to_string(payload.size()));
     }
-    return detail::wrap(s.format, count, std::move(payload), s.zstd, s.level);
+    return detail::wrap(format_of(s), count, std::move(payload), s.zstd, s.zstd_level);
 }
 
 }  // namespace arch::compression

@@ -2,6 +2,7 @@
 // Header (40 bytes, little-endian): "APGC" magic, u8 version (1), u8 codec id, u8 flags (bit 0: zstd
 // stage), u8 0, u64 count, u32 block, u32 0, u64 payload bytes, u64 body bytes; then the body.
 // decode() validates header -> sizes -> zstd frames -> payload fields, and only then writes `out`.
+#include <algorithm>
 #include <cmath>
 
 #include "compression/detail.h"
@@ -20,7 +21,9 @@ constexpr std::uint8_t kFlagZstd = 1;
 constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
 constexpr std::uint32_t kMaxBlock = 1u << 24;
 
-bool known_codec(std::uint8_t id) { return id >= 1 && id <= 9; }
+bool known_codec(std::uint8_t id) {
+    return std::ranges::any_of(kCodecIds, [id](CodecId c) { return static_cast<std::uint8_t>(c) == id; });
+}
 
 }  // namespace
 

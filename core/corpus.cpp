@@ -24,6 +24,7 @@
 #include <string_view>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/corpus_splits.h"
 #include "core/encoding_pool.h"
 #include "core/error.h"
@@ -168,9 +169,9 @@ Tokenizer train_tokenizer(const std::vector<std::string>& inputs, const InputOpt
 // text it held and its rate, tokens written.
 class ProgressLine {
 public:
-    explicit ProgressLine(const DocumentReader& reader) : reader_(reader), start_(std::chrono::steady_clock::now()) {}
+    explicit ProgressLine(const DocumentReader& reader) : reader_(reader), start_(Clock::real().now()) {}
     void maybe(uint64_t tokens, bool last = false) {
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        const double s = std::chrono::duration<double>(Clock::real().now() - start_).count();
         if (!last && s < next_) return;
         next_ = s + kProgressSeconds;
         const double read = static_cast<double>(reader_.bytes_read()), total = static_cast<double>(reader_.bytes_total());
@@ -185,7 +186,7 @@ public:
 
 private:
     const DocumentReader& reader_;
-    std::chrono::steady_clock::time_point start_;
+    Clock::time_point start_;
     double next_ = kProgressSeconds;
 };
 

@@ -32,12 +32,9 @@ public:
     void set_sync(bool sync) { sync_ = sync; }
     // Blocks until every queued all-reduce is done; rethrows a communication failure.
     void wait_grads() { comm_.drain(); }
-    // Runs fn on the communication thread and waits (any other collective on this rank goes here).
-    void on_comm_thread(std::function<void()> fn) { comm_.run(std::move(fn)); }
 
     float* all_params() { return params_; }
     float* all_grads() { return grads_; }
-    std::size_t bucket_count() const { return static_cast<std::size_t>(num_units(layout_)); }
     DeviceMemory memory() const;  // params and grads; the island adds AdamW's m and v
 
 private:

@@ -9,6 +9,7 @@
 
 #include "core/adamw.h"
 #include "core/checkpoint.h"
+#include "core/clock.h"
 #include "core/ddp.h"
 #include "core/error.h"
 #include "core/run_state.h"
@@ -185,7 +186,7 @@ void Island::get_params(std::span<float> full) {
 StepStats Island::step() { return step(config_.schedule.at(steps_done_)); }
 
 StepStats Island::step(float lr) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::real().now();
     const int N = devices(), A = config_.grad_accum;
     const std::size_t bt = static_cast<std::size_t>(config_.B) * config_.T;
     read_batches(*train_, A * N);
@@ -223,7 +224,7 @@ StepStats Island::step(float lr) {
     });
     s.grad_norm = devices_[0]->grad_norm;
     s.step = ++steps_done_;
-    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.seconds = std::chrono::duration<double>(Clock::real().now() - t0).count();
     s.tokens_per_s = static_cast<double>(bt) * A * N / s.seconds;
     return s;
 }

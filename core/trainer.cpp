@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/checkpoint.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/run_state.h"
 
@@ -48,7 +49,7 @@ Trainer::Trainer(Model& model, const TrainConfig& config) : model_(model), confi
 StepStats Trainer::step() { return step(config_.schedule.at(steps_done_)); }
 
 StepStats Trainer::step(float lr) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::real().now();
     model_.zero_grad();
     double loss_sum = 0.0;
     for (int micro = 0; micro < config_.grad_accum; ++micro) {
@@ -76,7 +77,7 @@ StepStats Trainer::step(float lr) {
         s.grad_norm = model_.adamw_step(s.lr, config_.adamw);
     }
     s.step = ++steps_done_;
-    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.seconds = std::chrono::duration<double>(Clock::real().now() - t0).count();
     s.tokens_per_s = static_cast<double>(config_.B) * config_.T * config_.grad_accum / s.seconds;
     return s;
 }

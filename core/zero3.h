@@ -46,7 +46,6 @@ public:
     const std::vector<ShardRange>& shard_ranges() const { return shards_.ranges; }  // one per unit, some may be empty
     std::size_t shard_floats() const { return shards_.shard_size; }  // size of the shard buffers, padding included
     float* shard_params() { return params_; }
-    float* shard_grads() { return grads_; }
     float* shard_m() { return m_; }
     float* shard_v() { return v_; }
 

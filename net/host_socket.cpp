@@ -14,6 +14,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "net/zap_handler.h"
 #include "net/zmq_common.h"
@@ -26,7 +27,7 @@
 namespace arch::net {
 
 struct HostSocket::State {
-    HostOptions options;
+    HostSocketOptions options;
     zmq::context_t context;
     std::unique_ptr<detail::ZapHandler> zap;
     std::string endpoint;
@@ -113,7 +114,7 @@ void HostSocket::State::push(Incoming in) {
     queue_ready.notify_one();
 }
 
-HostSocket::HostSocket(HostOptions options) : state_(std::make_unique<State>()) {
+HostSocket::HostSocket(HostSocketOptions options) : state_(std::make_unique<State>()) {
     State& s = *state_;
     s.options = std::move(options);
     check_public_key(s.options.keys.public_key, "host public key");
@@ -255,13 +256,13 @@ void HostSocket::State::read_loop() {
 
 std::optional<Incoming> HostSocket::poll(int timeout_ms) {
     State& s = *state_;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
         s.drain_logs();
         {
             std::unique_lock lock(s.queue_mutex);
             // Wake at least every 100 ms so ZAP refusals reach the log while nothing else happens.
-            const auto wake = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+            const auto wake = std::min(deadline, Clock::real().now() + std::chrono::milliseconds(100));
             s.queue_ready.wait_until(lock, wake, [&] { return !s.pending.empty(); });
             if (!s.pending.empty()) {
                 Incoming next = std::move(s.pending.front());
@@ -277,7 +278,7 @@ std::optional<Incoming> HostSocket::poll(int timeout_ms) {
                 return next;
             }
         }
-        if (std::chrono::steady_clock::now() >= deadline) {
+        if (Clock::real().now() >= deadline) {
             s.drain_logs();
             return std::nullopt;
         }

@@ -15,11 +15,11 @@
 
 #include "net/allow_list.h"
 #include "net/keys.h"
-#include "net/transport.h"
+#include "net/socket_types.h"
 
 namespace arch::net {
 
-struct HostOptions {
+struct HostSocketOptions {
     std::string bind_endpoint =
         "tcp://127.0.0.1:*";  // "*" port: pick an ephemeral one (see endpoint())
     KeyPair keys;             // the host's long-term pair
@@ -37,7 +37,7 @@ struct HostOptions {
 class HostSocket {
   public:
     // Starts the ZAP handler, then binds. Throws arch::Error (bad keys, endpoint in use, ...).
-    explicit HostSocket(HostOptions options);
+    explicit HostSocket(HostSocketOptions options);
     ~HostSocket();
     HostSocket(const HostSocket&) = delete;
     HostSocket& operator=(const HostSocket&) = delete;

@@ -6,13 +6,14 @@
 #include <deque>
 #include <zmq.hpp>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "net/zmq_common.h"
 
 namespace arch::net {
 
 struct PeerSocket::State {
-    PeerOptions options;
+    PeerSocketOptions options;
     zmq::context_t context;
     zmq::socket_t dealer;
     zmq::socket_t monitor;
@@ -34,7 +35,7 @@ struct PeerSocket::State {
     void receive_one();
 };
 
-PeerSocket::PeerSocket(PeerOptions options) : state_(std::make_unique<State>()) {
+PeerSocket::PeerSocket(PeerSocketOptions options) : state_(std::make_unique<State>()) {
     State& s = *state_;
     s.options = std::move(options);
     check_public_key(s.options.host_public_key, "host public key");
@@ -115,7 +116,7 @@ void PeerSocket::State::receive_one() {
 
 std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
     State& s = *state_;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
         if (!s.pending.empty()) {
             Incoming next = std::move(s.pending.front());
@@ -123,7 +124,7 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
             return next;
         }
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
+            deadline - Clock::real().now());
         zmq::pollitem_t items[] = {{s.dealer.handle(), 0, ZMQ_POLLIN, 0},
                                    {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
         try {
@@ -139,7 +140,7 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
         if (items[1].revents & ZMQ_POLLIN)
             while (auto event = detail::read_monitor_event(s.monitor))
                 s.handle_monitor_event(*event);
-        if (s.pending.empty() && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+        if (s.pending.empty() && Clock::real().now() >= deadline) return std::nullopt;
     }
 }
 

@@ -11,11 +11,11 @@
 #include <string>
 
 #include "net/keys.h"
-#include "net/transport.h"
+#include "net/socket_types.h"
 
 namespace arch::net {
 
-struct PeerOptions {
+struct PeerSocketOptions {
     std::string host_endpoint;    // from the invite
     std::string host_public_key;  // from the invite
     KeyPair keys;         // this peer's long-term pair (its public key is on the host's allow-list)
@@ -27,7 +27,7 @@ struct PeerOptions {
 class PeerSocket {
   public:
     // Connects in the background (returns at once). Throws arch::Error on bad keys or endpoint.
-    explicit PeerSocket(PeerOptions options);
+    explicit PeerSocket(PeerSocketOptions options);
     ~PeerSocket();
     PeerSocket(const PeerSocket&) = delete;
     PeerSocket& operator=(const PeerSocket&) = delete;

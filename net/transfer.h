@@ -98,7 +98,6 @@ class TransferReceiver {
     uint64_t total_bytes() const { return begin_.total_bytes; }  // as its begin declared
     uint32_t chunks_held() const { return chunks_held_; }
     const std::vector<bool>& held() const { return held_; }
-    uint32_t bad_chunks() const { return bad_chunks_; }
     std::span<const uint8_t> data() const {  // partial until complete()
         return {reinterpret_cast<const uint8_t*>(data_.data()), data_.size()};
     }

@@ -3,10 +3,10 @@
 
 #include <chrono>
 
+#include "core/clock.h"
+
 namespace arch::net {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 bool is_transfer_type(uint16_t type) {
     return type >= kTransferBegin && type <= kTransferAbort;
@@ -14,21 +14,21 @@ bool is_transfer_type(uint16_t type) {
 
 int ms_until(Clock::time_point t) {
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::real().now()).count();
     return left < 0 ? 0 : static_cast<int>(left);
 }
 
 template <typename Socket>
 std::optional<TransferMessage> next_transfer_message(Socket& socket, const std::string* from,
                                                      int timeout_ms) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);
     do {
         auto in = socket.poll(ms_until(deadline));
         if (!in) return std::nullopt;
         if (in->kind != Incoming::Kind::message || !is_transfer_type(in->header.type)) continue;
         if (from != nullptr && in->peer_key != *from) continue;
         return TransferMessage{in->header.type, std::move(in->payload)};
-    } while (Clock::now() < deadline);
+    } while (Clock::real().now() < deadline);
     return std::nullopt;
 }
 
@@ -64,14 +64,14 @@ TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint3
 
 bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms, std::string& error,
                int retry_ms) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);
     link.send(sender.begin());
     while (!sender.done()) {
         if (sender.failed()) {
             error = sender.error();
             return false;
         }
-        if (Clock::now() >= deadline) {
+        if (Clock::real().now() >= deadline) {
             error = "transfer " + std::to_string(sender.transfer_id()) + " timed out after " +
                     std::to_string(timeout_ms) + " ms";
             return false;
@@ -89,9 +89,9 @@ bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms,
 std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver,
                                                  const TransferLink& link, int timeout_ms,
                                                  std::string& error, const LogFn& log) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);
     while (!receiver.complete()) {
-        if (Clock::now() >= deadline) {
+        if (Clock::real().now() >= deadline) {
             error = "no complete transfer within " + std::to_string(timeout_ms) + " ms (" +
                     std::to_string(receiver.chunks_held()) + " of " +
                     std::to_string(receiver.chunk_count()) + " chunks held)";

@@ -7,7 +7,7 @@
 #include <string>
 #include <zmq.hpp>
 
-#include "net/transport.h"
+#include "net/socket_types.h"
 
 namespace arch::net::detail {
 

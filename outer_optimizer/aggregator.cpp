@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::size_t kNormChunk = std::size_t{1} << 16;
 
-void check_inputs(std::string_view who, std::span<const Contribution> in, std::size_t n,
+void check_inputs(std::string_view who, std::span<const WeightedDelta> in, std::size_t n,
                   std::size_t min_peers = 1) {
     if (in.size() < min_peers) {
         throw Error(std::string(who) + ": needs at least " + std::to_string(min_peers) +
@@ -58,7 +58,7 @@ double median_of(std::vector<double> v) {
 }
 
 // out[j] = sum_i coeff_i * x_i[j] (+ base[j] if given), in double, peers in order.
-void weighted_sum(std::span<const Contribution> in, std::span<const double> coeff,
+void weighted_sum(std::span<const WeightedDelta> in, std::span<const double> coeff,
                   std::span<const float> base, std::span<float> out) {
     const std::size_t n = out.size(), peers = in.size();
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
@@ -70,7 +70,7 @@ void weighted_sum(std::span<const Contribution> in, std::span<const double> coef
 }
 
 // Sorted values of coordinate j over all peers into v (small n: insertion sort, deterministic).
-inline void sorted_column(std::span<const Contribution> in, std::size_t j, float* v) {
+inline void sorted_column(std::span<const WeightedDelta> in, std::size_t j, float* v) {
     const std::size_t peers = in.size();
     for (std::size_t i = 0; i < peers; ++i) {
         float x = in[i].delta[j];
@@ -88,24 +88,24 @@ std::string fmt(double v) {
 
 }  // namespace
 
-void WeightedMean::aggregate(std::span<const Contribution> in, std::span<float> out) {
+void WeightedMean::aggregate(std::span<const WeightedDelta> in, std::span<float> out) {
     check_inputs("mean", in, out.size());
     double total = 0.0;
-    for (const Contribution& c : in) total += c.tokens;
+    for (const WeightedDelta& c : in) total += c.tokens;
     std::vector<double> coeff;
-    for (const Contribution& c : in) coeff.push_back(c.tokens / total);
+    for (const WeightedDelta& c : in) coeff.push_back(c.tokens / total);
     weighted_sum(in, coeff, {}, out);
 }
 
 std::string NormClipping::name() const { return tau_ > 0 ? "clip:tau=" + fmt(tau_) : "clip"; }
 
-void NormClipping::aggregate(std::span<const Contribution> in, std::span<float> out) {
+void NormClipping::aggregate(std::span<const WeightedDelta> in, std::span<float> out) {
     check_inputs("norm clipping", in, out.size());
     std::vector<double> norms;
-    for (const Contribution& c : in) norms.push_back(distance(c.delta, {}));
+    for (const WeightedDelta& c : in) norms.push_back(distance(c.delta, {}));
     const double tau = tau_ > 0 ? tau_ : median_of(norms);
     double total = 0.0;
-    for (const Contribution& c : in) total += c.tokens;
+    for (const WeightedDelta& c : in) total += c.tokens;
     std::vector<double> coeff;
     for (std::size_t i = 0; i < in.size(); ++i) {
         const double clip = norms[i] > tau ? tau / norms[i] : 1.0;
@@ -114,7 +114,7 @@ void NormClipping::aggregate(std::span<const Contribution> in, std::span<float> 
     weighted_sum(in, coeff, {}, out);
 }
 
-void CoordinateMedian::aggregate(std::span<const Contribution> in, std::span<float> out) {
+void CoordinateMedian::aggregate(std::span<const WeightedDelta> in, std::span<float> out) {
     check_inputs("median", in, out.size());
     const std::size_t n = out.size(), peers = in.size();
 #pragma omp parallel if (n > (1 << 16))
@@ -131,7 +131,7 @@ void CoordinateMedian::aggregate(std::span<const Contribution> in, std::span<flo
 
 std::string TrimmedMean::name() const { return "trimmed:trim=" + std::to_string(trim_); }
 
-void TrimmedMean::aggregate(std::span<const Contribution> in, std::span<float> out) {
+void TrimmedMean::aggregate(std::span<const WeightedDelta> in, std::span<float> out) {
     check_inputs("trimmed mean", in, out.size(), 2 * trim_ + 1);
     const std::size_t n = out.size(), peers = in.size(), keep = peers - 2 * trim_;
 #pragma omp parallel if (n > (1 << 16))
@@ -152,7 +152,7 @@ std::string CenteredClipping::name() const {
            ",history=" + (use_history_ ? "1" : "0");
 }
 
-void CenteredClipping::aggregate(std::span<const Contribution> in, std::span<float> out) {
+void CenteredClipping::aggregate(std::span<const WeightedDelta> in, std::span<float> out) {
     check_inputs("centered clipping", in, out.size());
     if (iterations_ < 1) throw Error("centered clipping: iterations must be >= 1");
     const std::size_t n = out.size(), peers = in.size();

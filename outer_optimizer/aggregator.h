@@ -14,7 +14,7 @@
 
 namespace arch::outer {
 
-struct Contribution {
+struct WeightedDelta {
     std::span<const float> delta;  // the island's pseudo-gradient
     double tokens = 1.0;           // tokens the island processed this round (weight), > 0
 };
@@ -24,14 +24,14 @@ public:
     virtual ~Aggregator() = default;
     virtual std::string name() const = 0;
     // Writes the aggregate into out; every delta must hold out.size() floats (else arch::Error).
-    virtual void aggregate(std::span<const Contribution> in, std::span<float> out) = 0;
+    virtual void aggregate(std::span<const WeightedDelta> in, std::span<float> out) = 0;
 };
 
 // out = sum_i w_i delta_i / sum_i w_i, w_i = tokens (summed in double, peers in order).
 class WeightedMean final : public Aggregator {
 public:
     std::string name() const override { return "mean"; }
-    void aggregate(std::span<const Contribution> in, std::span<float> out) override;
+    void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 };
 
 // Each delta_i scaled by min(1, tau / ||delta_i||_2), then the token-weighted mean.
@@ -40,7 +40,7 @@ class NormClipping final : public Aggregator {
 public:
     explicit NormClipping(double tau = 0.0) : tau_(tau) {}
     std::string name() const override;
-    void aggregate(std::span<const Contribution> in, std::span<float> out) override;
+    void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 
 private:
     double tau_;
@@ -51,7 +51,7 @@ private:
 class CoordinateMedian final : public Aggregator {
 public:
     std::string name() const override { return "median"; }
-    void aggregate(std::span<const Contribution> in, std::span<float> out) override;
+    void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 };
 
 // Per coordinate: drop the `trim` largest and `trim` smallest values, average the rest (unweighted).
@@ -60,7 +60,7 @@ class TrimmedMean final : public Aggregator {
 public:
     explicit TrimmedMean(std::size_t trim = 1) : trim_(trim) {}
     std::string name() const override;
-    void aggregate(std::span<const Contribution> in, std::span<float> out) override;
+    void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 
 private:
     std::size_t trim_;
@@ -77,7 +77,7 @@ public:
     explicit CenteredClipping(double tau = 0.0, int iterations = 3, bool use_history = false)
         : tau_(tau), iterations_(iterations), use_history_(use_history) {}
     std::string name() const override;
-    void aggregate(std::span<const Contribution> in, std::span<float> out) override;
+    void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 
 private:
     double tau_;

@@ -9,6 +9,7 @@
 #include <exception>
 #include <utility>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace arch {
@@ -60,7 +61,7 @@ std::optional<CheckpointWriter::Result> CheckpointWriter::take_result() {
 }
 
 CheckpointWriter::Result CheckpointWriter::write_timed() {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::real().now();
     Result r{snapshot_.round, 0, ""};
     try {
         if (!snapshot_.blob) throw Error("the checkpoint snapshot holds no state");
@@ -69,7 +70,7 @@ CheckpointWriter::Result CheckpointWriter::write_timed() {
         r.error = e.what();
     }
     snapshot_.blob.reset();  // the state may be freed as soon as nobody else needs it
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.seconds = std::chrono::duration<double>(Clock::real().now() - t0).count();
     return r;
 }
 

@@ -25,11 +25,8 @@
 namespace arch {
 
 using protocol::Type;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::string short_key(const std::string& key) { return key.substr(0, 8); }
 
 // θ of a warm start: model.init's llm.c checkpoint or model.init_hf's Hugging Face folder, which must
@@ -48,7 +45,7 @@ std::vector<float> warm_start_theta(const RunConfig& c, const ModelConfig& model
 }
 }  // namespace
 
-Host::Host(HostOptions options) : options_(std::move(options)) {
+Host::Host(HostOptions options) : options_(std::move(options)), clock_(*options_.clock) {
     const RunConfig& c = options_.config;
     int vocab = 0;
     std::string train = c.train_data;
@@ -169,7 +166,7 @@ void Host::publish_run(Link& link) {
     s.set_tokens_per_s(tokens_per_s);
     if (privacy_) s.set_privacy(PrivacyFigures::of(*privacy_, round_));
     for (const auto& [key, p] : peers_) publish(key);
-    published_ = Clock::now();
+    published_ = Clock::real().now();
 }
 
 SharedBlob Host::state_of_theta() {
@@ -274,7 +271,7 @@ bool Host::within_budget(const LinkEvent& e) {
     }
     PeerState& p = it->second;
     TokenBucket& bucket = e.type == Type::hello ? p.hellos : p.messages;
-    if (bucket.take()) return true;
+    if (bucket.take(clock_.now())) return true;
     if (p.over_budget++ % 1000 == 0)
         log("dropped a " + std::string(protocol::type_name(e.type)) + " from " +
             (p.name.empty() ? short_key(e.peer) : p.name) + ": over its message budget (" +
@@ -282,7 +279,7 @@ bool Host::within_budget(const LinkEvent& e) {
     return false;
 }
 
-rounds::RunView Host::view(Link& link) {
+rounds::RunSnapshot Host::view(Link& link) {
     view_.clear();
     for (const auto& [key, p] : peers_) {
         if (!p.welcomed) continue;
@@ -301,10 +298,10 @@ rounds::RunView Host::view(Link& link) {
         i.delta_moving = st.receiving > 0 && transfer_alive(st, st.receiving, st.receive_bytes_per_s, st.receiving_since);
         view_.push_back(std::move(i));
     }
-    rounds::RunView v;
+    rounds::RunSnapshot v;
     v.round = round_;
     v.rounds = run_updates(options_.config);  // the schedule's length, even when a privacy budget ends the run sooner
-    v.seconds_open = seconds_since(round_started_);
+    v.seconds_open = clock_.seconds_since(round_started_);
     v.islands = view_;
     return v;
 }
@@ -318,7 +315,7 @@ void Host::start_island(Link& link, const rounds::Start& start) {
     PeerState& p = it->second;
     p.busy = true;
     p.started_round = round_;
-    p.started_at = Clock::now();
+    p.started_at = clock_.now();
     p.started_steps = start.steps;
     if (moments_) moments_->drop(start.key);  // anything it sent before this round_start is stale
     protocol::RoundStart m{round_, start.steps, global_->hash(), start.schedule.from, start.schedule.to, start.held};
@@ -331,7 +328,7 @@ void Host::start_islands(Link& link, const std::vector<rounds::Start>& starts) {
 
 void Host::offer_round(Link& link, const std::string& key) {
     if (!policy_->open()) return;
-    const rounds::RunView v = view(link);
+    const rounds::RunSnapshot v = view(link);
     if (const rounds::IslandView* i = v.find(key))
         if (std::optional<rounds::Start> s = policy_->on_ready(v, *i)) start_island(link, *s);
 }
@@ -346,7 +343,7 @@ bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
     // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
     // or an island revoked) every round waits as after any update, for the connected ones.
     const bool first_wait = (round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands)) &&
-                            Clock::now() <= join_deadline;
+                            clock_.now() <= join_deadline;
     const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
     // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
     // so the wait for hash reports after an update has a deadline like every other wait.
@@ -358,7 +355,7 @@ bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
 
 void Host::start_round(Link& link) {
     raw_bytes_round_ = 0;
-    round_started_ = row_started_ = Clock::now();
+    round_started_ = row_started_ = clock_.now();
     bytes_up_mark_ = uplink_bytes(link);
     const rounds::RoundPolicy::Opening opening = policy_->open_round(view(link));
     start_islands(link, opening.starts);
@@ -373,7 +370,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     const RunConfig& c = options_.config;
     if (!island_of_.count(key)) {
         if (island_of_.size() >= static_cast<std::size_t>(c.islands)) {
-            link.send(key, Type::reject, round_, protocol::encode_reason("the run is full (" + std::to_string(c.islands) + " islands)"));
+            link.send(key, Type::reject, round_, protocol::encode({protocol::ReasonCode::run_full, "the run is full (" + std::to_string(c.islands) + " islands)"}));
             log("refused " + h.name + " (" + short_key(key) + "): the run is full");
             return;
         }
@@ -413,7 +410,7 @@ void Host::revoke(Link& link, const std::string& key) {
     if (it != peers_.end()) {
         PeerState& p = it->second;
         link.forget(key);  // what waits for it is freed, and cannot hold back the bye
-        if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode_reason("revoked"));
+        if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode({protocol::ReasonCode::revoked, "revoked"}));
         p.connected = p.welcomed = p.busy = p.in_sync = false;
         publish(key);
     }
@@ -444,7 +441,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
         throw Error("a pseudo-gradient for round " + std::to_string(meta.round) + ", but this island was started on round " +
                     std::to_string(p.started_round));
     {
-        const rounds::RunView v = view(link);
+        const rounds::RunSnapshot v = view(link);
         const rounds::IslandView* self = v.find(key);
         if (!self) throw Error("a pseudo-gradient from an island that is not admitted");
         policy_->admit(v, *self, meta.round);  // the round policy's word on the round (late, a second one)
@@ -464,7 +461,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     if (values != expected)
         throw Error("pseudo-gradient of " + std::to_string(values) + " values, " +
                     (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
-    const Clock::time_point decode_start = Clock::now();
+    const Clock::time_point decode_start = Clock::real().now();
     std::vector<float> delta;
     if (!spare_deltas_.empty()) {
         delta = std::move(spare_deltas_.back());
@@ -473,11 +470,11 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     delta.resize(expected);
     compression::decode(payload, delta);
     rounds::Contribution contribution{p.island, key, p.name, meta.round, std::move(delta), tokens, meta.mean_loss};
-    phases_.decode_s += seconds_since(decode_start);
-    phases_.last_arrival = Clock::now();
+    phases_.decode_s += Clock::real().seconds_since(decode_start);
+    phases_.last_arrival = clock_.now();
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's.
-    const double took = seconds_since(p.started_at) - transfer_seconds;
+    const double took = clock_.seconds_since(p.started_at) - transfer_seconds;
     if (took > 0) p.steps_per_s = static_cast<float>(p.started_steps / took);
     p.last_round = meta.round;
     p.busy = false;
@@ -494,7 +491,7 @@ void Host::note_update_held() {
         if (p.connected && p.welcomed && !p.in_sync) return;
     char line[160];
     std::snprintf(line, sizeof(line), "round %llu update held by every island %.2f s after it was sent",
-                  static_cast<unsigned long long>(phases_.update_round), seconds_since(phases_.update_sent));
+                  static_cast<unsigned long long>(phases_.update_round), clock_.seconds_since(phases_.update_sent));
     log(line);
     phases_.update_round = UINT64_MAX;
 }
@@ -530,7 +527,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
         return;
     }
     if (it == peers_.end() || !it->second.welcomed) {
-        link.send(e.peer, Type::reject, round_, protocol::encode_reason("say hello first"));
+        link.send(e.peer, Type::reject, round_, protocol::encode({protocol::ReasonCode::say_hello_first, "say hello first"}));
         return;
     }
     PeerState& p = it->second;
@@ -569,7 +566,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
             link.forget(e.peer);  // what waits for it, or from it, is freed
             awaiting_state_.erase(e.peer);
             publish(e.peer);
-            log(p.name + " left: " + protocol::decode_reason(e.payload));
+            log(p.name + " left: " + protocol::decode_reason(e.payload).text);
             break;
         default:
             throw Error(std::string("unexpected ") + protocol::type_name(e.type) + " message from a peer");
@@ -585,16 +582,16 @@ bool Host::catching_up(const PeerState& p, const protocol::HashReport& h) const 
 
 bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
     const double margin = 2 * options_.config.heartbeat_timeout_s;
-    if (seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
+    if (clock_.seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
     if (bytes == 0) return true;  // just finished: its answer is on the way
     // Not measured yet: a link is assumed no slower than 100 kB/s (0.8 Mbit/s), so that a peer
     // trickling a chunk now and then still cannot hold a wait open forever.
     constexpr double kSlowestAssumed = 100e3;
-    return seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
+    return clock_.seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
 }
 
 bool Host::barrier_passed(Link& link) const {
-    if (Clock::now() <= sync_deadline_) return false;
+    if (clock_.now() <= sync_deadline_) return false;
     // An island still receiving the update (or that just has: its hash report is on the way) is waited
     // for, as long as the transfer moves and is within its bytes at the link's measured rate.
     for (const auto& [key, p] : peers_) {
@@ -616,17 +613,16 @@ void Host::run(Link& link) {
     std::map<Type, uint64_t> accepted{{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}};
     if (moments_) accepted[Type::moments] = protocol::moments_bytes(global_->theta().size());
     link.accept_blobs(accepted);
-    const Clock::time_point join_deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.join_timeout_s));
+    const Clock::time_point join_deadline = clock_.after(c.join_timeout_s);
     const uint64_t updates = last_update();
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
         std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
     publish_run(link);
     while (!stop_ && round_ < updates) {
         if (options_.status && options_.status->leave_requested()) stop_ = true;
-        if (options_.status && Clock::now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
-        if (options_.revoked && Clock::now() - revoked_checked_ > std::chrono::seconds(1)) {
-            revoked_checked_ = Clock::now();
+        if (options_.status && Clock::real().now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
+        if (options_.revoked && Clock::real().now() - revoked_checked_ > std::chrono::seconds(1)) {
+            revoked_checked_ = Clock::real().now();
             for (const std::string& key : options_.revoked()) revoke(link, key);
         }
         if (std::optional<LinkEvent> e = link.poll(50)) {
@@ -650,14 +646,14 @@ void Host::run(Link& link) {
     // and final_checkpoint below waits for it (or, after a stop, writes it at once).
     if (updates_since_checkpoint_ > 0) checkpoint_wanted_ = true;
     // Let the last update reach every connected island (and its hash come back) before saying bye.
-    const auto drain_until = Clock::now() + std::chrono::duration<double>(2 * c.heartbeat_timeout_s + 5);
+    const auto drain_until = clock_.now() + std::chrono::duration<double>(2 * c.heartbeat_timeout_s + 5);
     auto all_synced = [&] {
         for (const auto& [key, p] : peers_)
             if (p.connected && p.welcomed && !p.in_sync) return false;
         return true;
     };
     // An island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
-    while (!stop_ && !all_synced() && (Clock::now() < drain_until || !barrier_passed(link))) {
+    while (!stop_ && !all_synced() && (clock_.now() < drain_until || !barrier_passed(link))) {
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 if (e->type != Type::pseudo_grad && e->type != Type::moments) handle(link, *e);
@@ -671,7 +667,7 @@ void Host::run(Link& link) {
     for (const auto& [key, p] : peers_) {
         if (!p.welcomed) continue;
         link.forget(key);  // what is still queued for it (a stale state, an update it gave up on) must not hold back the bye
-        link.send(key, Type::bye, round_, protocol::encode_reason("the run is finished"));
+        link.send(key, Type::bye, round_, protocol::encode({protocol::ReasonCode::run_finished, "the run is finished"}));
     }
     for (int i = 0; i < 10; ++i) link.poll(20);  // hand the byes to the socket before it closes
     std::string traffic = "bytes on the wire by message type (sent/received):";

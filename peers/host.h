@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/clock.h"
 #include "core/data_manifest.h"
 #include "core/transformer.h"
 #include "outer_optimizer/screening.h"
@@ -57,11 +58,12 @@ struct HostOptions {
     // Membership while the run goes on: called from the event loop about once a second, returns the
     // keys taken off the allow-list since the last call; each is cut off (Host::revoke).
     std::function<std::vector<std::string>()> revoked;
+    // What the run's deadlines, the islands' measured speeds and the round rows read the time from
+    // (core/clock.h); a test passes a ManualClock. How long the host's own work took is always real.
+    const Clock* clock = &Clock::real();
 };
 
 class Host {
-    using Clock = std::chrono::steady_clock;
-
 public:
     explicit Host(HostOptions options);
     ~Host();
@@ -83,7 +85,7 @@ private:
         bool in_sync = false;      // last reported hash equals the host's
         bool busy = false;         // has a round_start it has not answered yet
         uint64_t started_round = 0;  // the round of its last round_start: the only one it may answer
-        std::chrono::steady_clock::time_point started_at{};  // when that round_start was sent
+        Clock::time_point started_at{};  // when that round_start was sent
         uint32_t started_steps = 0;                           // and the inner steps it asked for
         float steps_per_s = 0;     // measured by the host: H over the time from round_start to its Δ
         uint64_t last_round = 0;   // last round it contributed to
@@ -111,12 +113,16 @@ private:
     // before its report).
     bool catching_up(const PeerState& p, const protocol::HashReport& h) const;
     bool gathered(Link& link, Clock::time_point join_deadline) const;  // the islands are here to open a round
-    rounds::RunView view(Link& link);        // what the policy sees; valid until the next call
+    rounds::RunSnapshot view(Link& link);        // what the policy sees; valid until the next call
     void start_round(Link& link);
     void start_island(Link& link, const rounds::Start& start);
     void start_islands(Link& link, const std::vector<rounds::Start>& starts);
     void offer_round(Link& link, const std::string& key);  // an island just got ready: the policy may start it
     void make_update(Link& link);            // the update the policy says is due: screen, aggregate, apply, send
+    // The update's message: its meta, the encoded aggregate and, in a DES-LOC round, the moments' mean.
+    SharedBlob encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
+                             std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update);
+    void finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val);  // the round's RoundRow
     void screen(std::vector<rounds::Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
     // Differential privacy instead of screening: clips every Δ and, in central mode, adds the noise.
     // False (and logged) when the round cannot carry the whole noise: fewer Δs than privacy.honest.
@@ -149,6 +155,7 @@ private:
     void publish_run(Link& link);
 
     HostOptions options_;
+    const Clock& clock_;  // *options_.clock
     ModelConfig model_config_;
     std::unique_ptr<diloco::GlobalModel> global_;
     std::unique_ptr<Backend> backend_;
@@ -175,12 +182,12 @@ private:
     std::unique_ptr<CheckpointWriter> checkpoints_;
     bool checkpoint_wanted_ = false;  // a snapshot is due and not taken yet
     uint64_t updates_since_checkpoint_ = 0;
-    std::chrono::steady_clock::time_point last_checkpoint_{};  // the last snapshot taken
+    Clock::time_point last_checkpoint_{};  // the last snapshot taken
     std::unique_ptr<privacy::PrivacyBudget> privacy_;  // [privacy] on, else null
     std::unique_ptr<privacy::NoiseSource> noise_;       // central mode: the host's noise
-    std::chrono::steady_clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
-    std::chrono::steady_clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
-    std::chrono::steady_clock::time_point sync_deadline_;  // after an update: start without islands silent by then
+    Clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
+    Clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
+    Clock::time_point sync_deadline_;  // after an update: start without islands silent by then
     Link* link_ = nullptr;                                  // during run(): what publish() reads the link figures from
     uint64_t bytes_up_mark_ = 0;
     uint64_t down_bytes_round_ = 0;
@@ -188,17 +195,17 @@ private:
     // Where a round's time goes on the host, logged once a round ("host seconds: ...", read by
     // bench_rounds): the last Δ's arrival, the decoding of every Δ, and the update's way to the islands.
     struct Phases {
-        std::chrono::steady_clock::time_point last_arrival{};
+        Clock::time_point last_arrival{};
         double decode_s = 0;
-        std::chrono::steady_clock::time_point update_sent{};
+        Clock::time_point update_sent{};
         uint64_t update_round = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX
     } phases_;
     // Decoded pseudo-gradients' buffers, back from the last update: the next round decodes into them
     // rather than into fresh memory the kernel must clear (at most one a run's island).
     std::vector<std::vector<float>> spare_deltas_;
     std::atomic<bool> stop_{false};
-    std::chrono::steady_clock::time_point published_{};
-    std::chrono::steady_clock::time_point revoked_checked_{};  // last call of options_.revoked
+    Clock::time_point published_{};  // these two by the real clock: the event loop's own chores
+    Clock::time_point revoked_checked_{};  // last call of options_.revoked
 };
 
 }  // namespace arch

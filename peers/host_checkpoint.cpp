@@ -53,7 +53,7 @@ void Host::open_checkpoints() {
     std::filesystem::create_directories(c.checkpoint_dir);
     checkpoints_ = std::make_unique<CheckpointWriter>(
         [dir = c.checkpoint_dir, model = model_config_](const CheckpointSnapshot& s) { write_checkpoint_files(dir, model, s); });
-    last_checkpoint_ = std::chrono::steady_clock::now();
+    last_checkpoint_ = clock_.now();
 }
 
 void Host::fill_snapshot(CheckpointSnapshot& s) {
@@ -66,7 +66,7 @@ void Host::fill_snapshot(CheckpointSnapshot& s) {
 void Host::want_checkpoint(bool always) {
     const RunConfig& c = options_.config;
     const bool minutes = c.checkpoint_minutes > 0 &&
-                         std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >= 60 * c.checkpoint_minutes;
+                         clock_.seconds_since(last_checkpoint_) >= 60 * c.checkpoint_minutes;
     if (always || minutes || updates_since_checkpoint_ >= static_cast<uint64_t>(c.checkpoint_every)) checkpoint_wanted_ = true;
 }
 
@@ -77,7 +77,7 @@ void Host::pump_checkpoint() {
     checkpoints_->start();
     checkpoint_wanted_ = false;
     updates_since_checkpoint_ = 0;
-    last_checkpoint_ = Clock::now();
+    last_checkpoint_ = clock_.now();
 }
 
 void Host::final_checkpoint() {

@@ -16,11 +16,6 @@
 namespace arch {
 
 using protocol::Type;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace
 
 void Host::make_update(Link& link) {
     std::vector<rounds::Contribution> all = policy_->take_update();
@@ -46,7 +41,7 @@ void Host::make_update(Link& link) {
         screen(all);
         if (all.empty()) return again(": every pseudo-gradient was rejected");
     }
-    std::vector<outer::Contribution> cs;
+    std::vector<outer::WeightedDelta> cs;
     std::vector<protocol::Applied> applied;
     double loss = 0;
     for (const rounds::Contribution& c : all) {
@@ -58,12 +53,13 @@ void Host::make_update(Link& link) {
     const int fragment = round_fragment(options_.config, round_);
     double aggregate_s = 0, step_s = 0;
     try {
-        Clock::time_point t = Clock::now();
+        const Clock& real = Clock::real();  // the host's own work: real seconds
+        Clock::time_point t = real.now();
         update = global_->make_update(cs, fragment);  // an aggregator may refuse (trimmed, with too few)
-        aggregate_s = seconds_since(t);
-        t = Clock::now();
+        aggregate_s = real.seconds_since(t);
+        t = real.now();
         global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
-        step_s = seconds_since(t);
+        step_s = real.seconds_since(t);
     } catch (const Error& e) {
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
@@ -79,16 +75,36 @@ void Host::make_update(Link& link) {
     // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
     retire_state();
     while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
-    sync_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(2 * options_.config.heartbeat_timeout_s));
-    Clock::time_point t = Clock::now();
+    sync_deadline_ = clock_.after(2 * options_.config.heartbeat_timeout_s);
+    const Clock& real = Clock::real();
+    Clock::time_point t = real.now();
     ++updates_since_checkpoint_;
     want_checkpoint(false);
     pump_checkpoint();  // the snapshot, when one is due and the writer free: the write is the writer's
-    const double checkpoint_s = seconds_since(t);
-    t = Clock::now();
+    const double checkpoint_s = real.seconds_since(t);
+    t = real.now();
     const float val = evaluate();
-    const double eval_s = seconds_since(t);
+    const double eval_s = real.seconds_since(t);
+    const SharedBlob blob = encode_update(ended, all, std::move(applied), val, update);
+    for (auto& [key, p] : peers_)
+        if (p.welcomed) send_update(link, key, ended, blob);
+    char phases[256];
+    std::snprintf(phases, sizeof(phases),
+                  "round %llu host seconds: receive %.2f, decode %.2f, aggregate+encode %.2f, outer step %.2f, "
+                  "checkpoint %.2f, eval %.2f",
+                  static_cast<unsigned long long>(ended),
+                  std::max(0.0, std::chrono::duration<double>(phases_.last_arrival - row_started_).count()),
+                  phases_.decode_s, aggregate_s, step_s, checkpoint_s, eval_s);
+    log(phases);
+    phases_.decode_s = 0;
+    phases_.update_sent = clock_.now();
+    phases_.update_round = ended;
+    finish_row(link, ended, all.size(), loss, val);
+    start_islands(link, policy_->after_update(view(link), true));
+}
+
+SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
+                               std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update) {
     MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
     if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
     for (const std::string& why : moments.left_out)
@@ -104,44 +120,32 @@ void Host::make_update(Link& link) {
         for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
         log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
             " (weighted by tokens), moments " + moments.hash.substr(0, 16));
-        moments = {};
     } else if (moments_ && moments_round(options_.config, ended)) {
         log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
     }
-    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(w.take());
-    for (auto& [key, p] : peers_)
-        if (p.welcomed) send_update(link, key, ended, blob);
-    char phases[256];
-    std::snprintf(phases, sizeof(phases),
-                  "round %llu host seconds: receive %.2f, decode %.2f, aggregate+encode %.2f, outer step %.2f, "
-                  "checkpoint %.2f, eval %.2f",
-                  static_cast<unsigned long long>(ended),
-                  std::max(0.0, std::chrono::duration<double>(phases_.last_arrival - row_started_).count()),
-                  phases_.decode_s, aggregate_s, step_s, checkpoint_s, eval_s);
-    log(phases);
-    phases_.decode_s = 0;
-    phases_.update_sent = Clock::now();
-    phases_.update_round = ended;
+    return std::make_shared<const std::vector<std::byte>>(w.take());
+}
+
+void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val) {
     RoundRow row;
     row.round = ended;
-    row.islands = static_cast<int>(all.size());
+    row.islands = static_cast<int>(islands);
     row.mean_inner_loss = static_cast<float>(loss);
     row.val_loss = val;
     row.bytes_up = uplink_bytes(link) - bytes_up_mark_;
     row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
     down_bytes_round_ = 0;
     row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
-    row.seconds = seconds_since(row_started_);
+    row.seconds = clock_.seconds_since(row_started_);
     if (privacy_) row.epsilon = privacy_->spent(round_);
     bytes_up_mark_ = uplink_bytes(link);  // the next row counts from here
     raw_bytes_round_ = 0;
-    row_started_ = Clock::now();
+    row_started_ = clock_.now();
     if (options_.on_round) options_.on_round(row);
     if (options_.status) {
         options_.status->add_round(row);
         publish_run(link);
     }
-    start_islands(link, policy_->after_update(view(link), true));
 }
 
 void Host::screen(std::vector<rounds::Contribution>& all) {

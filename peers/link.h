@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "peers/protocol.h"
 
 namespace arch {
@@ -33,8 +34,8 @@ struct LinkStats {
     double send_bytes_per_s = 0;     // blobs it received from us, recent ones weighted most (0: none yet)
     double receive_bytes_per_s = 0;  // blobs we received from it
     uint64_t sending = 0, receiving = 0;  // bytes of the transfer to / from it under way (0: none)
-    std::chrono::steady_clock::time_point sending_since{}, receiving_since{};  // when that transfer began
-    std::chrono::steady_clock::time_point last_progress{};  // the last chunk, credit or done of a transfer with it
+    Clock::time_point sending_since{}, receiving_since{};  // when that transfer began
+    Clock::time_point last_progress{};  // the last chunk, credit or done of a transfer with it
 };
 
 // A large payload queued for one or more peers: one immutable copy, shared by every queue it is on.

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -16,17 +14,6 @@
 namespace arch {
 
 namespace {
-// Fault injection for tests (docs/protocol.md): ARCH_FAULT_KILL_AFTER_CHUNKS=N makes this process
-// SIGKILL itself right after it has sent N transfer chunks, i.e. in the middle of sending a blob.
-void maybe_die_mid_transfer() {
-    static const long limit = [] {
-        const char* v = std::getenv("ARCH_FAULT_KILL_AFTER_CHUNKS");
-        return v ? std::strtol(v, nullptr, 10) : 0L;
-    }();
-    static long sent = 0;
-    if (limit > 0 && ++sent >= limit) ::raise(SIGKILL);
-}
-
 uint64_t transfer_id_of(std::span<const uint8_t> payload) {
     uint64_t id = 0;
     if (payload.size() >= 8) std::memcpy(&id, payload.data(), 8);
@@ -49,7 +36,7 @@ bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::
         sent_[static_cast<uint16_t>(counted_as)] += net::kHeaderBytes + payload.size();
         stats_[peer].bytes_sent += net::kHeaderBytes + payload.size();
     }
-    if (ok && type == net::kTransferChunk) maybe_die_mid_transfer();
+    if (ok && type == net::kTransferChunk && on_chunk_sent_) on_chunk_sent_();
     return ok;
 }
 
@@ -71,7 +58,7 @@ void NetLink::pump(const std::string& peer) {
         if (!item.begun) {
             const net::Outbound b = item.blob->begin();
             if (!emit(peer, b.type, item.round, b.payload, item.type)) return;
-            if (item.begun_at == std::chrono::steady_clock::time_point{}) item.begun_at = std::chrono::steady_clock::now();
+            if (item.begun_at == Clock::time_point{}) item.begun_at = Clock::real().now();
             item.begun = true;
         }
         return;  // the transfer moves on as its status/credit messages arrive
@@ -170,7 +157,7 @@ bool NetLink::admit_begin(const net::Incoming& in, uint64_t id) {
 }
 
 void NetLink::expire_stalled() {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = Clock::real().now();
     for (auto it = in_.begin(); it != in_.end();) {
         if (now - it->second.last_progress > std::chrono::duration<double>(kStallSeconds)) {
             if (log_)
@@ -195,10 +182,10 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         if (found == in_.end()) {
             if (type != net::kTransferBegin) return std::nullopt;  // a chunk of a forgotten transfer
             if (!admit_begin(in, id)) return std::nullopt;
-            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, {}, std::chrono::steady_clock::now()}).first;
+            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, {}, Clock::real().now()}).first;
         }
         Inbound& inbound = found->second;
-        inbound.last_progress = std::chrono::steady_clock::now();
+        inbound.last_progress = Clock::real().now();
         stats_[in.peer_key].last_progress = inbound.last_progress;
         const net::TransferStep step = inbound.receiver.on_message(type, in.payload);
         const auto counted = static_cast<protocol::Type>(inbound.receiver.active() ? inbound.receiver.tag() : 0);
@@ -233,7 +220,7 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
     Item& item = q->second.front();
     LinkStats& st = stats_[in.peer_key];
     st.bytes_received += net::kHeaderBytes + in.payload.size();
-    st.last_progress = std::chrono::steady_clock::now();
+    st.last_progress = Clock::real().now();
     const net::TransferStep step = item.blob->on_message(type, in.payload);
     for (const net::Outbound& o : step.replies) emit(in.peer_key, o.type, item.round, o.payload, item.type);
     if (item.blob->done())
@@ -250,7 +237,7 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     std::optional<net::Incoming> in = poll_socket(timeout_ms);
     if (!in) {
         // Retry sends that found a peer away, at most twice a second (each failure is logged).
-        const auto now = std::chrono::steady_clock::now();
+        const auto now = Clock::real().now();
         if (now - last_retry_ > std::chrono::milliseconds(500)) {
             last_retry_ = now;
             for (auto& [peer, q] : out_) pump(peer);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "core/clock.h"
 #include "net/host_socket.h"
 #include "net/peer_socket.h"
 #include "net/transfer.h"
@@ -31,6 +32,9 @@ public:
     uint64_t bytes_sent(protocol::Type type) const override;
     uint64_t bytes_received(protocol::Type type) const override;
     LinkStats stats(const std::string& peer) const override;
+    // Called after each transfer chunk this side sends: the seam for fault injection (the peer's
+    // hidden --fault-kill-after-chunks, which test_run uses to die in the middle of a blob).
+    void on_chunk_sent(std::function<void()> hook) { on_chunk_sent_ = std::move(hook); }
 
     static constexpr uint32_t kChunkBytes = 1u << 20;
     // Bounds per peer: what may wait in its outbound queue, and how long an inbound transfer may go
@@ -52,13 +56,13 @@ private:
         SharedBlob shared;                          // or a blob, shared with other peers' queues
         std::unique_ptr<net::TransferSender> blob;  // and its transfer
         bool begun = false;
-        std::chrono::steady_clock::time_point begun_at{};
+        Clock::time_point begun_at{};
     };
     struct Inbound {
         net::TransferReceiver receiver;
         uint64_t round = 0;
-        std::chrono::steady_clock::time_point last_progress;
-        std::chrono::steady_clock::time_point began;
+        Clock::time_point last_progress;
+        Clock::time_point began;
     };
     void pump(const std::string& peer);
     // Takes the blobs `which` picks off one peer's queue, aborting a transfer under way.
@@ -78,7 +82,8 @@ private:
     std::map<uint16_t, uint64_t> sent_, received_;
     std::map<std::string, LinkStats> stats_;  // per peer, what this side measured
     std::function<void(const std::string&)> log_;
-    std::chrono::steady_clock::time_point last_retry_{};
+    std::function<void()> on_chunk_sent_;
+    Clock::time_point last_retry_{};
 };
 
 class HostLink final : public NetLink {

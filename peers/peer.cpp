@@ -14,7 +14,6 @@
 namespace arch {
 
 using protocol::Type;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 // An error that ends the peer's run (a refusal, data it cannot get): not one bad message to skip.
@@ -72,11 +71,11 @@ void Peer::hello(Link& link) {
 void Peer::report_hash(Link& link) {
     protocol::HashReport r{round_, replica_valid_ ? replica_->hash() : std::string(64, '0')};
     link.send(host_, Type::hash_report, round_, protocol::encode(r));
-    reported_at_ = Clock::now();
+    reported_at_ = Clock::real().now();
 }
 
 void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
-    reported_at_ = Clock::now();
+    reported_at_ = Clock::real().now();
     RunConfig c = parse_run_config(w.config_toml, "the host's run config");
     const bool same = config_ && config_->toml == c.toml && island_ == w.island_index;
     island_ = w.island_index;
@@ -110,7 +109,7 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
                     data_->describe_missing());
     log("data: fetching " + std::to_string(data_->missing_chunks()) + " chunks (" + mib(data_->missing_bytes()) +
         ") of this island's " + mib(data_->bytes()) + " from the host");
-    data_started_ = Clock::now();
+    data_started_ = Clock::real().now();
     data_fetched_ = 0;
     request_data(link);
 }
@@ -134,7 +133,7 @@ void Peer::on_data(Link& link, std::span<const std::byte> blob) {
         }
         data_fetched_ += tokens.size();  // bytes
     }
-    const double s = std::chrono::duration<double>(Clock::now() - data_started_).count();
+    const double s = Clock::real().seconds_since(data_started_);
     const double rate = s > 0 ? static_cast<double>(data_fetched_) / s : 0;  // bytes/s
     char eta[48] = "";
     if (rate > 0 && !data_->complete())
@@ -194,7 +193,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
         replica_valid_ = false;
         throw Error("the state's θ hash does not match the host's");
     }
-    const double took = std::chrono::duration<double>(Clock::now() - reported_at_).count();
+    const double took = Clock::real().seconds_since(reported_at_);
     char figures[128];
     std::snprintf(figures, sizeof(figures), ": a state of %.1f MB in %.2f s since it was asked for (%.1f MB/s)",
                   static_cast<double>(blob.size()) / 1e6, took, static_cast<double>(blob.size()) / 1e6 / std::max(took, 1e-9));
@@ -255,7 +254,7 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
         char line[128];
         std::snprintf(line, sizeof(line), "round %llu times: compute %.2f s, communication %.2f s",
                       static_cast<unsigned long long>(meta.round), compute_s_,
-                      std::chrono::duration<double>(Clock::now() - sent_at_).count());
+                      Clock::real().seconds_since(sent_at_));
         log(line);
     }
     if (options_.status) {
@@ -292,7 +291,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         publish(link);
     }
     residual_event(ResidualEvent::encoding, m.round);
-    const auto t0 = Clock::now();
+    const auto t0 = Clock::real().now();
     int done = 0;
     diloco::RoundPlan plan;
     plan.round = m.round;
@@ -307,7 +306,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     }
     const auto on_step = [&](const StepStats& s) {
         ++done;
-        last_step_at_ = Clock::now();
+        last_step_at_ = Clock::real().now();
         if (options_.status) {
             options_.status->set_tokens_per_s(s.tokens_per_s);
             options_.status->set_inner_loss(s.loss);
@@ -322,7 +321,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const diloco::RoundResult result =
         stream_ ? stream_->run_round(*replica_, fragment, plan.schedule.value(), m.round + 1 < run_updates(*config_), on_step)
                 : worker_->run_round(replica_->theta(), plan, on_step);
-    compute_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
+    compute_s_ = Clock::real().seconds_since(t0);
     steps_per_s_ = static_cast<float>(result.steps / compute_s_);
     if (moments_round(*config_, m.round)) send_moments(link, m.round);
     protocol::Writer w;
@@ -336,7 +335,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         (stream_ ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) +
                        " steps, loss " + std::to_string(result.mean_loss) + ")"
                  : std::string()));
-    sent_at_ = Clock::now();
+    sent_at_ = Clock::real().now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
     publish(link);
@@ -368,7 +367,7 @@ void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<pr
 void Peer::stream_turn(Link& link) {
     if (stream_->overlapping()) {
         const diloco::RoundResult r = stream_->overlap_step();
-        last_step_at_ = Clock::now();
+        last_step_at_ = Clock::real().now();
         if (options_.status) options_.status->set_inner_loss(r.mean_loss);
         if (options_.throttle > 0 && options_.throttle < 1.0 && steps_per_s_ > 0)
             std::this_thread::sleep_for(std::chrono::duration<double>((1.0 / steps_per_s_) * (1.0 / options_.throttle - 1.0)));
@@ -407,16 +406,49 @@ void Peer::residual_event(ResidualEvent what, uint64_t round) {
     if (options_.on_residual && worker_) options_.on_residual(what, round, worker_->residual());
 }
 
+void Peer::on_message(Link& link, const LinkEvent& e) {
+    switch (e.type) {
+        case Type::welcome: on_welcome(link, protocol::decode_welcome(e.payload)); break;
+        case Type::data: on_data(link, e.payload); break;
+        case Type::state: on_state(link, e.payload); break;
+        case Type::update: on_update(link, e.payload); break;
+        case Type::round_start:
+            if (options_.status && options_.status->paused()) {
+                deferred_ = protocol::decode_round_start(e.payload);  // answered after resume
+                log("paused: round " + std::to_string(deferred_->round) + " waits for resume");
+            } else {
+                on_round_start(link, protocol::decode_round_start(e.payload));
+            }
+            break;
+        case Type::reject: {
+            const protocol::Reason reason = protocol::decode_reason(e.payload);
+            log("host says: " + reason.text);
+            if (reason.code == protocol::ReasonCode::say_hello_first) hello(link);
+            else throw Fatal("the host refused this peer: " + reason.text);
+            break;
+        }
+        case Type::bye: {
+            const protocol::Reason reason = protocol::decode_reason(e.payload);
+            if (reason.code == protocol::ReasonCode::revoked)
+                throw Fatal("the host revoked this peer's key: it is no longer in the run");
+            log("host says goodbye: " + reason.text);
+            finished_ = true;
+            break;
+        }
+        default: log(std::string("ignored an unexpected ") + protocol::type_name(e.type) + " message");
+    }
+}
+
 bool Peer::run(Link& link, const std::string& host_key) {
     host_ = host_key;
     hello(link);
-    auto last_hello = Clock::now();
+    auto last_hello = Clock::real().now();
     bool disconnected = false;
-    auto published = Clock::now();
+    auto published = Clock::real().now();
     publish(link);
     while (!stop_ && !finished_) {
         if (options_.status && options_.status->leave_requested()) {
-            link.send(host_, Type::bye, round_, protocol::encode_reason(options_.name + " left"));
+            link.send(host_, Type::bye, round_, protocol::encode({protocol::ReasonCode::left, options_.name + " left"}));
             for (int i = 0; i < 10; ++i) link.poll(20);  // hand the bye to the socket before it closes
             log("left the run");
             break;
@@ -427,9 +459,9 @@ bool Peer::run(Link& link, const std::string& host_key) {
             log("resumed: starting round " + std::to_string(m.round));
             on_round_start(link, m);
         }
-        if (options_.status && Clock::now() - published > std::chrono::milliseconds(500)) {
+        if (options_.status && Clock::real().now() - published > std::chrono::milliseconds(500)) {
             publish(link);
-            published = Clock::now();
+            published = Clock::real().now();
         }
         if (stream_ && (stream_->busy() || stream_next_)) {
             try {
@@ -445,9 +477,9 @@ bool Peer::run(Link& link, const std::string& host_key) {
         std::optional<LinkEvent> e = link.poll(stream_ && stream_->overlapping() ? 0 : 100);
         if (!e) {
             // No welcome yet: the host may not be up; say hello again now and then.
-            if (!config_ && Clock::now() - last_hello > std::chrono::seconds(2)) {
+            if (!config_ && Clock::real().now() - last_hello > std::chrono::seconds(2)) {
                 hello(link);
-                last_hello = Clock::now();
+                last_hello = Clock::real().now();
             }
             continue;
         }
@@ -462,42 +494,14 @@ bool Peer::run(Link& link, const std::string& host_key) {
                     if (disconnected) {
                         log("reconnected to the host");
                         hello(link);
-                        last_hello = Clock::now();
+                        last_hello = Clock::real().now();
                     }
                     disconnected = false;
                     continue;
                 case LinkEvent::Kind::message:
                     break;
             }
-            switch (e->type) {
-                case Type::welcome: on_welcome(link, protocol::decode_welcome(e->payload)); break;
-                case Type::data: on_data(link, e->payload); break;
-                case Type::state: on_state(link, e->payload); break;
-                case Type::update: on_update(link, e->payload); break;
-                case Type::round_start:
-                    if (options_.status && options_.status->paused()) {
-                        deferred_ = protocol::decode_round_start(e->payload);  // answered after resume
-                        log("paused: round " + std::to_string(deferred_->round) + " waits for resume");
-                    } else {
-                        on_round_start(link, protocol::decode_round_start(e->payload));
-                    }
-                    break;
-                case Type::reject: {
-                    const std::string reason = protocol::decode_reason(e->payload);
-                    log("host says: " + reason);
-                    if (reason == "say hello first") hello(link);
-                    else throw Fatal("the host refused this peer: " + reason);
-                    break;
-                }
-                case Type::bye: {
-                    const std::string reason = protocol::decode_reason(e->payload);
-                    if (reason == "revoked") throw Fatal("the host revoked this peer's key: it is no longer in the run");
-                    log("host says goodbye: " + reason);
-                    finished_ = true;
-                    break;
-                }
-                default: log(std::string("ignored an unexpected ") + protocol::type_name(e->type) + " message");
-            }
+            on_message(link, *e);
         } catch (const Fatal&) {
             throw;
         } catch (const Error& err) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.h"
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/island_worker.h"
 #include "peers/diloco/streaming_island.h"
@@ -70,6 +71,7 @@ private:
     void on_data(Link& link, std::span<const std::byte> blob);
     void request_data(Link& link);
     void data_ready(Link& link);  // the island's shard is complete: start the island, report θ
+    void on_message(Link& link, const LinkEvent& e);  // one message from the host, by its type
     void on_state(Link& link, std::span<const std::byte> blob);
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
@@ -89,7 +91,7 @@ private:
     uint32_t island_ = 0;
     std::unique_ptr<IslandData> data_;  // this island's data until its shard is complete
     ModelConfig model_{};
-    std::chrono::steady_clock::time_point data_started_{};
+    Clock::time_point data_started_{};
     uint64_t data_fetched_ = 0;  // bytes of tokens fetched from the host in this session
     bool data_requested_ = false;  // a data_request is out and not answered yet
     std::unique_ptr<diloco::IslandWorker> worker_;
@@ -100,11 +102,11 @@ private:
     uint64_t round_ = 0;  // the round replica_'s θ belongs to
     float steps_per_s_ = 0;
     double compute_s_ = 0;                    // the inner steps of the last round this island trained
-    std::chrono::steady_clock::time_point sent_at_{};  // when its Δ was handed to the link
+    Clock::time_point sent_at_{};  // when its Δ was handed to the link
     // When it last told the host where it stands (the welcome to its hello, or a hash report): the time
     // of a state that follows runs from it.
-    std::chrono::steady_clock::time_point reported_at_{};
-    std::optional<std::chrono::steady_clock::time_point> last_step_at_;  // the end of its last inner step
+    Clock::time_point reported_at_{};
+    std::optional<Clock::time_point> last_step_at_;  // the end of its last inner step
     std::optional<uint64_t> timed_round_;     // that round
     std::atomic<bool> stop_{false};
     bool finished_ = false;

@@ -378,16 +378,21 @@ DataReply decode_data_reply(std::span<const std::byte> b) {
     return m;
 }
 
-std::vector<std::byte> encode_reason(const std::string& reason) {
+std::vector<std::byte> encode(const Reason& m) {
     Writer w;
-    w.str(reason);
+    w.u32(static_cast<uint32_t>(m.code));
+    w.str(m.text);
     return w.take();
 }
-std::string decode_reason(std::span<const std::byte> b) {
+Reason decode_reason(std::span<const std::byte> b) {
     Reader r(b, "reason");
-    std::string s = r.str(4096);
+    Reason m;
+    const uint32_t code = r.u32();
+    if (code > static_cast<uint32_t>(ReasonCode::left)) throw Error("reason code " + std::to_string(code) + " is unknown");
+    m.code = static_cast<ReasonCode>(code);
+    m.text = r.str(4096);
     r.finish();
-    return s;
+    return m;
 }
 
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v) {

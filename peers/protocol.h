@@ -19,7 +19,7 @@ namespace arch::protocol {
 // 2: the welcome carries the data assignment; 3: round_start places the steps in the lr schedule and
 // names a Δ still held, an update names the contributions it applied; 4: DES-LOC's `moments`, and the
 // update's mean of them.
-constexpr uint32_t kProtocolVersion = 6;  // 6: transfers checksum with XXH3-128 (5: the welcome names the token width)
+constexpr uint32_t kProtocolVersion = 7;  // 7: reject and bye carry a reason code; 6: transfers checksum with XXH3-128 (5: the welcome names the token width)
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.
@@ -173,6 +173,21 @@ void encode_moments(uint64_t round, std::span<const float> m, std::span<const fl
 Moments decode_moments(std::span<const std::byte> b, std::size_t params);
 uint64_t moments_round(std::span<const std::byte> b);  // the round field alone, before decoding the rest
 
+// Why a reject or a bye was sent: a program acts on the code (a peer hellos again, or stops for
+// good); the text is for people, and no program branches on it.
+enum class ReasonCode : uint32_t {
+    other = 0,            // no action: the text says what happened
+    say_hello_first = 1,  // reject: a message before the hello; the peer hellos again
+    run_full = 2,         // reject: every island slot is taken
+    revoked = 3,          // bye: this key is off the allow-list; the peer stops for good
+    run_finished = 4,     // bye: every round is done
+    left = 5,             // bye: the sender leaves the run
+};
+struct Reason {
+    ReasonCode code = ReasonCode::other;
+    std::string text;
+};
+
 std::vector<std::byte> encode(const Hello& m);
 std::vector<std::byte> encode(const Welcome& m);
 std::vector<std::byte> encode(const RoundStart& m);
@@ -182,7 +197,7 @@ std::vector<std::byte> encode(const StateMeta& m);
 std::vector<std::byte> encode(const HashReport& m);
 std::vector<std::byte> encode(const DataRequest& m);
 std::vector<std::byte> encode(const DataReply& m);
-std::vector<std::byte> encode_reason(const std::string& reason);  // reject, bye
+std::vector<std::byte> encode(const Reason& m);  // reject, bye
 
 Hello decode_hello(std::span<const std::byte> b);
 Welcome decode_welcome(std::span<const std::byte> b);
@@ -193,6 +208,6 @@ StateMeta decode_state(std::span<const std::byte> b);
 HashReport decode_hash_report(std::span<const std::byte> b);
 DataRequest decode_data_request(std::span<const std::byte> b);
 DataReply decode_data_reply(std::span<const std::byte> b);
-std::string decode_reason(std::span<const std::byte> b);
+Reason decode_reason(std::span<const std::byte> b);
 
 }  // namespace arch::protocol

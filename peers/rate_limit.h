@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/clock.h"
+
 namespace arch {
 
 class TokenBucket {
 public:
-    using Clock = std::chrono::steady_clock;
     TokenBucket(double per_second, double burst) : rate_(per_second), burst_(burst), tokens_(burst) {}
 
-    // Takes one token if there is one. `now` is a parameter so that tests need no sleeping.
-    bool take(Clock::time_point now = Clock::now()) {
+    // Takes one token if there is one at `now` (the caller's Clock, core/clock.h).
+    bool take(Clock::time_point now) {
         if (started_) tokens_ = std::min(burst_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
         started_ = true;
         last_ = now;

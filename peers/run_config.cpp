@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "compression/codec.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/param_layout.h"
@@ -44,18 +45,18 @@ void check_privacy_composes(RunConfig& c, const toml_file::Fields& privacy, cons
         refuse(privacy.where("epsilon"), e.what());
     }
 }
-}  // namespace
 
-RunConfig parse_run_config(const std::string& text, const std::string& source) {
-    const toml::table file = toml_file::parse(text, source);
-    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "wire", "deadlines", "privacy"});
-    static const toml::table empty;
-    auto section = [&](const char* name) {
-        const toml::table* t = file[name].as_table();
-        return toml_file::Fields(t ? *t : empty, source, name);
-    };
-    RunConfig c;
-    toml_file::Fields run = section("run");
+// wire.codec parsed at start (a typo fails here, not at round 1), its error placed in the file.
+compression::CodecSpec parse_wire_codec(const std::string& spec, const toml_file::Fields& wire) {
+    try {
+        return compression::parse_codec_spec(spec);
+    } catch (const Error& e) {
+        throw Error(wire.where("codec") + ": wire.codec: " + e.what());
+    }
+}
+
+// One reader a section: each reads its keys into c and refuses any it does not know (finish).
+void read_run(toml_file::Fields& run, RunConfig& c) {
     run.text("name", c.name);
     run.integer("rounds", c.rounds, 1, 10'000'000);
     run.integer("islands", c.islands, 1, 1024);
@@ -68,8 +69,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     run.integer("seed", seed, 0, INT64_MAX);
     c.seed = static_cast<uint64_t>(seed);
     run.finish();
+}
 
-    toml_file::Fields model = section("model");
+void read_model(toml_file::Fields& model, RunConfig& c) {
     model.text("config", c.preset);
     model.integer("layers", c.layers, 0, 1024);
     model.integer("channels", c.channels, 0, 65536);
@@ -98,17 +100,19 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     model.text("init", c.init);
     model.text("init_hf", c.init_hf);
     if (!c.init.empty() && !c.init_hf.empty())
-        throw Error(source + ": [model] init and init_hf are two warm starts; give one");
+        throw Error(model.where("init_hf") + ": [model] init and init_hf are two warm starts; give one");
     model.finish();
+}
 
-    toml_file::Fields data = section("data");
+void read_data(toml_file::Fields& data, RunConfig& c) {
     data.text("train", c.train_data);
     data.text("val", c.val_data);
     data.text_choice("assign", c.assign, {"interleaved", "contiguous"});
     data.boolean("serve", c.serve);
     data.finish();
+}
 
-    toml_file::Fields inner = section("inner");
+void read_inner(toml_file::Fields& inner, RunConfig& c) {
     inner.integer("steps_per_round", c.steps_per_round, 1, 10'000'000);
     inner.integer("batch", c.batch, 1, 1 << 16);
     inner.integer("seq_len", c.seq_len, 1, 1 << 20);
@@ -120,8 +124,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     inner.text_choice("optimizer", c.optimizer, {"adamw", "muon"});
     inner.integer("val_batches", c.val_batches, 1, 1'000'000);
     inner.finish();
+}
 
-    toml_file::Fields outer = section("outer");
+void read_outer(toml_file::Fields& outer, RunConfig& c) {
     outer.text_choice("optimizer", c.outer.optimizer, {"nesterov", "average", "delayed-nesterov"});
     outer.number("lr", c.outer.lr, 0.0, 100.0, true);
     outer.number("momentum", c.outer.momentum, 0.0, 0.999999);
@@ -133,36 +138,39 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     outer.text("aggregator", c.outer.aggregator);
     outer.text_choice("screen", c.outer.screen, {"clip", "reject", "off"});
     outer.number("screen_factor", c.outer.screen_factor, 1.0, 1e9, true);
-    const bool moments_set = outer.has("sync_moments_every");
-    const bool screen_set = outer.has("screen");
     outer.integer("sync_moments_every", c.sync_moments_every, 0, 1'000'000);
     outer.finish();
+}
 
-    toml_file::Fields async = section("async");
+void read_async(toml_file::Fields& async, RunConfig& c) {
     async.integer("max_staleness", c.max_staleness, 0, 1'000'000);
     async.text_choice("stale", c.stale, {"downweight", "refuse"});
     async.finish();
+}
 
-    toml_file::Fields streaming = section("streaming");
+void read_streaming(toml_file::Fields& streaming, RunConfig& c) {
     streaming.integer("fragments", c.fragments, 1, 1024);
     streaming.integer("tau", c.tau, 0, 1'000'000);
     streaming.number("alpha", c.alpha, 0.0, 1.0);
     streaming.text_choice("merge", c.merge, {"mix", "carry"});
     streaming.finish();
+}
 
-    toml_file::Fields wire = section("wire");
+void read_wire(toml_file::Fields& wire, RunConfig& c) {
     wire.text("codec", c.codec);
     wire.text("down_codec", c.outer.down_codec);
     wire.finish();
+}
 
-    toml_file::Fields deadlines = section("deadlines");
+void read_deadlines(toml_file::Fields& deadlines, RunConfig& c) {
     deadlines.number("join_timeout_s", c.join_timeout_s, 0.0, 1e7, true);
     deadlines.number("round_timeout_s", c.round_timeout_s, 0.0, 1e7, true);
     deadlines.number("heartbeat_timeout_s", c.heartbeat_timeout_s, 0.0, 1e7, true);
     deadlines.text_choice("straggler", c.straggler, {"drop", "fold"});
     deadlines.finish();
+}
 
-    toml_file::Fields privacy = section("privacy");
+void read_privacy(toml_file::Fields& privacy, RunConfig& c) {
     privacy::DpSettings& dp = c.privacy;
     privacy.text_choice("mode", dp.mode, {"off", "central", "distributed"});
     if (dp.on()) {
@@ -187,11 +195,16 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
             if (privacy.has(key)) privacy.fail(key, "is set, but privacy.mode is \"off\" (set mode = \"central\" or \"distributed\")");
     }
     privacy.finish();
+}
 
+// The rules between sections that depend on run.mode; a mode's default is set here, and a value the
+// file gives that the mode cannot take is refused, never replaced.
+void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::Fields& streaming,
+                const toml_file::Fields& wire, const toml_file::Fields& deadlines) {
     // DES-LOC's moments follow a sync round's Δs: an async update holds one island's Δ from another
     // θ, and a streaming island never restarts from θ, so neither has a round the moments belong to.
     if (c.mode != "sync") {
-        if (moments_set && c.sync_moments_every > 0)
+        if (outer.has("sync_moments_every") && c.sync_moments_every > 0)
             throw Error(outer.where("sync_moments_every") + ": outer.sync_moments_every = " +
                         std::to_string(c.sync_moments_every) + " is for sync mode; " + c.mode +
                         " mode does not sync AdamW moments (set it to 0, or leave it out)");
@@ -204,6 +217,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
             throw Error(outer.where("aggregator") + ": outer.aggregator '" + c.outer.aggregator +
                         "' needs several pseudo-gradients per update, and async mode has one; use mean, clip, "
                         "median or centered_clip");
+        // Its optimizer is Delayed Nesterov, one step per island's Δ (period: the islands); the
+        // default in async mode. Another one written in run.toml is refused, never replaced.
+        if (outer.has("optimizer") && c.outer.optimizer != "delayed-nesterov")
+            throw Error(outer.where("optimizer") + ": outer.optimizer = \"" + c.outer.optimizer +
+                        "\" is not for async mode, which applies each pseudo-gradient as it lands; use "
+                        "\"delayed-nesterov\" (the async default), or leave it out");
         c.outer.optimizer = "delayed-nesterov";
         c.outer.period = static_cast<uint32_t>(c.islands);
     }
@@ -217,27 +236,50 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
                         " (the steps between two fragments' syncs)");
         // Error feedback would keep a residual per fragment that a dropped Δ must put back; Streaming
         // DiLoCo sends fp4 without it (docs/rounds.md).
-        if (c.codec.find("+ef") != std::string::npos)
+        if (parse_wire_codec(c.codec, wire).error_feedback)
             throw Error(wire.where("codec") + ": wire.codec '" + c.codec +
                         "' has error feedback, which streaming mode does not take; use it without +ef (e.g. fp4+zstd:1)");
         if (c.straggler == "fold")
             throw Error(deadlines.where("straggler") + ": deadlines.straggler = \"fold\" would add a Δ of one fragment "
                         "to the next round's, which is another fragment's; streaming mode drops late ones");
     }
-    if (dp.on()) check_privacy_composes(c, privacy, outer, deadlines, screen_set, moments_set);
+}
+}  // namespace
+
+RunConfig parse_run_config(const std::string& text, const std::string& source) {
+    const toml::table file = toml_file::parse(text, source);
+    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "wire", "deadlines", "privacy"});
+    static const toml::table empty;
+    auto section = [&](const char* name) {
+        const toml::table* t = file[name].as_table();
+        return toml_file::Fields(t ? *t : empty, source, name);
+    };
+    RunConfig c;
+    toml_file::Fields run = section("run"), model = section("model"), data = section("data"), inner = section("inner"),
+                      outer = section("outer"), async = section("async"), streaming = section("streaming"),
+                      wire = section("wire"), deadlines = section("deadlines"), privacy = section("privacy");
+    read_run(run, c);
+    read_model(model, c);
+    read_data(data, c);
+    read_inner(inner, c);
+    read_outer(outer, c);
+    read_async(async, c);
+    read_streaming(streaming, c);
+    read_wire(wire, c);
+    read_deadlines(deadlines, c);
+    read_privacy(privacy, c);
+    check_mode(c, outer, streaming, wire, deadlines);
+    if (c.privacy.on())
+        check_privacy_composes(c, privacy, outer, deadlines, outer.has("screen"), outer.has("sync_moments_every"));
     // The decay ends at the last round (each fragment's own last update in streaming mode).
     c.outer.total_updates = static_cast<uint64_t>(c.rounds);
     // Codec and aggregator specs are parsed here so a typo fails at start, not at round 1.
     try {
-        diloco::GlobalModel probe(std::vector<float>(1), c.outer);
+        diloco::check_outer_config(c.outer);
     } catch (const Error& e) {
         throw Error(source + ": [outer] or wire.down_codec: " + e.what());
     }
-    try {
-        compression::make_codec(c.codec);
-    } catch (const Error& e) {
-        throw Error(wire.where("codec") + ": wire.codec: " + e.what());
-    }
+    parse_wire_codec(c.codec, wire);
     c.toml = text;
     return c;
 }

@@ -48,12 +48,10 @@ struct RunConfig {
     int batch = 8, seq_len = 64, grad_accum = 1;
     float lr = 2e-3f, weight_decay = 0.1f, grad_clip = 1.0f;
     int warmup = 20;
-    // adamw | muon (core/muon.h, one-device islands only). Muon lowered every bench_convergence row
-    // but widened DiLoCo's gap to data parallel, and runs on fewer island kinds: AdamW stays the default.
+    // adamw | muon (core/muon.h, one-device islands only); why AdamW is the default: docs/run-config.md.
     std::string optimizer = "adamw";
     // [outer]
-    // Outer momentum 0.5, not DiLoCo's 0.9 (tuned for H = 500): at H = 50 and 40 rounds it moved
-    // bench_convergence's diloco-fp32 from 1.44x to 2.24x over one island (docs/results.md).
+    // Outer momentum 0.5, not DiLoCo's 0.9 (tuned for H = 500): docs/run-config.md says why.
     diloco::OuterConfig outer{.momentum = 0.5f};
     // DES-LOC: every this many sync rounds each island also sends its inner AdamW m and v, and the
     // islands whose Δ the update used take their token-weighted mean (peers/moment_sync.h); 0: never.
@@ -64,8 +62,7 @@ struct RunConfig {
     std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more
     // [streaming] (Streaming DiLoCo, peers/diloco/fragments.h, streaming_island.h)
     int fragments = 4;    // P: the model in P strided fragments, one synced every H / P steps
-    // τ 1 and the carry merge won bench_convergence's streaming-fp4 (5.2345; τ 5 with the paper's
-    // mix by α = 0.5: 5.2609; docs/results.md).
+    // τ 1 and the carry merge are the defaults for the reason docs/run-config.md gives.
     int tau = 1;          // inner steps an island trains on while its fragment's Δ and update travel
     float alpha = 0.5f;   // the mix merge: θ_i = α θ_i + (1 − α) θ, on the fragment, τ steps after its send
     // The merge, τ steps after the send (peers/diloco/streaming_island.h): mix (by alpha, the paper's)

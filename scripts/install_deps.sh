@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# scripts/install_deps.sh: installs every Debian package (and the Python venv for test tooling)
+# scripts/install_deps.sh [demo]: installs every Debian package (and the Python venv for test tooling)
 # that Archipelago needs, and nothing more. Idempotent: a second run installs nothing and is quick.
 # Called first by every Makefile target, so a fresh Debian 12 machine needs only `make demo`/`make test`.
+# `demo` installs only what building the CPU program needs (make demo): no tests' tools, no venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang clang-format libomp-dev
+# What the program `archipelago` builds from (make demo builds nothing else).
+BUILD_PACKAGES=(
+  build-essential cmake pkg-config libomp-dev
   libdnnl-dev            # CPU GEMM (oneDNN sgemm)
-  catch2                 # unit tests (v2)
   libzstd-dev zstd       # zstd codec stage and the bundled corpus
   zlib1g-dev             # gzip corpora for `archipelago prepare`
   libsodium-dev          # BLAKE2b hashes, keys
@@ -19,9 +20,14 @@ PACKAGES=(
   nlohmann-json3-dev     # JSON: control API, HF config.json, JSON-lines logs, bench rows
   libcli11-dev           # command lines of archipelago and every bench
   libspdlog-dev libfmt-dev # logging
+  libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
+)
+# The rest of the house: tests, fuzzers, benchmarks, the desktop app, the packages.
+OTHER_PACKAGES=(
+  ninja-build clang clang-format
+  catch2                 # unit tests (v2)
   debootstrap            # tests/install: the .deb in a clean Debian 12 chroot
   iproute2 curl          # tests/wan, bench/wan, make demo-wan: network namespaces, tc, the control API
-  libboost-dev           # control API: Boost.Beast/Asio HTTP (header-only)
   libboost-context-dev   # tests/cuda/emulator: its fibers switch without a syscall
   prometheus             # promtool, checks the control API's /metrics in tests
   bible-kjv              # source of the bundled corpus (data/README.md)
@@ -31,6 +37,8 @@ PACKAGES=(
   python3 python3-venv python3-numpy python3-torch  # reference fixtures and the transformers check
   python3-scipy python3-absl python3-attr python3-mpmath  # dp-accounting's dependencies (the DP accountant's fixture)
 )
+PACKAGES=("${BUILD_PACKAGES[@]}")
+[ "${1:-}" = demo ] || PACKAGES+=("${OTHER_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -44,6 +52,7 @@ if ((${#missing[@]})); then
 fi
 
 # Python tooling for tests: Debian's torch plus Hugging Face transformers in a venv that sees it.
+[ "${1:-}" = demo ] && exit 0
 VENV=.venv
 if [ ! -x "$VENV/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$VENV"

@@ -5,7 +5,6 @@
 #include "kernels/cuda/device_codec.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <cmath>
 #include <optional>
@@ -43,25 +42,11 @@ std::optional<Quant> quant_of(CodecId id) {
 // The spec as compression reads it, if the GPU handles it. Throws compression's arch::Error for a
 // malformed spec; returns nothing for a well-formed one the GPU does not handle.
 std::optional<DeviceSpec> read_spec(std::string_view spec) {
-    // Canonical form: name[:block=N][+ef][+zstd:L], every default spelled out (docs/codecs.md).
-    const std::string canonical = compression::make_codec(spec)->spec();
-    const std::string_view c = canonical;
-    const std::string_view codec = c.substr(0, c.find('+'));
-    const std::string_view name = codec.substr(0, codec.find(':'));
-    if (c.find("+ef") != std::string_view::npos) return std::nullopt;
-    for (CodecId id : {CodecId::int8, CodecId::int4, CodecId::fp4}) {
-        if (compression::codec_name(id) != name) continue;
-        const std::size_t at = codec.find(":block=");
-        std::uint32_t block = 0;
-        if (at == std::string_view::npos)
-            return std::nullopt;  // cannot happen: blockwise specs name it
-        const std::string_view digits = codec.substr(at + 7);
-        const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), block);
-        if (ec != std::errc() || p != digits.data() + digits.size() || block == 0)
-            return std::nullopt;
-        return DeviceSpec{id, *quant_of(id), block};
-    }
-    return std::nullopt;
+    const compression::CodecSpec s = compression::parse_codec_spec(spec);
+    if (s.error_feedback) return std::nullopt;  // the residual is the host codec's
+    const std::optional<Quant> q = quant_of(s.codec);
+    if (!q) return std::nullopt;
+    return DeviceSpec{s.codec, *q, s.block};
 }
 
 DeviceSpec require_spec(std::string_view spec) {

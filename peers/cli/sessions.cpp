@@ -60,7 +60,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     };
     status.begin("host", config.name, static_cast<int>(run_updates(config)), config.mode, config.islands);
 
-    net::HostOptions so;
+    net::HostSocketOptions so;
     so.bind_endpoint = config.bind;
     so.keys = ensure_host_key(files);
     AllowListWatch watch(files.allow_list, line);  // `archipelago invite` / `revoke` edit it while we run
@@ -128,6 +128,8 @@ void add_peer_flags(CLI::App& command, PeerSession& s) {
                        "name); repeatable. What is not found there is fetched from the host")
         ->check(CLI::ExistingDirectory)
         ->group("Data");
+    // Fault injection for tests (docs/protocol.md): hidden from --help (no group).
+    command.add_option("--fault-kill-after-chunks", s.fault_kill_after_chunks)->check(CLI::NonNegativeNumber)->group("");
 }
 
 std::string peer_workdir(const PeerSession& s) {
@@ -154,7 +156,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
         net_lg->info(text);
         status.log("net: " + text);
     };
-    net::PeerOptions so;
+    net::PeerSocketOptions so;
     so.host_endpoint = invite.host_endpoint;
     so.host_public_key = invite.host_public_key;
     so.keys = net::load_keypair(session.key_path);
@@ -165,6 +167,10 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     status.peer("self", [&](PeerRow& row) { row.fingerprint = fingerprint; });
     net::PeerSocket socket(std::move(so));
     PeerLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
+    if (session.fault_kill_after_chunks > 0)
+        link.on_chunk_sent([left = session.fault_kill_after_chunks]() mutable {
+            if (--left == 0) ::raise(SIGKILL);  // in the middle of sending a blob
+        });
 
     PeerOptions po;
     po.name = session.name;

@@ -36,6 +36,7 @@ struct PeerSession {
     std::string offload = "none";    // none | optimizer (GPUs)
     std::string workdir;           // --workdir; "": peer_workdir()
     std::vector<std::string> data_dirs;  // --data
+    int fault_kill_after_chunks = 0;     // tests only (hidden flag): SIGKILL itself after sending N transfer chunks
 };
 // Where a peer keeps everything it writes: --workdir, else USER_DATA_DIR/peers/RUN_ID-NAME (never the repo).
 std::string peer_workdir(const PeerSession& session);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "peers/host.h"
 #include "peers/protocol.h"
 #include "privacy/privacy_budget.h"
@@ -74,7 +75,7 @@ class RunStatus {
 public:
     static constexpr std::size_t kLogLines = 500;
 
-    RunStatus() : started_(std::chrono::steady_clock::now()) {}
+    RunStatus() : started_(Clock::real().now()) {}
 
     // A new run: clears peers, history and traffic (the log tail, uptime and commands stay).
     void begin(const std::string& role, const std::string& run, int rounds, const std::string& mode, int islands) {
@@ -145,7 +146,7 @@ public:
         for (const auto& [key, row] : peers_) s.peers.push_back(row);
         s.paused = paused_;
         if (paused_ && (s.state == "training" || s.state == "waiting")) s.state = "paused";
-        s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+        s.uptime_s = std::chrono::duration<double>(Clock::real().now() - started_).count();
         return s;
     }
     std::vector<std::string> log_tail(std::size_t n) const {
@@ -177,7 +178,7 @@ private:
     StatusSnapshot s_;
     std::map<std::string, PeerRow> peers_;
     std::deque<std::string> log_;
-    std::chrono::steady_clock::time_point started_;
+    Clock::time_point started_;
     std::atomic<bool> paused_{false}, leave_{false};
 };
 

@@ -21,6 +21,12 @@ std::unique_ptr<outer::OuterOptimizer> make_optimizer(std::size_t n, const Outer
 }
 }  // namespace
 
+void check_outer_config(const OuterConfig& config) {
+    make_optimizer(1, config);
+    outer::make_aggregator(config.aggregator);
+    compression::parse_codec_spec(config.down_codec);
+}
+
 GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments)
     : config_(config),
       theta_(std::move(theta)),
@@ -59,7 +65,7 @@ float GlobalModel::next_lr(int p) const {
     return outer_lr_at(s, updates_applied(p));
 }
 
-std::vector<std::byte> GlobalModel::make_update(std::span<const outer::Contribution> contributions, int p) {
+std::vector<std::byte> GlobalModel::make_update(std::span<const outer::WeightedDelta> contributions, int p) {
     if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
     scratch_.resize(fragment(p).size);
     aggregator_->aggregate(contributions, scratch_);

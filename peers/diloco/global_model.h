@@ -35,6 +35,8 @@ struct OuterConfig {
     uint32_t lr_warmup = 0;
     uint64_t total_updates = 0;
 };
+// Throws what GlobalModel's constructor would for this config (optimizer, aggregator, down codec).
+void check_outer_config(const OuterConfig& config);
 
 class GlobalModel {
 public:
@@ -50,7 +52,7 @@ public:
 
     // Host: aggregates one round's pseudo-gradients of a fragment (each fragment(p).size floats; give
     // them in a canonical order) into update bytes.
-    std::vector<std::byte> make_update(std::span<const outer::Contribution> contributions, int fragment = 0);
+    std::vector<std::byte> make_update(std::span<const outer::WeightedDelta> contributions, int fragment = 0);
     // Everyone: decodes update bytes and applies one outer step to the fragment. Validates first (size,
     // codec, NaN/Inf), and θ after the step (finite): on error throws arch::Error and θ and the
     // optimizer are unchanged.

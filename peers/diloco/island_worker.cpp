@@ -126,7 +126,7 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPla
     set_params(theta);
     RoundResult r = train(plan.steps, plan.schedule ? &*plan.schedule : nullptr, on_step);
     const std::span<const float> before = codec_->residual(0);
-    const bool ef = codec_->spec().find("+ef") != std::string::npos;  // else there is nothing to put back
+    const bool ef = codec_->settings().error_feedback;  // else there is nothing to put back
     if (ef) {
         std::vector<float> copy;
         if (!spare_residuals_.empty()) {

@@ -1,4 +1,5 @@
-// peers/diloco/model_factory.cpp: device strings to Models; CUDA parts only where ARCH_HAVE_CUDA.
+// peers/diloco/model_factory.cpp: device strings to Models and Islands; GPU devices go to the
+// program's GPU backend (gpu_backend.h), and a program without one says so.
 #include "peers/diloco/model_factory.h"
 
 #include <cstdlib>
@@ -7,24 +8,8 @@
 #include "core/transformer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
-#ifdef ARCH_HAVE_NCCL
-#include "kernels/cuda/nccl_collective.h"
-#endif
-#ifdef ARCH_HAVE_CUDA
-#include "kernels/cuda/cuda_model.h"
-#include "kernels/cuda/device_codec.h"
-#include "kernels/cuda/island_codec.h"
-#endif
 
 namespace arch::diloco {
-
-bool cuda_backend_built() {
-#ifdef ARCH_HAVE_CUDA
-    return true;
-#else
-    return false;
-#endif
-}
 
 DeviceChoice parse_device(const std::string& device) {
     DeviceChoice d;
@@ -39,9 +24,9 @@ DeviceChoice parse_device(const std::string& device) {
                 throw Error("device '" + device + "': the GPU index must be a number, as in cuda:0");
             d.index = static_cast<int>(v);
         }
-        if (!cuda_backend_built())
+        if (gpu_backend() == nullptr)
             throw Error("device '" + device + "': this archipelago was built without the CUDA backend (no CUDA "
-                        "toolkit found at build time); use --device cpu");
+                        "toolkit found at build time, or a CPU-only package); use --device cpu");
         return d;
     }
     throw Error("device '" + device + "' is not one of cpu, cuda, cuda:N");
@@ -59,17 +44,6 @@ void check_options(const DeviceChoice& d, const DeviceOptions& o) {
                     "device's optimizer state is in RAM already (use --offload none)");
 }
 
-#ifdef ARCH_HAVE_CUDA
-cuda::CudaModelOptions cuda_options(int gpu, const DeviceOptions& o) {
-    cuda::CudaModelOptions options;
-    options.device = gpu;
-    options.attention = o.attention == "fused" ? cuda::AttentionKind::fused : cuda::AttentionKind::unfused;
-    options.recompute = o.recompute;
-    options.offload = o.offload;
-    return options;
-}
-#endif
-
 }  // namespace
 
 void check_device_options(const std::string& device, const DeviceOptions& options) {
@@ -84,11 +58,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& 
         model->set_recompute(options.recompute);
         return model;
     }
-#ifdef ARCH_HAVE_CUDA
-    return cuda::make_cuda_model(config, cuda_options(d.index, options));
-#else
-    throw Error("unreachable: CUDA device without the CUDA backend");
-#endif
+    return gpu_backend()->make_model(config, d.index, options);  // parse_device checked there is one
 }
 
 std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
@@ -102,39 +72,21 @@ std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig
         return std::make_unique<Island>(config, train, parallel, std::move(backends), make_cpu_collectives(devices),
                                         device_options.recompute);
     }
-#ifdef ARCH_HAVE_NCCL
     std::vector<int> gpus;
     for (int r = 0; r < devices; ++r) gpus.push_back(d.index + r);
-    auto collectives = make_nccl_collectives(gpus);
-    std::vector<std::unique_ptr<Model>> models;
-    for (int r = 0; r < devices; ++r) {
-        cuda::CudaModelOptions options = cuda_options(gpus[r], device_options);
-        if (parallel == Parallel::zero3) options.zero3 = collectives[r].get();  // each GPU holds its shard
-        else options.ddp = collectives[r].get();  // all-reduce each unit as backward leaves it
-        models.push_back(cuda::make_cuda_model(config, options));
-    }
-    return std::make_unique<Island>(config, train, std::move(models), std::move(collectives), parallel);
-#else
-    throw Error("an island of several GPUs needs NCCL, which was not found when this archipelago was built");
-#endif
+    return gpu_backend()->make_island(config, train, gpus, parallel, device_options);
 }
 
 std::optional<std::vector<std::byte>> encode_delta_on_device(Model& model, std::span<const float> theta,
                                                              const std::string& spec) {
-#ifdef ARCH_HAVE_CUDA
-    auto* gpu = dynamic_cast<cuda::CudaModel*>(&model);
-    if (gpu != nullptr && cuda::device_codec_supports(spec)) return gpu->encode_delta(theta, spec);
-#endif
-    return std::nullopt;
+    const GpuBackend* gpu = gpu_backend();
+    return gpu ? gpu->encode_delta(model, theta, spec) : std::nullopt;
 }
 
 std::optional<std::vector<std::byte>> encode_delta_on_island(Island& island, std::span<const float> theta,
                                                              const std::string& spec) {
-#ifdef ARCH_HAVE_CUDA
-    return cuda::encode_island_delta(island, theta, spec);
-#else
-    return std::nullopt;
-#endif
+    const GpuBackend* gpu = gpu_backend();
+    return gpu ? gpu->encode_delta(island, theta, spec) : std::nullopt;
 }
 
 }  // namespace arch::diloco

@@ -1,6 +1,6 @@
 // peers/diloco/model_factory.h: the Model for a device string, so the CLI, the peer daemon and the
-// benches choose CPU or GPU the same way: "cpu", "cuda" (= "cuda:0") or "cuda:N". The only file
-// above kernels/ that knows whether the CUDA backend was built.
+// benches choose CPU or GPU the same way: "cpu", "cuda" (= "cuda:0") or "cuda:N". A GPU device goes
+// to the program's GPU backend (gpu_backend.h), where it links one.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/island.h"
-#include "core/memory_modes.h"
 #include "core/model.h"
+#include "peers/diloco/gpu_backend.h"
 
 namespace arch::diloco {
 
@@ -21,18 +21,9 @@ struct DeviceChoice {
     int index = 0;
 };
 
-// Throws arch::Error with the accepted forms for anything else, and for "cuda" in a build without
-// the CUDA backend.
+// Throws arch::Error with the accepted forms for anything else, and for "cuda" in a program without
+// a GPU backend.
 DeviceChoice parse_device(const std::string& device);
-bool cuda_backend_built();
-
-// How a model runs and what it trades for device memory (docs/plan.md). On CPU devices the attention
-// kernel is ignored and offload is refused: the CPU engine's optimizer state is in RAM already.
-struct DeviceOptions {
-    std::string attention = "fused";        // fused | unfused
-    Recompute recompute = Recompute::none;  // none | attention | block
-    Offload offload = Offload::none;        // none | optimizer
-};
 
 // Throws arch::Error for options the device cannot take (make_model and make_island check too).
 void check_device_options(const std::string& device, const DeviceOptions& options);

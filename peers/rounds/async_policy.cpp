@@ -12,7 +12,7 @@ namespace arch::rounds {
 AsyncPolicy::AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness, std::function<void(const std::string&)> log)
     : H_(steps_per_round), staleness_(staleness), log_(std::move(log)) {}
 
-Start AsyncPolicy::start(const RunView& run, const std::string& key) const {
+Start AsyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
     float fastest = 0;  // among the islands here now, by the host's own clock
     uint64_t here = 0;  // islands training in this run now: the updates until this island's Δ lands
     const IslandView* me = nullptr;
@@ -29,7 +29,7 @@ Start AsyncPolicy::start(const RunView& run, const std::string& key) const {
     return s;
 }
 
-RoundPolicy::Opening AsyncPolicy::open_round(const RunView& run) {
+RoundPolicy::Opening AsyncPolicy::open_round(const RunSnapshot& run) {
     open_ = true;
     Opening o;
     for (const IslandView& i : run.islands) {
@@ -40,25 +40,24 @@ RoundPolicy::Opening AsyncPolicy::open_round(const RunView& run) {
     return o;
 }
 
-std::optional<Start> AsyncPolicy::on_ready(const RunView& run, const IslandView& island) {
+std::optional<Start> AsyncPolicy::on_ready(const RunSnapshot& run, const IslandView& island) {
     if (!open_ || island.busy) return std::nullopt;
     return start(run, island.key);
 }
 
-void AsyncPolicy::admit(const RunView& run, const IslandView&, uint64_t round) const {
+void AsyncPolicy::admit(const RunSnapshot& run, const IslandView&, uint64_t round) const {
     // The host has checked that it is the round this island was last started on, and only once.
     if (round > run.round)
         throw Error("pseudo-gradient for round " + std::to_string(round) + ", ahead of the host's " + std::to_string(run.round));
 }
 
-Arrival AsyncPolicy::on_arrival(const RunView& run, Contribution c) {
+Arrival AsyncPolicy::on_arrival(const RunSnapshot& run, Contribution c) {
     admit(run, IslandView{}, c.round);
     const uint64_t staleness = run.round - c.round;
     const StaleVerdict v = judge_staleness(staleness, staleness_);
     Arrival a;
     const std::string who = "island " + std::to_string(c.island) + " (" + c.name + ")";
     if (v.refused) {
-        a.taken = false;
         a.note = "refused the pseudo-gradient of " + who + " from round " + std::to_string(c.round) + ": " +
                  std::to_string(staleness) + " updates stale (async.max_staleness = " +
                  std::to_string(staleness_.max_staleness) + "); it starts again from round " + std::to_string(run.round);
@@ -82,7 +81,7 @@ bool AsyncPolicy::on_gone(const std::string& key, bool revoked) {
     return false;  // no round waits for anyone
 }
 
-bool AsyncPolicy::update_due(const RunView&) { return open_ && !waiting_.empty(); }
+bool AsyncPolicy::update_due(const RunSnapshot&) { return open_ && !waiting_.empty(); }
 
 std::vector<Contribution> AsyncPolicy::take_update() {
     std::vector<Contribution> one;
@@ -94,7 +93,7 @@ std::vector<Contribution> AsyncPolicy::take_update() {
     return one;
 }
 
-std::vector<Start> AsyncPolicy::after_update(const RunView& run, bool) {
+std::vector<Start> AsyncPolicy::after_update(const RunSnapshot& run, bool) {
     // Applied or not, the island that sent it starts again from the host's θ now.
     std::vector<Start> starts;
     for (const std::string& key : std::exchange(in_update_, {})) {

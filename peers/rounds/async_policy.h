@@ -18,17 +18,17 @@ public:
     AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness, std::function<void(const std::string&)> log);
 
     bool open() const override { return open_; }
-    Opening open_round(const RunView& run) override;
-    std::optional<Start> on_ready(const RunView& run, const IslandView& island) override;
-    void admit(const RunView& run, const IslandView& island, uint64_t round) const override;
-    Arrival on_arrival(const RunView& run, Contribution contribution) override;
+    Opening open_round(const RunSnapshot& run) override;
+    std::optional<Start> on_ready(const RunSnapshot& run, const IslandView& island) override;
+    void admit(const RunSnapshot& run, const IslandView& island, uint64_t round) const override;
+    Arrival on_arrival(const RunSnapshot& run, Contribution contribution) override;
     bool on_gone(const std::string& key, bool revoked) override;
-    bool update_due(const RunView& run) override;
+    bool update_due(const RunSnapshot& run) override;
     std::vector<Contribution> take_update() override;
-    std::vector<Start> after_update(const RunView& run, bool applied) override;
+    std::vector<Start> after_update(const RunSnapshot& run, bool applied) override;
 
 private:
-    Start start(const RunView& run, const std::string& key) const;
+    Start start(const RunSnapshot& run, const std::string& key) const;
 
     uint32_t H_;
     StalenessRule staleness_;

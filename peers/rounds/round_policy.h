@@ -3,7 +3,7 @@
 // pseudo-gradient, screens, aggregates and applies updates, checkpoints, and knows no round mode.
 // A RoundPolicy decides the rest: which islands a round starts and with how many steps, what an
 // arriving pseudo-gradient becomes, when an update is made and from which contributions. It never
-// touches the network, θ or a clock: it gets a RunView and returns decisions the host carries out.
+// touches the network, θ or a clock: it gets a RunSnapshot and returns decisions the host carries out.
 // One file per policy: sync_policy.h, async_policy.h, streaming_policy.h (one round per fragment).
 // Rules shared with bench_convergence: staleness.h, local_steps.h.
 #pragma once
@@ -40,7 +40,7 @@ struct IslandView {
 };
 
 // The run when the host calls the policy.
-struct RunView {
+struct RunSnapshot {
     uint64_t round = 0;           // the round in progress or next to start; counts updates applied
     uint64_t rounds = 0;          // run.rounds: no island is started once round reaches it
     double seconds_open = 0;      // since the round was opened (a policy's deadline runs from there)
@@ -77,9 +77,8 @@ struct Contribution {
 
 // What became of an arrival.
 struct Arrival {
-    bool taken = true;               // false: refused (note says why); nothing of it is kept
     std::string note;                // a line for the log (folded, downweighted, refused): empty for none
-    std::optional<Start> restart;    // start the island again now (refused: from the current θ)
+    std::optional<Start> restart;    // refused (nothing of it kept): start the island again from the current θ
 };
 
 class RoundPolicy {
@@ -95,29 +94,29 @@ public:
         std::vector<Start> starts;
         std::size_t islands = 0;
     };
-    virtual Opening open_round(const RunView& run) = 0;
+    virtual Opening open_round(const RunSnapshot& run) = 0;
     // An island became ready (in sync again, or admitted in sync) while a round is open.
-    virtual std::optional<Start> on_ready(const RunView& run, const IslandView& island) = 0;
+    virtual std::optional<Start> on_ready(const RunSnapshot& run, const IslandView& island) = 0;
 
     // A pseudo-gradient for `round` from an island started on that round, before it is decoded: throws
     // arch::Error with the reason if this policy cannot take it (another round, a second one).
-    virtual void admit(const RunView& run, const IslandView& island, uint64_t round) const = 0;
+    virtual void admit(const RunSnapshot& run, const IslandView& island, uint64_t round) const = 0;
     // The same, decoded and checked. The policy may scale its Δ (staleness), keep it for this round or
     // a later one, or refuse it.
-    virtual Arrival on_arrival(const RunView& run, Contribution contribution) = 0;
+    virtual Arrival on_arrival(const RunSnapshot& run, Contribution contribution) = 0;
     // An island left (disconnected, bye, or revoked: then what it sent that is not applied goes with
     // it). Returns whether the round in progress was waiting for it.
     virtual bool on_gone(const std::string& key, bool revoked) = 0;
 
     // Called on every turn of the host's loop while a round is open: whether an update is due now.
     // A policy may close a round that can never finish (every island left) and return false.
-    virtual bool update_due(const RunView& run) = 0;
+    virtual bool update_due(const RunSnapshot& run) = 0;
     // The contributions of the update that is due, in a canonical order (island, then round). The
     // host screens them and makes one outer step of what is left; the update names those it used.
     virtual std::vector<Contribution> take_update() = 0;
     // What came of that update: applied (run.round has moved on) or not (every Δ refused, an
     // aggregator that needs more, θ not finite: the round starts again). Returns the islands to start.
-    virtual std::vector<Start> after_update(const RunView& run, bool applied) = 0;
+    virtual std::vector<Start> after_update(const RunSnapshot& run, bool applied) = 0;
 };
 
 // The policy for run.mode ("sync", "async" or "streaming"; run_config.cpp checks the name); log: one line per event.

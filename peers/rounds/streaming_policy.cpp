@@ -12,7 +12,7 @@ StreamingPolicy::StreamingPolicy(uint32_t steps_per_round, uint32_t fragments, d
                                  std::function<void(const std::string&)> log)
     : SyncPolicy(steps_per_round, round_timeout_s, false, std::move(log)), H_(steps_per_round), P_(fragments) {}
 
-Start StreamingPolicy::start(const RunView& run, const std::string& key) const {
+Start StreamingPolicy::start(const RunSnapshot& run, const std::string& key) const {
     Start s;
     s.key = key;
     s.schedule = streaming_span(run.round, P_, H_);

@@ -20,7 +20,7 @@ public:
                     std::function<void(const std::string&)> log);
 
 private:
-    Start start(const RunView& run, const std::string& key) const override;
+    Start start(const RunSnapshot& run, const std::string& key) const override;
 
     uint32_t H_, P_;
 };

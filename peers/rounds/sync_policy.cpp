@@ -12,7 +12,7 @@ SyncPolicy::SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fo
                        std::function<void(const std::string&)> log)
     : H_(steps_per_round), round_timeout_s_(round_timeout_s), fold_(fold), log_(std::move(log)) {}
 
-Start SyncPolicy::start(const RunView& run, const std::string& key) const {
+Start SyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
     Start s;
     s.key = key;
     s.steps = H_;
@@ -22,7 +22,7 @@ Start SyncPolicy::start(const RunView& run, const std::string& key) const {
     return s;
 }
 
-RoundPolicy::Opening SyncPolicy::open_round(const RunView& run) {
+RoundPolicy::Opening SyncPolicy::open_round(const RunSnapshot& run) {
     open_ = true;
     contributions_.clear();
     expected_.clear();
@@ -38,13 +38,13 @@ RoundPolicy::Opening SyncPolicy::open_round(const RunView& run) {
     return o;
 }
 
-std::optional<Start> SyncPolicy::on_ready(const RunView& run, const IslandView& island) {
+std::optional<Start> SyncPolicy::on_ready(const RunSnapshot& run, const IslandView& island) {
     const auto it = expected_.find(island.key);
     if (!open_ || island.busy || it == expected_.end() || it->second) return std::nullopt;
     return start(run, island.key);
 }
 
-void SyncPolicy::admit(const RunView& run, const IslandView& island, uint64_t round) const {
+void SyncPolicy::admit(const RunSnapshot& run, const IslandView& island, uint64_t round) const {
     const bool current = open_ && round == run.round;
     const bool late = fold_ && round + 1 == run.round;
     if (!current && !late)
@@ -57,7 +57,7 @@ void SyncPolicy::admit(const RunView& run, const IslandView& island, uint64_t ro
     }
 }
 
-Arrival SyncPolicy::on_arrival(const RunView& run, Contribution c) {
+Arrival SyncPolicy::on_arrival(const RunSnapshot& run, Contribution c) {
     admit(run, IslandView{c.key, c.island, c.name}, c.round);
     Arrival a;
     if (c.round + 1 == run.round) {
@@ -87,7 +87,7 @@ bool SyncPolicy::complete() const {
     return std::all_of(expected_.begin(), expected_.end(), [](const auto& kv) { return kv.second; });
 }
 
-bool SyncPolicy::deadline_passed(const RunView& run) {
+bool SyncPolicy::deadline_passed(const RunSnapshot& run) {
     if (run.seconds_open <= round_timeout_s_) return false;
     // A pseudo-gradient still on its way keeps the round open: the link is slow, not the island.
     for (const auto& [key, delivered] : expected_) {
@@ -106,7 +106,7 @@ bool SyncPolicy::deadline_passed(const RunView& run) {
     return true;
 }
 
-bool SyncPolicy::update_due(const RunView& run) {
+bool SyncPolicy::update_due(const RunSnapshot& run) {
     if (!open_) return false;
     if (complete()) return true;
     if (deadline_passed(run)) {
@@ -132,7 +132,7 @@ std::vector<Contribution> SyncPolicy::take_update() {
     return all;
 }
 
-std::vector<Start> SyncPolicy::after_update(const RunView&, bool) {
+std::vector<Start> SyncPolicy::after_update(const RunSnapshot&, bool) {
     open_ = false;  // applied or not, the next round (or this one again) opens when the host has gathered
     return {};
 }

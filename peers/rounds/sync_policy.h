@@ -16,22 +16,22 @@ public:
     SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, std::function<void(const std::string&)> log);
 
     bool open() const override { return open_; }
-    Opening open_round(const RunView& run) override;
-    std::optional<Start> on_ready(const RunView& run, const IslandView& island) override;
-    void admit(const RunView& run, const IslandView& island, uint64_t round) const override;
-    Arrival on_arrival(const RunView& run, Contribution contribution) override;
+    Opening open_round(const RunSnapshot& run) override;
+    std::optional<Start> on_ready(const RunSnapshot& run, const IslandView& island) override;
+    void admit(const RunSnapshot& run, const IslandView& island, uint64_t round) const override;
+    Arrival on_arrival(const RunSnapshot& run, Contribution contribution) override;
     bool on_gone(const std::string& key, bool revoked) override;
-    bool update_due(const RunView& run) override;
+    bool update_due(const RunSnapshot& run) override;
     std::vector<Contribution> take_update() override;
-    std::vector<Start> after_update(const RunView& run, bool applied) override;
+    std::vector<Start> after_update(const RunSnapshot& run, bool applied) override;
 
 protected:
     // What one island's round_start holds: H steps over the round's span of the schedule.
-    virtual Start start(const RunView& run, const std::string& key) const;
+    virtual Start start(const RunSnapshot& run, const std::string& key) const;
 
 private:
     bool complete() const;                      // every island of the round delivered
-    bool deadline_passed(const RunView& run);   // round_timeout_s, and no awaited Δ still moving
+    bool deadline_passed(const RunSnapshot& run);   // round_timeout_s, and no awaited Δ still moving
 
     uint32_t H_;
     double round_timeout_s_;

@@ -371,7 +371,7 @@ private:
             case Action::pseudo_grad: return pseudo_grad(s);
             case Action::connected: return connection(s.peer, LinkEvent::Kind::connected);
             case Action::disconnected: return connection(s.peer, LinkEvent::Kind::disconnected);
-            case Action::bye: return message(s.peer, Type::bye, host_.round(), arch::protocol::encode_reason(s.text));
+            case Action::bye: return message(s.peer, Type::bye, host_.round(), arch::protocol::encode(arch::protocol::Reason{arch::protocol::ReasonCode::left, s.text}));
             case Action::deliver:
                 read_all(s.peer);
                 return std::nullopt;

@@ -24,8 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== building the .deb (CPU-only)"
-DEB=$(bash scripts/make_deb.sh "$WORK/build" OFF | grep '/archipelago_.*\.deb$')
+echo "== packing the .deb from ${ARCH_BUILD_DIR:-a new CPU-only build}"
+DEB=$(bash scripts/make_deb.sh "${ARCH_BUILD_DIR:-$WORK/build}" OFF | grep '/archipelago_.*\.deb$')
 dpkg-deb --field "$DEB" Package Version Depends
 dpkg-deb --field "$DEB" Depends | grep -q cuda && { echo "FAIL: the package depends on CUDA"; exit 1; }
 

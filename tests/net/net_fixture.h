@@ -62,8 +62,8 @@ inline Limits test_limits() {
 
 constexpr uint64_t kRunId = 0x1122334455667788ull;
 
-inline HostOptions host_options(const KeyPair& host_keys, const AllowList& allow, LogSink& log) {
-    HostOptions o;
+inline HostSocketOptions host_options(const KeyPair& host_keys, const AllowList& allow, LogSink& log) {
+    HostSocketOptions o;
     o.keys = host_keys;
     o.allow = allow;
     o.run_id = kRunId;
@@ -72,9 +72,9 @@ inline HostOptions host_options(const KeyPair& host_keys, const AllowList& allow
     return o;
 }
 
-inline PeerOptions peer_options(const std::string& endpoint, const std::string& host_key,
+inline PeerSocketOptions peer_options(const std::string& endpoint, const std::string& host_key,
                                 const KeyPair& keys, LogSink& log) {
-    PeerOptions o;
+    PeerSocketOptions o;
     o.host_endpoint = endpoint;
     o.host_public_key = host_key;
     o.keys = keys;

@@ -110,10 +110,10 @@ TEST_CASE("a host that cannot bind says so and cleans up", "[net][transport]") {
     LogSink log;
     const KeyPair host_keys = generate_keypair();
     HostSocket first(host_options(host_keys, AllowList{}, log));
-    HostOptions again = host_options(host_keys, AllowList{}, log);
+    HostSocketOptions again = host_options(host_keys, AllowList{}, log);
     again.bind_endpoint = first.endpoint();
     CHECK_THROWS_WITH(HostSocket(again), Catch::Contains("cannot bind host socket"));
-    HostOptions bad_keys = host_options(host_keys, AllowList{}, log);
+    HostSocketOptions bad_keys = host_options(host_keys, AllowList{}, log);
     bad_keys.keys.secret_key = "short";
     CHECK_THROWS_WITH(HostSocket(bad_keys), Catch::Contains("host secret key"));
 }

@@ -33,8 +33,8 @@ struct Round {
     std::vector<std::vector<float>> deltas;
     std::vector<double> honest_mean;
     double honest_mean_norm = 0;
-    std::vector<Contribution> contributions() const {
-        std::vector<Contribution> c;
+    std::vector<WeightedDelta> contributions() const {
+        std::vector<WeightedDelta> c;
         for (const auto& d : deltas) c.push_back({d, 1000.0});
         return c;
     }
@@ -63,7 +63,7 @@ Round byzantine_round(std::size_t n, bool times_1000) {
 
 TEST_CASE("token-weighted mean weights each island by its tokens", "[aggregate]") {
     const std::vector<float> a = {1, 2, 3}, b = {4, 5, 6};
-    std::vector<Contribution> in = {{a, 1000}, {b, 3000}};
+    std::vector<WeightedDelta> in = {{a, 1000}, {b, 3000}};
     std::vector<float> out(3);
     WeightedMean().aggregate(in, out);
     REQUIRE(out[0] == Approx(3.25));
@@ -78,7 +78,7 @@ TEST_CASE("token-weighted mean weights each island by its tokens", "[aggregate]"
 
 TEST_CASE("norm clipping bounds each contribution's norm", "[aggregate]") {
     const std::vector<float> a = {3, 4}, b = {0, 100};
-    std::vector<Contribution> in = {{a, 1}, {b, 1}};
+    std::vector<WeightedDelta> in = {{a, 1}, {b, 1}};
     std::vector<float> out(2);
     NormClipping(5.0).aggregate(in, out);  // b clipped to (0, 5)
     REQUIRE(out[0] == Approx(1.5));
@@ -156,7 +156,7 @@ TEST_CASE("aggregator specs", "[aggregate]") {
         REQUIRE_THROWS_AS(make_aggregator(bad), arch::Error);
     }
     const std::vector<float> a = {1}, b = {2};
-    std::vector<Contribution> two = {{a, 1}, {b, 1}};
+    std::vector<WeightedDelta> two = {{a, 1}, {b, 1}};
     std::vector<float> out(1);
     REQUIRE_THROWS_WITH(TrimmedMean(1).aggregate(two, out), Catch::Contains("at least 3"));
 }

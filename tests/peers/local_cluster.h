@@ -81,9 +81,13 @@ public:
         names_.push_back(name);
     }
 
+    // The host reads the time from `clock` (a test's ManualClock) rather than the real one.
+    void set_host_clock(const Clock& clock) { host_clock_ = &clock; }
+
     // Runs the host and every island until the host is done (true) or timeout_s passes (false).
     bool run(double timeout_s) {
         HostOptions ho;
+        ho.clock = host_clock_;
         ho.config = config();
         ho.log = [this](const std::string& line) { append("host", line); };
         ho.on_round = [this](const RoundRow& row) {
@@ -110,14 +114,14 @@ public:
                 }
                 ++peers_done;
             });
-        using Clock = std::chrono::steady_clock;
-        const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-        while (!done && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const Clock& real = Clock::real();  // the test's own deadlines, whatever the host's clock
+        const auto end = real.after(timeout_s);
+        while (!done && real.now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const bool finished = done;  // read before stop(), which ends the host's thread too
         if (!finished) host_->stop();
         // The host says bye once every island holds its last θ: let them read it.
-        const auto byes = Clock::now() + std::chrono::seconds(30);
-        while (peers_done < peers_.size() && Clock::now() < byes) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const auto byes = real.after(30);
+        while (peers_done < peers_.size() && real.now() < byes) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         for (auto& p : peers_) p->stop();
         for (std::thread& t : threads_) t.join();
         threads_.clear();
@@ -182,6 +186,7 @@ private:
     std::string toml_;
     LocalNet net_;
     std::unique_ptr<Host> host_;
+    const Clock* host_clock_ = &Clock::real();
     std::vector<std::unique_ptr<Peer>> peers_;
     std::vector<std::string> names_;
     std::vector<std::thread> threads_;

@@ -43,6 +43,10 @@ public:
             if (q.empty()) return std::nullopt;
             LinkEvent e = std::move(q.front());
             q.pop_front();
+            if (self_ == kHostKey) {
+                ++net_.taken_by_host_[e.type];
+                net_.ready_.notify_all();
+            }
             if (e.kind == LinkEvent::Kind::message) received_[e.type] += e.payload.size();
             return e;
         }
@@ -92,11 +96,31 @@ public:
     }
     std::size_t sent_by_host(protocol::Type type) const {  // how many of that type
         std::lock_guard lock(mutex_);
-        return static_cast<std::size_t>(std::count_if(sent_by_host_.begin(), sent_by_host_.end(),
-                                                      [&](const Sent& s) { return s.type == type; }));
+        return count_sent(type);
+    }
+
+    // Waits (at most timeout_s) until the host has sent `count` messages of `type`, or taken that
+    // many from its inbox (its thread then handles each before it looks at a deadline).
+    bool wait_sent_by_host(protocol::Type type, std::size_t count, double timeout_s) {
+        return wait(timeout_s, [&] { return count_sent(type) >= count; });
+    }
+    bool wait_taken_by_host(protocol::Type type, std::size_t count, double timeout_s) {
+        return wait(timeout_s, [&] {
+            const auto it = taken_by_host_.find(type);
+            return it != taken_by_host_.end() && it->second >= count;
+        });
     }
 
 private:
+    std::size_t count_sent(protocol::Type type) const {  // under mutex_
+        return static_cast<std::size_t>(std::count_if(sent_by_host_.begin(), sent_by_host_.end(),
+                                                      [&](const Sent& s) { return s.type == type; }));
+    }
+    template <typename Ready>
+    bool wait(double timeout_s, Ready ready) {
+        std::unique_lock lock(mutex_);
+        return ready_.wait_for(lock, std::chrono::duration<double>(timeout_s), ready);
+    }
     End& end(const std::string& key) {
         std::lock_guard lock(mutex_);
         auto& e = ends_[key];
@@ -109,6 +133,7 @@ private:
     std::map<std::string, std::deque<LinkEvent>> inbox_;
     std::map<std::string, std::unique_ptr<End>> ends_;
     std::vector<Sent> sent_by_host_;
+    std::map<protocol::Type, std::size_t> taken_by_host_;  // messages the host's poll returned, by type
 };
 
 }  // namespace arch::test

@@ -89,7 +89,7 @@ struct HandPeer {
     uint32_t island = 0;  // the island index its welcome gave it
 
     HandPeer(const Run& run, int i) : invite(net::Invite::load(run.invite(i))), host_key(invite.host_public_key) {
-        net::PeerOptions so;
+        net::PeerSocketOptions so;
         so.host_endpoint = invite.host_endpoint;
         so.host_public_key = invite.host_public_key;
         so.keys = net::load_keypair(run.key(i));

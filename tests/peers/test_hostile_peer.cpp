@@ -17,13 +17,13 @@
 #include <thread>
 
 #include "core/checkpoint.h"
+#include "core/clock.h"
 #include "net/transfer_blocking.h"
 #include "net/transfer_wire.h"
 #include "tests/peers/run_fixture.h"
 
 using namespace arch;
 using namespace arch::test;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -38,13 +38,13 @@ uint64_t memory_of(pid_t pid, const std::string& field) {
 
 int rounds_started(const Process& host) { return count(host.log(), " started with "); }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) { return Clock::real().seconds_since(t); }
 
 // A raw socket with this peer's key: frames go out as they are, nothing is ever read, and closing
 // it drops the connection at once (linger 0).
 std::unique_ptr<net::PeerSocket> raw_socket(const Run& run, int i) {
     const net::Invite invite = net::Invite::load(run.invite(i));
-    net::PeerOptions so;
+    net::PeerSocketOptions so;
     so.host_endpoint = invite.host_endpoint;
     so.host_public_key = invite.host_public_key;
     so.keys = net::load_keypair(run.key(i));
@@ -78,11 +78,11 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     // The honest pace, and the host's peak memory, before the attack: after round 3, the first whose
     // update carries DES-LOC's moments (outer.sync_moments_every = 4 by default), so the honest peak
     // holds them.
-    auto until = Clock::now() + std::chrono::seconds(180);
-    while (rounds_started(*host) < 5 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto until = Clock::real().now() + std::chrono::seconds(180);
+    while (rounds_started(*host) < 5 && Clock::real().now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (!(rounds_started(*host) >= 5)) FAIL(diagnostics());
     const int before = rounds_started(*host);
-    const auto calm = Clock::now();
+    const auto calm = Clock::real().now();
     std::this_thread::sleep_for(std::chrono::seconds(10));
     const double calm_pace = (rounds_started(*host) - before) / seconds_since(calm);
     const uint64_t peak_before = memory_of(host->pid(), "VmHWM");
@@ -90,7 +90,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     REQUIRE(calm_pace > 0);
 
     const int attack_start = rounds_started(*host);
-    const auto attack = Clock::now();
+    const auto attack = Clock::real().now();
     // 1. 100 transfer-begins declaring 4 GiB each, with new ids: pseudo-gradients and DES-LOC's moments.
     for (uint64_t id = 1; id <= 100; ++id) {
         net::BeginMsg begin;
@@ -126,7 +126,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
         auto socket = raw_socket(run, 3);
         const std::vector<std::byte> report = protocol::encode(protocol::HashReport{0, std::string(64, 'f')});
         const std::span<const uint8_t> report_payload(reinterpret_cast<const uint8_t*>(report.data()), report.size());
-        const auto flood = Clock::now();
+        const auto flood = Clock::real().now();
         for (int i = 0; seconds_since(flood) < 20 && i < 20000; ++i) {
             send_raw(*socket, static_cast<uint16_t>(protocol::Type::hello), hello_payload);
             send_raw(*socket, static_cast<uint16_t>(protocol::Type::hash_report), report_payload);

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "net/allow_list.h"
 #include "net/keys.h"
@@ -26,12 +27,11 @@ using namespace arch::test;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // Waits until `needle` turns up in the log after byte `from`; returns its offset, or npos by the deadline.
 std::size_t wait_after(Process& p, const std::string& needle, std::size_t from, double timeout_s) {
-    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-    while (Clock::now() < end) {
+    const auto end = Clock::real().now() + std::chrono::duration<double>(timeout_s);
+    while (Clock::real().now() < end) {
         const std::string log = p.log();
         if (const std::size_t at = log.find(needle, from); at != std::string::npos) return at;
         if (!p.running()) break;
@@ -78,9 +78,9 @@ TEST_CASE("a peer invited with `archipelago invite` while the run goes on joins 
 
     // A round later it is one of three, and its θ matches the host's.
     if (wait_after(*host, "started with 3 islands", admitted, 60) == std::string::npos) FAIL(all_logs(run, *host));
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    const auto deadline = Clock::real().now() + std::chrono::seconds(60);
     bool three = false;
-    while (!three && Clock::now() < deadline) {
+    while (!three && Clock::real().now() < deadline) {
         const std::string log = p3->log();
         for (std::size_t at = log.find(" applied (3 islands"); at != std::string::npos && !three;
              at = log.find(" applied (3 islands", at + 1))
@@ -115,10 +115,10 @@ TEST_CASE("`archipelago revoke` cuts a peer off within a heartbeat; its reconnec
     const std::size_t mark = host->log().size();
     Process revoke({"revoke", "--config", run.config, "--name", "peer-2"}, run.dir.file("revoke.log"));
     REQUIRE(revoke.wait(30) == 0);
-    const auto revoked_at = Clock::now();
+    const auto revoked_at = Clock::real().now();
     const std::size_t cut = wait_after(*host, "revoked peer-2", mark, 10);
     if (cut == std::string::npos) FAIL(all_logs(run, *host));
-    CHECK(std::chrono::duration<double>(Clock::now() - revoked_at).count() < 2.0 + 1.5);  // a heartbeat, and the poll
+    CHECK(std::chrono::duration<double>(Clock::real().now() - revoked_at).count() < 2.0 + 1.5);  // a heartbeat, and the poll
     CHECK(host->log().find("is free for a later invitee", cut) != std::string::npos);
     // It was told why, and stops with an error.
     CHECK(p2->wait_for("the host revoked this peer's key", 20));

@@ -84,6 +84,18 @@ TEST_CASE("a hello of another protocol version is refused with both versions") {
     CHECK_THROWS_WITH(decode_hello(encode(h)), Contains("protocol version 2, this host speaks " + std::to_string(arch::protocol::kProtocolVersion)));
 }
 
+TEST_CASE("a reject or a bye carries its reason as a code; an unknown code or a cut one is refused") {
+    const Reason r = decode_reason(encode(Reason{ReasonCode::revoked, "revoked"}));
+    CHECK(r.code == ReasonCode::revoked);
+    CHECK(r.text == "revoked");
+    // What a peer acts on is the code: the same text under another code is no revocation.
+    CHECK(decode_reason(encode(Reason{ReasonCode::other, "revoked"})).code == ReasonCode::other);
+    std::vector<std::byte> b = encode(Reason{ReasonCode::left, "bye"});
+    b[0] = std::byte{99};
+    CHECK_THROWS_WITH(decode_reason(b), Contains("reason code 99 is unknown"));
+    CHECK_THROWS(decode_reason(std::span<const std::byte>(b).first(3)));
+}
+
 TEST_CASE("DES-LOC: moments are exactly m and v of the model's size, finite, v not negative; an update names whose it holds") {
     const std::vector<float> m = {0.5f, -1e-3f, 0.0f}, v = {1e-8f, 0.0f, 2.0f};
     const std::vector<std::byte> b = encode_moments(7, m, v);

@@ -29,8 +29,8 @@ IslandView island(const std::string& key, uint32_t index, float steps_per_s = 0)
     return i;
 }
 
-RunView run_view(uint64_t round, uint64_t rounds, const std::vector<IslandView>& islands, double seconds_open = 0) {
-    RunView v;
+RunSnapshot run_view(uint64_t round, uint64_t rounds, const std::vector<IslandView>& islands, double seconds_open = 0) {
+    RunSnapshot v;
     v.round = round;
     v.rounds = rounds;
     v.seconds_open = seconds_open;
@@ -125,14 +125,14 @@ TEST_CASE("sync: a round waits for every island it started, refuses what does no
     CHECK(o.starts[0].schedule.from == 16);
     CHECK(o.starts[0].schedule.to == 24);
     CHECK_FALSE(o.starts[0].held);
-    const RunView v = run_view(2, 10, islands);
+    const RunSnapshot v = run_view(2, 10, islands);
     CHECK_THROWS_WITH(p.admit(v, islands[0], 1), Catch::Contains("while round 2 is open"));
     CHECK_THROWS_WITH(p.admit(v, islands[2], 2), Catch::Contains("not in this round"));
-    CHECK(p.on_arrival(v, delta(islands[1], 2)).taken);
+    p.on_arrival(v, delta(islands[1], 2));
     CHECK_THROWS_WITH(p.admit(v, islands[1], 2), Catch::Contains("a second pseudo-gradient"));
     CHECK_FALSE(p.update_due(v));
     CHECK_FALSE(p.on_ready(v, islands[1]));  // delivered: not started again
-    CHECK(p.on_arrival(v, delta(islands[0], 2)).taken);
+    p.on_arrival(v, delta(islands[0], 2));
     CHECK(p.update_due(v));
     const std::vector<Contribution> all = p.take_update();
     REQUIRE(all.size() == 2);
@@ -175,7 +175,7 @@ TEST_CASE("sync: the deadline closes a round unless a Δ is still moving; a leav
     SyncPolicy p(8, 30, false, [&](const std::string& l) { log.push_back(l); });
     std::vector<IslandView> islands = {island("a", 0), island("b", 1)};
     p.open_round(run_view(0, 10, islands));
-    CHECK(p.on_arrival(run_view(0, 10, islands), delta(islands[0], 0)).taken);
+    p.on_arrival(run_view(0, 10, islands), delta(islands[0], 0));
     CHECK_FALSE(p.update_due(run_view(0, 10, islands, 29)));
     islands[1].delta_moving = true;
     islands[1].delta_bytes = 1000;
@@ -189,7 +189,7 @@ TEST_CASE("sync: the deadline closes a round unless a Δ is still moving; a leav
 
     SyncPolicy q(8, 30, false, [](const std::string&) {});
     q.open_round(run_view(0, 10, islands));
-    CHECK(q.on_arrival(run_view(0, 10, islands), delta(islands[0], 0)).taken);
+    q.on_arrival(run_view(0, 10, islands), delta(islands[0], 0));
     CHECK(q.on_gone("b", false));  // waited for
     CHECK_FALSE(q.on_gone("b", false));
     CHECK(q.update_due(run_view(0, 10, islands)));  // the others left: close with what arrived
@@ -211,7 +211,6 @@ TEST_CASE("sync, straggler = fold: a late Δ joins the next update, and its isla
     p.after_update(run_view(1, 10, islands), true);
     // b's Δ of round 0 arrives during round 1's gathering: folded.
     const Arrival late = p.on_arrival(run_view(1, 10, islands), delta(islands[1], 0));
-    CHECK(late.taken);
     CHECK_THAT(late.note, Catch::Contains("folded"));
     const RoundPolicy::Opening o = p.open_round(run_view(1, 10, islands));
     REQUIRE(o.starts.size() == 2);
@@ -245,7 +244,7 @@ TEST_CASE("async: each Δ is its own update; DLU steps; stale ones scaled or ref
     CHECK(o.starts[0].schedule.to == 80);  // two islands: its Δ lands about two updates later
     CHECK(p.open());
 
-    CHECK(p.on_arrival(run_view(0, 20, islands), delta(islands[0], 0)).taken);
+    p.on_arrival(run_view(0, 20, islands), delta(islands[0], 0));
     CHECK(p.update_due(run_view(0, 20, islands)));
     CHECK(p.take_update().size() == 1);
     const std::vector<Start> again = p.after_update(run_view(1, 20, islands), true);
@@ -254,11 +253,10 @@ TEST_CASE("async: each Δ is its own update; DLU steps; stale ones scaled or ref
     CHECK(again[0].schedule.from == 40);
     CHECK_FALSE(p.update_due(run_view(1, 20, islands)));
 
-    CHECK(p.on_arrival(run_view(1, 20, islands), delta(islands[1], 0)).taken);  // 1 update stale: within
+    p.on_arrival(run_view(1, 20, islands), delta(islands[1], 0));  // 1 update stale: within
     p.take_update();
     p.after_update(run_view(2, 20, islands), true);
     const Arrival refused = p.on_arrival(run_view(4, 20, islands), delta(islands[1], 2));  // 2 stale
-    CHECK_FALSE(refused.taken);
     CHECK_THAT(refused.note, Catch::Contains("island 1 (slow)") && Catch::Contains("2 updates stale"));
     REQUIRE(refused.restart);
     CHECK(refused.restart->key == "slow");
@@ -268,7 +266,6 @@ TEST_CASE("async: each Δ is its own update; DLU steps; stale ones scaled or ref
     AsyncPolicy d(40, StalenessRule{0, StaleAction::downweight}, [](const std::string&) {});
     d.open_round(run_view(0, 20, islands));
     const Arrival scaled = d.on_arrival(run_view(3, 20, islands), delta(islands[1], 0, 2.0f));
-    CHECK(scaled.taken);
     CHECK_THAT(scaled.note, Catch::Contains("scaled by 0.25"));
     const std::vector<Contribution> one = d.take_update();
     REQUIRE(one.size() == 1);

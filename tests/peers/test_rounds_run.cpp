@@ -10,11 +10,11 @@
 #include <cstring>
 #include <thread>
 
+#include "core/clock.h"
 #include "tests/peers/local_cluster.h"
 
 using namespace arch;
 using namespace arch::test;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -30,14 +30,20 @@ bool named(const protocol::UpdateMeta& u, uint32_t island, uint64_t round) {
 
 TEST_CASE("sync: a straggler's dropped Δ is not named by the update, and its island puts the residual back bit for bit") {
     Cluster c(3, 5, "mode = \"sync\"", "int8:block=64+ef", 2.0);
+    ManualClock clock;  // the host's: its round deadline passes when this test says so
+    c.set_host_clock(clock);
     c.add_peer("peer-1");
     c.add_peer("peer-2");
     // peer-3 is slow in round 1 only: its Δ arrives after the round closed at its deadline and is
     // dropped (deadlines.straggler = "drop"); its residual must then be as if it had never been sent.
+    // It holds its Δ until the host has the other two of round 1 (3 of round 0 before them), moves
+    // the host's clock past round_timeout_s (2 s), and lets go once round 1's update is out.
     std::atomic<bool> slowed{false};
     c.add_peer("peer-3", 1.0, [&](ResidualEvent what, uint64_t round) {
-        if (what == ResidualEvent::encoding && round == 1 && !slowed.exchange(true))
-            std::this_thread::sleep_for(std::chrono::seconds(4));
+        if (what != ResidualEvent::encoding || round != 1 || slowed.exchange(true)) return;
+        if (!c.net().wait_taken_by_host(protocol::Type::pseudo_grad, 5, 60)) return;
+        clock.advance(3.0);
+        c.net().wait_sent_by_host(protocol::Type::update, 5, 60);  // round 0's 3, then round 1's
     });
     if (!c.run(120)) FAIL(c.all_logs());
     INFO(c.all_logs());
@@ -86,9 +92,7 @@ std::function<void(ResidualEvent, uint64_t)> hold_first_round(Cluster& c, std::s
     auto held = std::make_shared<std::atomic<bool>>(false);
     return [&c, updates, held](ResidualEvent what, uint64_t round) {
         if (what != ResidualEvent::encoding || round != 0 || held->exchange(true)) return;
-        const auto end = Clock::now() + std::chrono::seconds(60);
-        while (c.net().sent_by_host(protocol::Type::update) < 2 * updates && Clock::now() < end)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        c.net().wait_sent_by_host(protocol::Type::update, 2 * updates, 60);
     };
 }
 

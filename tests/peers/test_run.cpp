@@ -95,9 +95,7 @@ TEST_CASE("a peer SIGKILLed mid-send does not stop the round; restarted, it rejo
     run.make_peer(2);
     auto host = run.host();
     auto p1 = run.peer(1);
-    std::vector<std::string> env = kEnv;
-    env.push_back("ARCH_FAULT_KILL_AFTER_CHUNKS=1");  // dies after the first chunk of its pseudo-gradient
-    auto p2 = run.peer(2, env);
+    auto p2 = run.peer(2, kEnv, {"--fault-kill-after-chunks", "1"});  // dies after the first chunk of its pseudo-gradient
     if (p2->wait(180) != -SIGKILL) FAIL(host->log() + "\n--- peer 2\n" + p2->log());
     const auto killed = std::chrono::steady_clock::now();
     if (!host->wait_for("round 1 started", 120)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
@@ -298,9 +296,7 @@ TEST_CASE("trimmed with a dropout below its minimum: the host says so, keeps ser
     auto host = run.host();
     auto p1 = run.peer(1);
     auto p2 = run.peer(2);
-    std::vector<std::string> env = kEnv;
-    env.push_back("ARCH_FAULT_KILL_AFTER_CHUNKS=1");  // dies in the middle of its first pseudo-gradient
-    auto p3 = run.peer(3, env);
+    auto p3 = run.peer(3, kEnv, {"--fault-kill-after-chunks", "1"});  // dies in the middle of its first pseudo-gradient
     if (p3->wait(180) != -SIGKILL) FAIL(host->log() + "\n--- peer 3\n" + p3->log());
     if (!host->wait_for("needs at least 3", 120)) FAIL(host->log());
     CHECK(host->log().find("starting it again") != std::string::npos);

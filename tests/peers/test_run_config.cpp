@@ -144,6 +144,11 @@ TEST_CASE("async staleness keys: defaults, ranges and choices") {
           "run.toml:2: async.stale must be one of downweight, refuse, found 'drop'");
     CHECK(refused("[async]\nmax_stale = 3\n") ==
           "run.toml:2: unknown key 'max_stale' in [async] (did you mean 'max_staleness'?)");
+    // Async's optimizer is Delayed Nesterov: its default there; another one written is refused, not replaced.
+    CHECK(parse_run_config("[run]\nmode = \"async\"\n[outer]\noptimizer = \"delayed-nesterov\"\n", "run.toml").outer.optimizer ==
+          "delayed-nesterov");
+    CHECK_THAT(refused("[run]\nmode = \"async\"\n[outer]\noptimizer = \"nesterov\"\n"),
+               Contains("run.toml:4: outer.optimizer = \"nesterov\" is not for async mode"));
 }
 
 TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {

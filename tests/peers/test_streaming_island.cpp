@@ -39,7 +39,7 @@ Merged one_round(IslandWorker& w, GlobalModel& replica, StreamingMerge rule) {
     Merged m;
     m.sent = fragment_of(replica.fragment(0), params(w));
     const std::vector<float> delta = compression::decode(r.payload, replica.fragment(0).size);
-    const outer::Contribution c{delta, r.tokens};
+    const outer::WeightedDelta c{delta, r.tokens};
     replica.apply_update(replica.make_update({&c, 1}, 0), 0);
     island.updated(0);
     CHECK_FALSE(island.merge_due());  // not before the τ steps
@@ -91,7 +91,7 @@ TEST_CASE("streaming island: under carry, an update of a fragment the island did
     island.run_round(replica, 0, rounds::ScheduleSpan{0, 4}, true);
     // Another island's Δ of fragment 1 (this one did not send it) makes the update the host sends.
     const std::vector<float> other = test::noise(replica.fragment(1).size, 9, 1e-3f);
-    const outer::Contribution c{other, 1.0};
+    const outer::WeightedDelta c{other, 1.0};
     replica.apply_update(replica.make_update({&c, 1}, 1), 1);
     island.updated(1);
     island.overlap_step();
