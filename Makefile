@@ -9,8 +9,15 @@ CMAKE_FLAGS ?=
 deps:
 	@bash scripts/install_deps.sh
 
+# The trees' configurations (docs/build.md): which tests each builds is ARCH_TEST_SET.
+CONFIGURE_BUILD = cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DARCH_WERROR=ON $(CMAKE_FLAGS)
+CONFIGURE_ASAN = cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DARCH_SANITIZE=ON -DARCH_WERROR=ON -DARCH_BENCH=OFF \
+  -DARCH_CUDA=OFF -DARCH_GUI=OFF -DARCH_TEST_SET=sanitized $(CMAKE_FLAGS)
+CONFIGURE_FUZZ = CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCH_FUZZ=ON \
+  -DARCH_BENCH=OFF -DARCH_TESTS=OFF -DARCH_CUDA=OFF -DARCH_GUI=OFF $(CMAKE_FLAGS)
+
 build: deps
-	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DARCH_WERROR=ON $(CMAKE_FLAGS)
+	$(CONFIGURE_BUILD) -DARCH_TEST_SET=all
 	cmake --build build -j $(JOBS)
 
 # The demo runs one program on the CPU: build-demo/ holds just that program, built without CUDA,
@@ -25,22 +32,27 @@ demo:
 demo-wan: build
 	bash scripts/demo_wan.sh
 
-test: build
-	cd build && ctest --output-on-failure -j 1
-	$(MAKE) test-asan
-	$(MAKE) fuzz
+# Every test once (docs/build.md): build/ holds the programs and the tests that start them or need the
+# machine (GPU, emulated GPU, app, benches, package, test network); build-asan/ every in-process test
+# under AddressSanitizer + UndefinedBehaviorSanitizer; build-fuzz/ the libFuzzer targets. The last two
+# compile while build/'s tests run (scripts/make_test.sh).
+test: deps
+	$(CONFIGURE_BUILD) -DARCH_TEST_SET=release
+	cmake --build build -j $(JOBS)
+	$(CONFIGURE_ASAN)
+	$(CONFIGURE_FUZZ)
+	bash scripts/make_test.sh $(JOBS)
 
-# The same tests once more under AddressSanitizer + UndefinedBehaviorSanitizer (CPU code: the CUDA
-# backend is left out, its GPU tests would skip anyway and nvcc takes no sanitizer flags; the desktop app
-# too: it reads nothing from peers, and its tests ran in the Release build).
+# The sanitizer tree alone: CPU code only (the CUDA backend is left out, nvcc takes no sanitizer flags;
+# the desktop app too: it reads nothing from peers, and its tests run in build/).
 test-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DARCH_SANITIZE=ON -DARCH_WERROR=ON -DARCH_BENCH=OFF -DARCH_CUDA=OFF -DARCH_GUI=OFF $(CMAKE_FLAGS)
+	$(CONFIGURE_ASAN)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ARCH_SANITIZED=1 ctest --output-on-failure -j 1 -LE no_asan
 
 # libFuzzer targets for every decoder, built with clang, each run for a bounded time.
 fuzz: deps
-	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCH_FUZZ=ON -DARCH_BENCH=OFF -DARCH_TESTS=OFF -DARCH_CUDA=OFF -DARCH_GUI=OFF $(CMAKE_FLAGS)
+	$(CONFIGURE_FUZZ)
 	cmake --build build-fuzz -j $(JOBS) --target fuzzers
 	bash scripts/run_fuzzers.sh build-fuzz/bin
 

@@ -6,14 +6,16 @@ pattern and ends where the next phase starts; ctest's own lines give each test's
 import re
 import sys
 
-# (name, pattern of the line that starts the phase), in the order make runs them.
+# (name, pattern of the line that starts the phase); phases are ordered by where they start, so both
+# the old layout (three trees one after another) and scripts/make_test.sh's are read.
 PHASES = [
     ("configure + build (Release)", r"^cmake -S \. -B build "),
-    ("ctest (Release)", r"^cd build && ctest"),
-    ("configure + build (sanitizers)", r"^cmake -S \. -B build-asan"),
-    ("ctest (sanitizers)", r"ctest .*-LE no_asan"),
-    ("configure + build (fuzz)", r"cmake -S \. -B build-fuzz"),
-    ("fuzzers", r"run_fuzzers\.sh"),
+    ("build-asan/: configure (and build, before make_test.sh)", r"^cmake -S \. -B build-asan"),
+    ("ctest (Release)", r"^cd build && ctest|== make_test: the tests in build/"),
+    ("waiting for the background builds", r"== make_test: waiting"),
+    ("ctest (sanitizers)", r"ctest .*-LE no_asan|== make_test: the tests in build-asan/"),
+    ("build-fuzz/: configure (and build, before make_test.sh)", r"^CC=clang CXX=clang\+\+ cmake -S \. -B build-fuzz"),
+    ("fuzzers", r"^bash scripts/run_fuzzers\.sh|== make_test: the fuzzers"),
 ]
 TEST_LINE = re.compile(r"Test +#\d+: (\S+) \.+.*?(Passed|\*\*\*Failed|\*\*\*Skipped|Failed|Not Run|\*\*\*Timeout).*?([\d.]+) sec")
 
@@ -30,11 +32,12 @@ def main():
         hit = next((t for t, text in lines if rx.search(text)), None)
         if hit is not None:
             starts.append((name, hit))
+    starts.sort(key=lambda s: s[1])
     starts.append(("end", total))
-    print(f"{'phase':34s} {'minutes':>8s}")
+    print(f"{'phase':58s} {'minutes':>8s}")
     for (name, t0), (_, t1) in zip(starts, starts[1:]):
-        print(f"{name:34s} {(t1 - t0) / 60:8.1f}")
-    print(f"{'total':34s} {total / 60:8.1f}")
+        print(f"{name:58s} {(t1 - t0) / 60:8.1f}")
+    print(f"{'total':58s} {total / 60:8.1f}")
     runs, current = [], None
     for _, text in lines:
         if text.startswith("Test project "):

@@ -96,7 +96,7 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     config_ = std::move(c);
     privacy_ = config_->privacy.on() ? std::make_unique<privacy::PrivacyBudget>(config_->privacy, run_updates(*config_)) : nullptr;
     if (options_.status && privacy_) options_.status->set_privacy(PrivacyFigures::of(*privacy_, 0));
-    if (options_.status) options_.status->set_run(config_->name, static_cast<int>(run_updates(*config_)), config_->mode, config_->islands);
+    if (options_.status) options_.status->set_run(config_->name, static_cast<int>(run_updates(*config_)), mode_name(config_->mode), config_->islands);
     log("joined as island " + std::to_string(island_) + " of " + std::to_string(w.num_islands) + ": model " +
         describe(model_) + ", " + std::to_string(options_.devices) + " device(s)" +
         (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
@@ -176,7 +176,7 @@ void Peer::data_ready(Link& link) {
     } else if (c.privacy.on()) {
         log("privacy: central; the host clips and noises the pseudo-gradients, and sees this island's as it is sent");
     }
-    if (c.mode == "streaming") stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
+    if (c.mode == RunMode::streaming) stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 

@@ -33,10 +33,10 @@ void check_privacy_composes(RunConfig& c, const toml_file::Fields& privacy, cons
         refuse(outer.where("sync_moments_every"), "DES-LOC's AdamW moments would reach every island un-noised; set "
                                                   "outer.sync_moments_every = 0, or leave it out");
     c.sync_moments_every = 0;
-    if (c.straggler == "fold")
+    if (c.fold_stragglers)
         refuse(deadlines.where("straggler"), "deadlines.straggler = \"fold\" can put two of an island's Δs in one "
                                              "update, twice the sensitivity the noise is for; use drop");
-    if (c.privacy.distributed() && c.mode == "async")
+    if (c.privacy.distributed() && c.mode == RunMode::async)
         refuse(privacy.where("mode"), "an async update holds one island's Δ, so it carries one share of the noise, not "
                                       "the whole; use central, or sync or streaming mode");
     try {
@@ -60,7 +60,9 @@ void read_run(toml_file::Fields& run, RunConfig& c) {
     run.text("name", c.name);
     run.integer("rounds", c.rounds, 1, 10'000'000);
     run.integer("islands", c.islands, 1, 1024);
-    run.text_choice("mode", c.mode, {"sync", "async", "streaming"});
+    std::string mode = mode_name(c.mode);
+    run.text_choice("mode", mode, {"sync", "async", "streaming"});
+    c.mode = mode == "async" ? RunMode::async : mode == "streaming" ? RunMode::streaming : RunMode::sync;
     run.text("bind", c.bind);
     run.text("checkpoint_dir", c.checkpoint_dir);
     run.integer("checkpoint_every", c.checkpoint_every, 1, 10'000'000);
@@ -166,7 +168,9 @@ void read_deadlines(toml_file::Fields& deadlines, RunConfig& c) {
     deadlines.number("join_timeout_s", c.join_timeout_s, 0.0, 1e7, true);
     deadlines.number("round_timeout_s", c.round_timeout_s, 0.0, 1e7, true);
     deadlines.number("heartbeat_timeout_s", c.heartbeat_timeout_s, 0.0, 1e7, true);
-    deadlines.text_choice("straggler", c.straggler, {"drop", "fold"});
+    std::string straggler = c.fold_stragglers ? "fold" : "drop";
+    deadlines.text_choice("straggler", straggler, {"drop", "fold"});
+    c.fold_stragglers = straggler == "fold";
     deadlines.finish();
 }
 
@@ -203,14 +207,14 @@ void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::F
                 const toml_file::Fields& wire, const toml_file::Fields& deadlines) {
     // DES-LOC's moments follow a sync round's Δs: an async update holds one island's Δ from another
     // θ, and a streaming island never restarts from θ, so neither has a round the moments belong to.
-    if (c.mode != "sync") {
+    if (c.mode != RunMode::sync) {
         if (outer.has("sync_moments_every") && c.sync_moments_every > 0)
             throw Error(outer.where("sync_moments_every") + ": outer.sync_moments_every = " +
-                        std::to_string(c.sync_moments_every) + " is for sync mode; " + c.mode +
+                        std::to_string(c.sync_moments_every) + " is for sync mode; " + mode_name(c.mode) +
                         " mode does not sync AdamW moments (set it to 0, or leave it out)");
         c.sync_moments_every = 0;
     }
-    if (c.mode == "async") {
+    if (c.mode == RunMode::async) {
         // Async applies each pseudo-gradient as its own update: an aggregator that needs several
         // (trimmed drops the largest and smallest) could never finish a round.
         if (c.outer.aggregator.rfind("trimmed", 0) == 0)
@@ -226,7 +230,7 @@ void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::F
         c.outer.optimizer = "delayed-nesterov";
         c.outer.period = static_cast<uint32_t>(c.islands);
     }
-    if (c.mode == "streaming") {
+    if (c.mode == RunMode::streaming) {
         // A round is one fragment's sync, H / P steps apart; the τ steps trained while it travels
         // must end before the next fragment's send.
         if (c.steps_per_round / c.fragments <= c.tau)
@@ -239,7 +243,7 @@ void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::F
         if (parse_wire_codec(c.codec, wire).error_feedback)
             throw Error(wire.where("codec") + ": wire.codec '" + c.codec +
                         "' has error feedback, which streaming mode does not take; use it without +ef (e.g. fp4+zstd:1)");
-        if (c.straggler == "fold")
+        if (c.fold_stragglers)
             throw Error(deadlines.where("straggler") + ": deadlines.straggler = \"fold\" would add a Δ of one fragment "
                         "to the next round's, which is another fragment's; streaming mode drops late ones");
     }
@@ -292,7 +296,16 @@ uint64_t run_updates(const RunConfig& c) {
     return static_cast<uint64_t>(c.rounds) * static_cast<uint64_t>(run_fragment_count(c));
 }
 
-int run_fragment_count(const RunConfig& c) { return c.mode == "streaming" ? c.fragments : 1; }
+int run_fragment_count(const RunConfig& c) { return c.mode == RunMode::streaming ? c.fragments : 1; }
+
+const char* mode_name(RunMode mode) {
+    switch (mode) {
+        case RunMode::sync: return "sync";
+        case RunMode::async: return "async";
+        case RunMode::streaming: return "streaming";
+    }
+    return "?";
+}
 
 std::vector<diloco::Fragment> run_fragments(const RunConfig& c, const ModelConfig& model) {
     if (run_fragment_count(c) == 1) return {};

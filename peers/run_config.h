@@ -13,12 +13,16 @@
 
 namespace arch {
 
+// run.mode: the round policy (peers/rounds/, docs/rounds.md). Parsed once; the name is for messages.
+enum class RunMode { sync, async, streaming };
+const char* mode_name(RunMode mode);
+
 struct RunConfig {
     // [run]
     std::string name = "archipelago";
     int rounds = 10;
     int islands = 3;             // islands expected; round 0 starts when they have all joined
-    std::string mode = "sync";   // sync | async | streaming: the round policy (peers/rounds/, docs/rounds.md)
+    RunMode mode = RunMode::sync;
     std::string bind = "tcp://127.0.0.1:5555";
     std::string checkpoint_dir = "runs/host";
     // Checkpoints are written in the background (peers/checkpoint_writer.h), after every this many
@@ -74,7 +78,7 @@ struct RunConfig {
     double join_timeout_s = 120;
     double round_timeout_s = 300;   // after the round's round_start; a pseudo-gradient still moving extends it
     double heartbeat_timeout_s = 6;
-    std::string straggler = "drop";  // drop | fold (a late pseudo-gradient joins the next round)
+    bool fold_stragglers = false;  // deadlines.straggler: "drop" (false) | "fold" (a late pseudo-gradient joins the next round)
     int val_batches = 8;
     // [privacy] island-level differential privacy (privacy/, docs/privacy.md): off, or each Δ clipped
     // and Gaussian noise added by the host (central) or by each island before it encodes (distributed).

@@ -39,7 +39,7 @@ public:
         const HostFiles files = host_files(config);
         if (!file_exists(files.allow_list))
             throw Error("no allow-list at '" + files.allow_list + "': invite peers first (archipelago invite)");
-        status_.begin("host", config.name, static_cast<int>(run_updates(config)), config.mode, config.islands);
+        status_.begin("host", config.name, static_cast<int>(run_updates(config)), mode_name(config.mode), config.islands);
         {
             std::lock_guard lock(hosted_mutex_);
             hosted_ = config;

@@ -58,7 +58,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
         net_lg->info(text);
         status.log("net: " + text);
     };
-    status.begin("host", config.name, static_cast<int>(run_updates(config)), config.mode, config.islands);
+    status.begin("host", config.name, static_cast<int>(run_updates(config)), mode_name(config.mode), config.islands);
 
     net::HostSocketOptions so;
     so.bind_endpoint = config.bind;
@@ -92,7 +92,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     net::HostSocket socket(std::move(so));
     live = &socket;
     line("listening on " + socket.endpoint() + " for run " + config.name + " (" + std::to_string(config.islands) +
-         " islands, " + std::to_string(run_updates(config)) + " rounds, " + config.mode + ")");
+         " islands, " + std::to_string(run_updates(config)) + " rounds, " + mode_name(config.mode) + ")");
     HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
     if (stop_on_signal) {
         g_host = &host;

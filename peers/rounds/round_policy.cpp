@@ -12,13 +12,15 @@ namespace arch::rounds {
 
 std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, std::function<void(const std::string&)> log) {
     const auto H = static_cast<uint32_t>(c.steps_per_round);
-    if (c.mode == "sync") return std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.straggler == "fold", std::move(log));
-    if (c.mode == "async")
-        return std::make_unique<AsyncPolicy>(
-            H, StalenessRule{static_cast<uint64_t>(c.max_staleness), parse_stale_action(c.stale)}, std::move(log));
-    if (c.mode == "streaming")
-        return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(log));
-    throw Error("run.mode '" + c.mode + "' has no round policy (sync, async, streaming)");
+    switch (c.mode) {
+        case RunMode::sync: return std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(log));
+        case RunMode::async:
+            return std::make_unique<AsyncPolicy>(
+                H, StalenessRule{static_cast<uint64_t>(c.max_staleness), parse_stale_action(c.stale)}, std::move(log));
+        case RunMode::streaming:
+            return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(log));
+    }
+    throw Error("run.mode has no round policy");
 }
 
 }  // namespace arch::rounds

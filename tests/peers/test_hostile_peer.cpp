@@ -75,15 +75,19 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     auto diagnostics = [&] { return host->log() + "\n--- peer 1\n" + honest[0]->log(); };
     INFO("model: " << params << " parameters");
 
-    // The honest pace, and the host's peak memory, before the attack: after round 3, the first whose
-    // update carries DES-LOC's moments (outer.sync_moments_every = 4 by default), so the honest peak
-    // holds them.
-    auto until = Clock::real().now() + std::chrono::seconds(180);
-    while (rounds_started(*host) < 5 && Clock::real().now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!(rounds_started(*host) >= 5)) FAIL(diagnostics());
+    // The honest pace, and the host's peak memory, before the attack: rounds 5 to 8, timed by their
+    // starts (waited for, with deadlines; no fixed sleep). At round 9's start the peak holds round 7's
+    // update, the second that carries DES-LOC's moments (outer.sync_moments_every = 4 by default);
+    // the attack's first part ends long before round 11's.
+    auto wait_rounds = [&](int n, int timeout_s) {
+        const auto deadline = Clock::real().now() + std::chrono::seconds(timeout_s);
+        while (rounds_started(*host) < n && Clock::real().now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!(rounds_started(*host) >= n)) FAIL(diagnostics());
+    };
+    wait_rounds(5, 180);
     const int before = rounds_started(*host);
     const auto calm = Clock::real().now();
-    std::this_thread::sleep_for(std::chrono::seconds(10));
+    wait_rounds(9, 120);
     const double calm_pace = (rounds_started(*host) - before) / seconds_since(calm);
     const uint64_t peak_before = memory_of(host->pid(), "VmHWM");
     INFO("honest pace before the attack: " << calm_pace << " rounds/s; host peak RSS " << peak_before / 1e6 << " MB");
@@ -108,7 +112,8 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     // Under AddressSanitizer (make test-asan) freed memory sits in quarantine and everything runs
     // several times slower: there the attack must leave the host alive and serving, nothing more.
     const bool sanitized = std::getenv("ARCH_SANITIZED") != nullptr;
-    if (!sanitized) CHECK(peak_begins - peak_before < model_bytes);
+    // VmHWM is not a strict high-water mark (memory given back with madvise leaves it lower): compared, never subtracted.
+    if (!sanitized) CHECK(peak_begins < peak_before + model_bytes);
     // 2. 50,000 hellos without reading a reply, then an abrupt disconnect; five times.
     protocol::Hello hello;
     hello.name = "attacker";
@@ -148,7 +153,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
         // attacker would add 2 model sizes more. (Whether the calm phase had a state and a checkpoint
         // at once, and so raised the peak before, depends on the run: the bound holds either way.)
         constexpr uint64_t kConnectionAllowance = 28ull << 20;
-        CHECK(peak_after - peak_before < 3 * model_bytes + kConnectionAllowance);
+        CHECK(peak_after < peak_before + 3 * model_bytes + kConnectionAllowance);
         CHECK(attack_pace > calm_pace / 3);  // two cores: the attacker's CURVE traffic costs the honest islands some CPU
     }
     CHECK(attack_pace > 0);

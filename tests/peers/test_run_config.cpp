@@ -102,7 +102,7 @@ straggler = "fold"
     CHECK(c.name == "x");
     CHECK(c.rounds == 3);
     CHECK(c.islands == 2);
-    CHECK(c.mode == "async");
+    CHECK(c.mode == arch::RunMode::async);
     CHECK(c.outer.optimizer == "delayed-nesterov");
     CHECK(c.seed == 7);
     CHECK(c.layers == 2);
@@ -117,7 +117,7 @@ straggler = "fold"
     CHECK(c.outer.screen_factor == 3.0);
     CHECK(c.round_timeout_s == 2.5);
     CHECK(c.join_timeout_s == 5.0);
-    CHECK(c.straggler == "fold");
+    CHECK(c.fold_stragglers);
     CHECK(c.max_staleness == 2);
     CHECK(c.stale == "refuse");
     CHECK(c.optimizer == "muon");
