@@ -18,20 +18,21 @@ public:
     virtual time_point now() const = 0;
     double seconds_since(time_point t) const { return std::chrono::duration<double>(now() - t).count(); }
     // `seconds` from now (a deadline), rounded to the clock's tick.
-    time_point after(double seconds) const {
-        return now() + std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
-    }
+    time_point after(double seconds) const { return now() + ticks(seconds); }
 
     static const Clock& real();  // the machine's monotonic clock
+
+protected:
+    static duration ticks(double seconds) {
+        return std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
+    }
 };
 
 // Time that moves only when a test advances it. Any thread may read it while another advances it.
 class ManualClock final : public Clock {
 public:
     time_point now() const override { return time_point(duration(ticks_.load())); }
-    void advance(double seconds) {
-        ticks_ += std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds)).count();
-    }
+    void advance(double seconds) { ticks_ += ticks(seconds).count(); }
 
 private:
     std::atomic<duration::rep> ticks_{duration(std::chrono::hours(1)).count()};  // not the epoch: "never" stays in the past

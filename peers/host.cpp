@@ -582,12 +582,15 @@ bool Host::catching_up(const PeerState& p, const protocol::HashReport& h) const 
 
 bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
     const double margin = 2 * options_.config.heartbeat_timeout_s;
-    if (clock_.seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
+    // The link stamps its transfers on the real clock (link.h): they are read on it too, whatever the
+    // host's own clock is.
+    const Clock& link_clock = Clock::real();
+    if (link_clock.seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
     if (bytes == 0) return true;  // just finished: its answer is on the way
     // Not measured yet: a link is assumed no slower than 100 kB/s (0.8 Mbit/s), so that a peer
     // trickling a chunk now and then still cannot hold a wait open forever.
     constexpr double kSlowestAssumed = 100e3;
-    return clock_.seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
+    return link_clock.seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
 }
 
 bool Host::barrier_passed(Link& link) const {
@@ -646,7 +649,7 @@ void Host::run(Link& link) {
     // and final_checkpoint below waits for it (or, after a stop, writes it at once).
     if (updates_since_checkpoint_ > 0) checkpoint_wanted_ = true;
     // Let the last update reach every connected island (and its hash come back) before saying bye.
-    const auto drain_until = clock_.now() + std::chrono::duration<double>(2 * c.heartbeat_timeout_s + 5);
+    const Clock::time_point drain_until = clock_.after(2 * c.heartbeat_timeout_s + 5);
     auto all_synced = [&] {
         for (const auto& [key, p] : peers_)
             if (p.connected && p.welcomed && !p.in_sync) return false;

@@ -34,6 +34,7 @@ struct LinkStats {
     double send_bytes_per_s = 0;     // blobs it received from us, recent ones weighted most (0: none yet)
     double receive_bytes_per_s = 0;  // blobs we received from it
     uint64_t sending = 0, receiving = 0;  // bytes of the transfer to / from it under way (0: none)
+    // Times on the real clock (Clock::real()): a link measures the wire, not a test's ManualClock.
     Clock::time_point sending_since{}, receiving_since{};  // when that transfer began
     Clock::time_point last_progress{};  // the last chunk, credit or done of a transfer with it
 };
