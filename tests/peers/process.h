@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -100,10 +101,14 @@ public:
     std::string log() const { return slurp(log_); }
     // Waits until the log contains needle; false on timeout or if the process died first.
     bool wait_for(const std::string& needle, double timeout_s) {
+        return wait_until([&](const std::string& text) { return text.find(needle) != std::string::npos; }, timeout_s);
+    }
+    // Waits until `seen(log)` holds; false on timeout or if the process died first.
+    bool wait_until(const std::function<bool(const std::string&)>& seen, double timeout_s) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
         while (std::chrono::steady_clock::now() < end) {
-            if (log().find(needle) != std::string::npos) return true;
-            if (!running()) return log().find(needle) != std::string::npos;
+            if (seen(log())) return true;
+            if (!running()) return seen(log());
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         return false;
