@@ -64,6 +64,9 @@ WireInfo inspect(std::span<const std::byte> bytes);
 // (header, sizes, zstd frames, scales, indices, non-finite values) and throws arch::Error with the
 // reason; on error `out` is left untouched.
 void decode(std::span<const std::byte> bytes, std::span<float> out);
+// The same, decompressing the zstd stage into `scratch`: a caller that decodes at the same size
+// every round keeps it, and no round clears fresh pages for the payload.
+void decode(std::span<const std::byte> bytes, std::span<float> out, std::vector<std::byte>& scratch);
 
 // Same, allocating; refuses headers announcing more than max_count floats.
 std::vector<float> decode(std::span<const std::byte> bytes, std::uint64_t max_count);

@@ -106,10 +106,7 @@ Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int
     const std::uint64_t payload_bytes = payload.size();
     Bytes out;
     if (zstd) {
-        const Bytes body = zstd_compress(payload, level);
-        out.reserve(kWireHeaderBytes + body.size());
-        out.resize(kWireHeaderBytes);
-        out.insert(out.end(), body.begin(), body.end());
+        out = zstd_compress(payload, level, kWireHeaderBytes);
     } else {
         out = std::move(payload);
         out.insert(out.begin(), kWireHeaderBytes, std::byte{0});  // in place: capacity reserved
@@ -202,12 +199,17 @@ void require_count(const WireInfo& info, std::uint64_t count) {
 }  // namespace
 
 void decode(std::span<const std::byte> bytes, std::span<float> out) {
+    std::vector<std::byte> scratch;
+    decode(bytes, out, scratch);
+}
+
+void decode(std::span<const std::byte> bytes, std::span<float> out, std::vector<std::byte>& scratch) {
     const WireInfo info = inspect(bytes);
     require_count(info, out.size());
     const std::span<const std::byte> body = bytes.subspan(kWireHeaderBytes);
     if (info.zstd) {
-        const detail::Bytes payload = detail::zstd_decompress(body, info.payload_bytes);
-        detail::decode_payload(info.codec, info.block, payload, out);
+        detail::zstd_decompress(body, info.payload_bytes, scratch);
+        detail::decode_payload(info.codec, info.block, scratch, out);
     } else {
         detail::decode_payload(info.codec, info.block, body, out);
     }

@@ -19,7 +19,7 @@ constexpr std::uint32_t kMaxChunk = 1u << 30;
 
 }  // namespace
 
-Bytes zstd_compress(ByteSpan payload, int level) {
+Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     const std::uint64_t size = payload.size();
     const std::uint64_t chunks = (size + kZstdChunk - 1) / kZstdChunk;
     if (chunks > 0xffffffffu) throw Error("zstd: payload of " + std::to_string(size) + " bytes is too large");
@@ -55,21 +55,28 @@ Bytes zstd_compress(ByteSpan payload, int level) {
         ZSTD_freeCCtx(ctx);
     }
     if (failed) throw Error("zstd: compression failed (out of memory?)");
-    std::uint64_t total = 8 + 4 * chunks;
+    std::uint64_t total = prefix + 8 + 4 * chunks;
     for (const Bytes& p : parts) total += p.size();
-    Bytes body(total);
-    store(body.data(), kZstdChunk);
-    store(body.data() + 4, static_cast<std::uint32_t>(chunks));
+    Bytes out(total);
+    std::byte* body = out.data() + prefix;
+    store(body, kZstdChunk);
+    store(body + 4, static_cast<std::uint32_t>(chunks));
     std::uint64_t at = 8 + 4 * chunks;
     for (std::uint64_t c = 0; c < chunks; ++c) {
-        store(body.data() + 8 + 4 * c, sizes[c]);
-        std::copy(parts[c].begin(), parts[c].end(), body.begin() + at);
+        store(body + 8 + 4 * c, sizes[c]);
+        std::copy(parts[c].begin(), parts[c].end(), body + at);
         at += parts[c].size();
     }
-    return body;
+    return out;
 }
 
 Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes) {
+    Bytes payload;
+    zstd_decompress(body, payload_bytes, payload);
+    return payload;
+}
+
+void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload) {
     if (body.size() < 8) throw Error("corrupt zstd stage: body of " + std::to_string(body.size()) + " bytes has no chunk table");
     const auto chunk = load<std::uint32_t>(body.data());
     const auto chunks = load<std::uint32_t>(body.data() + 4);
@@ -117,7 +124,7 @@ Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes) {
     if (offset[chunks] != body.size()) {
         throw Error("corrupt zstd stage: " + std::to_string(body.size() - offset[chunks]) + " trailing bytes");
     }
-    Bytes payload(payload_bytes);
+    payload.resize(payload_bytes);  // every byte is written below
     int failed = -1;
 #pragma omp parallel if (chunks > 1)
     {
@@ -141,7 +148,6 @@ Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes) {
         ZSTD_freeDCtx(ctx);
     }
     if (failed >= 0) throw Error("corrupt zstd stage: chunk " + std::to_string(failed) + " does not decompress");
-    return payload;
 }
 
 }  // namespace arch::compression::detail

@@ -1,5 +1,9 @@
-// core/param_store.cpp: unit ranges and the FlatParamStore.
+// core/param_store.cpp: unit ranges, the FlatParamStore and the ViewParamStore.
 #include "core/param_store.h"
+
+#include <string>
+
+#include "core/error.h"
 
 namespace arch {
 
@@ -21,6 +25,22 @@ FlatParamStore::FlatParamStore(const ParamLayout& layout, Backend& backend) : la
 FlatParamStore::~FlatParamStore() {
     backend_.free(params_);
     backend_.free(grads_);
+}
+
+void ViewParamStore::view(std::span<const float> params) {
+    if (params.size() != layout_.num_params())
+        throw Error("a parameter view of " + std::to_string(params.size()) + " floats for a model of " +
+                    std::to_string(layout_.num_params()));
+    params_ = params;
+}
+
+const float* ViewParamStore::params(int unit) {
+    if (params_.empty()) throw Error("a forward pass before the parameter view points at any parameters");
+    return params_.data() + unit_begin(layout_, unit);
+}
+
+float* ViewParamStore::grads(int) {
+    throw Error("a backward pass on parameters viewed in place (a forward-only model)");
 }
 
 }  // namespace arch

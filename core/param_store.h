@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "core/backend.h"
 #include "core/param_layout.h"
@@ -53,6 +54,23 @@ private:
     Backend& backend_;
     float* params_;
     float* grads_;
+};
+
+// Parameters read in place from a host buffer someone else owns, for forward passes only (a host
+// evaluating its global θ without a copy of it): it holds no gradients, and asking for them throws.
+// The buffer must stay put and unchanged while a forward pass runs; view() points at a new one.
+class ViewParamStore final : public ParamStore {
+public:
+    explicit ViewParamStore(const ParamLayout& layout) : layout_(layout) {}
+
+    void view(std::span<const float> params);  // exactly layout.num_params() floats
+    const float* params(int unit) override;
+    float* grads(int unit) override;
+    void zero_grads() override {}
+
+private:
+    ParamLayout layout_;
+    std::span<const float> params_;
 };
 
 }  // namespace arch

@@ -65,16 +65,13 @@ Host::Host(HostOptions options) : options_(std::move(options)), clock_(*options_
     for (int i = 0; i < c.islands; ++i)
         assignment_.push_back(assign_chunks(manifest_, c.islands, i, parse_data_assign(c.assign),
                                             static_cast<uint64_t>(c.batch) * c.seq_len + 1));
-    backend_ = make_cpu_backend();
-    eval_model_ = make_transformer(model_config_, *backend_);
-    std::vector<float> theta(eval_model_->num_params());
-    if (c.init.empty() && c.init_hf.empty()) {
-        eval_model_->init_weights(c.seed);
-        eval_model_->get_params(theta);
-    } else {
-        theta = warm_start_theta(c, model_config_);
-    }
+    std::vector<float> theta = c.init.empty() && c.init_hf.empty() ? init_params(model_config_, c.seed)
+                                                                    : warm_start_theta(c, model_config_);
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_config_));
+    // The evaluation reads θ where it lies: no copy of the parameters, and no gradients.
+    backend_ = make_cpu_backend();
+    eval_params_ = std::make_unique<ViewParamStore>(ParamLayout(model_config_));
+    eval_model_ = make_transformer(model_config_, *backend_, eval_params_.get());
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
     screen_ = std::make_unique<outer::NormScreen>(
         outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
@@ -172,13 +169,13 @@ void Host::publish_run(Link& link) {
 SharedBlob Host::state_of_theta() {
     if (state_blob_ && state_blob_of_ == global_->hash()) return state_blob_;
     retire_state();
-    protocol::Writer w;
+    protocol::Writer w(state_pool_->take());  // the memory of the last state nobody holds any more
     w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
     const std::span<std::byte> state = w.bytes_in_place(global_->state_bytes());
     global_->save_state(state);
     std::vector<std::byte> blob = w.take();
     state_offset_ = blob.size() - state.size();
-    state_blob_ = std::make_shared<const std::vector<std::byte>>(std::move(blob));
+    state_blob_ = state_pool_->share(std::move(blob));
     state_blob_of_ = global_->hash();
     return state_blob_;
 }
@@ -468,7 +465,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
         spare_deltas_.pop_back();
     }
     delta.resize(expected);
-    compression::decode(payload, delta);
+    compression::decode(payload, delta, decode_scratch_);
     rounds::Contribution contribution{p.island, key, p.name, meta.round, std::move(delta), tokens, meta.mean_loss};
     phases_.decode_s += Clock::real().seconds_since(decode_start);
     phases_.last_arrival = clock_.now();

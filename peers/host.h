@@ -25,6 +25,7 @@
 #include "core/data_manifest.h"
 #include "core/transformer.h"
 #include "outer_optimizer/screening.h"
+#include "peers/blob_pool.h"
 #include "peers/checkpoint_writer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
@@ -159,6 +160,7 @@ private:
     ModelConfig model_config_;
     std::unique_ptr<diloco::GlobalModel> global_;
     std::unique_ptr<Backend> backend_;
+    std::unique_ptr<ViewParamStore> eval_params_;  // the evaluation's parameters: global θ, in place
     std::unique_ptr<Transformer> eval_model_;
     std::string val_pattern_;
     std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
@@ -166,6 +168,7 @@ private:
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
     std::map<std::string, PeerState> peers_;      // by key
     SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
+    std::shared_ptr<BlobPool> state_pool_ = BlobPool::make();  // its memory, back once nobody holds it
     // States of older θs: each alive only while a queue sends it or the checkpoint writer writes it.
     std::vector<std::weak_ptr<const std::vector<std::byte>>> stale_states_;
     std::string state_blob_of_;                   // the θ hash it was made from
@@ -203,6 +206,7 @@ private:
     // Decoded pseudo-gradients' buffers, back from the last update: the next round decodes into them
     // rather than into fresh memory the kernel must clear (at most one a run's island).
     std::vector<std::vector<float>> spare_deltas_;
+    std::vector<std::byte> decode_scratch_;  // a pseudo-gradient's payload, out of its zstd stage
     std::atomic<bool> stop_{false};
     Clock::time_point published_{};  // these two by the real clock: the event loop's own chores
     Clock::time_point revoked_checked_{};  // last call of options_.revoked

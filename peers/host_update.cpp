@@ -193,7 +193,7 @@ bool Host::privatize(std::vector<rounds::Contribution>& all) {
 float Host::evaluate() {
     if (val_pattern_.empty()) return -1.0f;
     const RunConfig& c = options_.config;
-    eval_model_->set_params(global_->theta());
+    eval_params_->view(global_->theta());
     DataLoader val(val_pattern_, c.batch, c.seq_len, DataOrder::sequential, 0);
     return mean_loss(*eval_model_, val, c.batch, c.seq_len, c.val_batches);
 }

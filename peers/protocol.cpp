@@ -99,7 +99,7 @@ void Reader::finish() const {
 }
 
 namespace {
-constexpr std::size_t kHashLen = 64;  // hex BLAKE2b-256
+constexpr std::size_t kHashLen = 64;  // hex: a data chunk's BLAKE2b-256, at most a θ hash (XXH3-128, 32)
 std::string hash_field(Reader& r) {
     std::string h = r.str(kHashLen);
     for (char c : h)

@@ -58,7 +58,7 @@ public:
     // optimizer are unchanged.
     void apply_update(std::span<const std::byte> update, int fragment = 0);
 
-    std::string hash() const;  // BLAKE2b-256 of θ's bytes, hex (computed once per θ)
+    std::string hash() const;  // hash_floats(θ), computed once per θ
     std::string fragment_hash(int p) const;                 // of the fragment's floats, in range order
     void fragment_theta(int p, std::span<float> out) const;  // gathers them
 
@@ -80,7 +80,7 @@ private:
     mutable std::string hash_;  // of theta_; empty after θ changes
 };
 
-std::string hash_floats(std::span<const float> values);
+std::string hash_floats(std::span<const float> values);  // XXH3-128, hex (32 characters)
 std::string hash_bytes(std::span<const std::byte> bytes);  // BLAKE2b-256, hex
 std::string hash_bytes(std::span<const std::span<const std::byte>> parts);  // of the parts one after another
 
