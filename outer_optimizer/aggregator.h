@@ -25,11 +25,16 @@ public:
     virtual std::string name() const = 0;
     // Writes the aggregate into out; every delta must hold out.size() floats (else arch::Error).
     virtual void aggregate(std::span<const WeightedDelta> in, std::span<float> out) = 0;
+    // Each output coordinate depends only on that coordinate of the inputs (and the weights): the
+    // aggregate of slices is then the slice of the aggregate, bit for bit, and a host may aggregate
+    // Δs it holds encoded slice by slice (diloco::GlobalModel::make_update of HeldDeltas).
+    virtual bool per_coordinate() const { return false; }
 };
 
 // out = sum_i w_i delta_i / sum_i w_i, w_i = tokens (summed in double, peers in order).
 class WeightedMean final : public Aggregator {
 public:
+    bool per_coordinate() const override { return true; }
     std::string name() const override { return "mean"; }
     void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 };
@@ -50,6 +55,7 @@ private:
 // Unweighted. With f < n/2 Byzantine inputs each coordinate stays within the honest values' range.
 class CoordinateMedian final : public Aggregator {
 public:
+    bool per_coordinate() const override { return true; }
     std::string name() const override { return "median"; }
     void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;
 };
@@ -58,6 +64,7 @@ public:
 // Needs n > 2 trim. With f <= trim Byzantine inputs each coordinate stays in the honest range.
 class TrimmedMean final : public Aggregator {
 public:
+    bool per_coordinate() const override { return true; }
     explicit TrimmedMean(std::size_t trim = 1) : trim_(trim) {}
     std::string name() const override;
     void aggregate(std::span<const WeightedDelta> in, std::span<float> out) override;

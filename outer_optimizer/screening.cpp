@@ -35,29 +35,44 @@ NormScreen::NormScreen(ScreenPolicy policy, std::size_t history) : policy_(polic
     if (!(policy.factor > 1.0)) throw Error("the screening factor must be above 1, got " + std::to_string(policy.factor));
 }
 
-std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> deltas) {
-    std::vector<ScreenVerdict> verdicts(deltas.size());
-    std::vector<double> norms;
-    for (std::size_t i = 0; i < deltas.size(); ++i) norms.push_back(verdicts[i].norm = l2_norm(deltas[i]));
+std::vector<ScreenVerdict> NormScreen::judge(std::span<const double> norms) const {
+    std::vector<ScreenVerdict> verdicts(norms.size());
     double reference = 0;
-    if (norms.size() >= kMinForMedian) reference = median(norms);
+    if (norms.size() >= kMinForMedian) reference = median(std::vector<double>(norms.begin(), norms.end()));
     else if (history_.size() >= kMinForMedian) reference = median(std::vector<double>(history_.begin(), history_.end()));
-    for (std::size_t i = 0; i < deltas.size(); ++i) {
+    for (std::size_t i = 0; i < norms.size(); ++i) {
         ScreenVerdict& v = verdicts[i];
+        v.norm = norms[i];
         v.limit = policy_.factor * reference;
-        double kept_norm = v.norm;
-        if (policy_.action != ScreenPolicy::Action::off && reference > 0 && !(v.norm <= v.limit)) {
-            if (policy_.action == ScreenPolicy::Action::reject) {
-                v.outcome = ScreenVerdict::Outcome::rejected;
-                continue;
-            }
+        if (policy_.action == ScreenPolicy::Action::off || !(reference > 0) || v.norm <= v.limit) continue;
+        if (policy_.action == ScreenPolicy::Action::reject) {
+            v.outcome = ScreenVerdict::Outcome::rejected;
+        } else {
             v.outcome = ScreenVerdict::Outcome::clipped;
-            const float scale = static_cast<float>(v.limit / v.norm);
-            for (float& x : deltas[i]) x *= scale;
+            v.scale = static_cast<float>(v.limit / v.norm);
+        }
+    }
+    return verdicts;
+}
+
+void NormScreen::remember(double kept_norm) {
+    history_.push_back(kept_norm);
+    if (history_.size() > capacity_) history_.pop_front();
+}
+
+std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> deltas) {
+    std::vector<double> norms;
+    for (const std::span<float> d : deltas) norms.push_back(l2_norm(d));
+    std::vector<ScreenVerdict> verdicts = judge(norms);
+    for (std::size_t i = 0; i < deltas.size(); ++i) {
+        const ScreenVerdict& v = verdicts[i];
+        if (v.outcome == ScreenVerdict::Outcome::rejected) continue;
+        double kept_norm = v.norm;
+        if (v.outcome == ScreenVerdict::Outcome::clipped) {
+            for (float& x : deltas[i]) x *= v.scale;
             kept_norm = l2_norm(deltas[i]);
         }
-        history_.push_back(kept_norm);
-        if (history_.size() > capacity_) history_.pop_front();
+        remember(kept_norm);
     }
     return verdicts;
 }

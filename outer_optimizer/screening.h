@@ -26,6 +26,7 @@ struct ScreenVerdict {
     Outcome outcome = Outcome::kept;
     double norm = 0;   // the Δ's L2 norm as it arrived
     double limit = 0;  // factor × the median it was compared with (0: nothing to compare with yet)
+    float scale = 1;   // clipped: what each value is multiplied by
 };
 
 class NormScreen {
@@ -37,6 +38,11 @@ public:
     // was (the caller drops it). One verdict per Δ, in order. The norms of the kept and clipped Δs
     // (after clipping) join the history.
     std::vector<ScreenVerdict> screen(std::span<const std::span<float>> deltas);
+    // The same in two steps, for Δs held encoded (a host's sync round): the verdicts from the Δs'
+    // norms, in order (nothing remembered yet); then, for each Δ kept or clipped, in order, its norm
+    // as aggregated (after clipping).
+    std::vector<ScreenVerdict> judge(std::span<const double> norms) const;
+    void remember(double kept_norm);
 
 private:
     ScreenPolicy policy_;

@@ -459,14 +459,19 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
         throw Error("pseudo-gradient of " + std::to_string(values) + " values, " +
                     (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
     const Clock::time_point decode_start = Clock::real().now();
-    std::vector<float> delta;
-    if (!spare_deltas_.empty()) {
-        delta = std::move(spare_deltas_.back());
-        spare_deltas_.pop_back();
+    rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
+    if (holds_deltas_encoded()) {
+        contribution.held = std::make_shared<const compression::HeldPayload>(payload, expected);  // validated whole
+        contribution.norm = held_norm(*contribution.held, 1.0f);
+    } else {
+        std::vector<float>& delta = contribution.delta;
+        if (!spare_deltas_.empty()) {
+            delta = std::move(spare_deltas_.back());
+            spare_deltas_.pop_back();
+        }
+        delta.resize(expected);
+        compression::decode(payload, delta, decode_scratch_);
     }
-    delta.resize(expected);
-    compression::decode(payload, delta, decode_scratch_);
-    rounds::Contribution contribution{p.island, key, p.name, meta.round, std::move(delta), tokens, meta.mean_loss};
     phases_.decode_s += Clock::real().seconds_since(decode_start);
     phases_.last_arrival = clock_.now();
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
@@ -476,10 +481,36 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     p.last_round = meta.round;
     p.busy = false;
     publish(key, blob.size(), 0);
-    raw_bytes_round_ += static_cast<double>(contribution.delta.size()) * sizeof(float);
+    raw_bytes_round_ += static_cast<double>(expected) * sizeof(float);
     const rounds::Arrival a = policy_->on_arrival(view(link), std::move(contribution));
     if (!a.note.empty()) log(a.note);
     if (a.restart) start_island(link, *a.restart);
+}
+
+bool Host::holds_deltas_encoded() const {
+    // Sync rounds, where no policy rescales a Δ, with an aggregator that works coordinate by
+    // coordinate; differential privacy clips and noises whole Δs, so it decodes them.
+    return options_.config.mode == RunMode::sync && !privacy_ && global_->aggregates_per_coordinate();
+}
+
+double Host::held_norm(const compression::HeldPayload& held, float scale) {
+    // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, in
+    // the same order, a slice at a time.
+    constexpr uint64_t kSlice = uint64_t{1} << 20;
+    const uint64_t align = held.alignment(), n = held.count();
+    const uint64_t slice = align >= kSlice ? align : align * (kSlice / align);
+    double sum = 0;
+    for (uint64_t first = 0; first < n; first += slice) {
+        const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
+        if (norm_slice_.size() < len) norm_slice_.resize(len);
+        const std::span<float> values = std::span(norm_slice_).first(len);
+        held.decode(first, values);
+        for (const float x : values) {
+            const float y = x * scale;
+            sum += static_cast<double>(y) * y;
+        }
+    }
+    return std::sqrt(sum);
 }
 
 void Host::note_update_held() {

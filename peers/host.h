@@ -101,6 +101,10 @@ private:
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
     void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
+    // Whether a pseudo-gradient is held encoded until the update (rounds::Contribution::held), and
+    // aggregated slice by slice, instead of decoded on arrival.
+    bool holds_deltas_encoded() const;
+    double held_norm(const compression::HeldPayload& held, float scale);  // of its values times scale
     void note_update_held();  // a hash report in sync: logs when the last update has reached every island
     static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments
     // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
@@ -207,6 +211,7 @@ private:
     // rather than into fresh memory the kernel must clear (at most one a run's island).
     std::vector<std::vector<float>> spare_deltas_;
     std::vector<std::byte> decode_scratch_;  // a pseudo-gradient's payload, out of its zstd stage
+    std::vector<float> norm_slice_;          // a slice of a held Δ, decoded for its norm
     std::atomic<bool> stop_{false};
     Clock::time_point published_{};  // these two by the real clock: the event loop's own chores
     Clock::time_point revoked_checked_{};  // last call of options_.revoked

@@ -25,7 +25,7 @@ void Host::make_update(Link& link) {
         std::size_t most;
         ~Recycle() {
             for (rounds::Contribution& c : all)
-                if (spare.size() < most) spare.push_back(std::move(c.delta));
+                if (spare.size() < most && c.delta.capacity() > 0) spare.push_back(std::move(c.delta));
         }
     } recycle{all, spare_deltas_, static_cast<std::size_t>(std::max(options_.config.islands, 1))};
     auto again = [&](const std::string& why) {
@@ -42,10 +42,12 @@ void Host::make_update(Link& link) {
         if (all.empty()) return again(": every pseudo-gradient was rejected");
     }
     std::vector<outer::WeightedDelta> cs;
+    std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
     std::vector<protocol::Applied> applied;
     double loss = 0;
     for (const rounds::Contribution& c : all) {
-        cs.push_back({c.delta, privacy_ ? 1.0 : c.tokens});  // DP-FedAvg's mean counts every island the same
+        if (c.held) held.push_back({c.held.get(), c.tokens, c.scale});
+        else cs.push_back({c.delta, privacy_ ? 1.0 : c.tokens});  // DP-FedAvg's mean counts every island the same
         applied.push_back({c.island, c.round});
         loss += c.loss / static_cast<double>(all.size());
     }
@@ -55,7 +57,9 @@ void Host::make_update(Link& link) {
     try {
         const Clock& real = Clock::real();  // the host's own work: real seconds
         Clock::time_point t = real.now();
-        update = global_->make_update(cs, fragment);  // an aggregator may refuse (trimmed, with too few)
+        if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
+        // An aggregator may refuse (trimmed, with too few).
+        update = held.empty() ? global_->make_update(cs, fragment) : global_->make_update(held, fragment);
         aggregate_s = real.seconds_since(t);
         t = real.now();
         global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
@@ -149,9 +153,22 @@ void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double lo
 }
 
 void Host::screen(std::vector<rounds::Contribution>& all) {
-    std::vector<std::span<float>> deltas;
-    for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
-    const std::vector<outer::ScreenVerdict> verdicts = screen_->screen(deltas);
+    std::vector<outer::ScreenVerdict> verdicts;
+    if (!all.empty() && all.front().held) {  // held encoded: judged on their norms, clipped as aggregated
+        std::vector<double> norms;
+        for (const rounds::Contribution& c : all) norms.push_back(c.norm);
+        verdicts = screen_->judge(norms);
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            const outer::ScreenVerdict& v = verdicts[i];
+            if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
+            all[i].scale = v.scale;
+            screen_->remember(v.outcome == outer::ScreenVerdict::Outcome::clipped ? held_norm(*all[i].held, v.scale) : v.norm);
+        }
+    } else {
+        std::vector<std::span<float>> deltas;
+        for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
+        verdicts = screen_->screen(deltas);
+    }
     std::vector<rounds::Contribution> kept;
     for (std::size_t i = 0; i < all.size(); ++i) {
         const outer::ScreenVerdict& v = verdicts[i];

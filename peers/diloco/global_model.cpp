@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "core/error.h"
 
@@ -80,6 +81,39 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const outer::WeightedD
     if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
     scratch_.resize(fragment(p).size);
     aggregator_->aggregate(contributions, scratch_);
+    return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
+}
+
+std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held, int p) {
+    if (held.empty()) throw Error("a round needs at least one pseudo-gradient");
+    if (!aggregator_->per_coordinate())
+        throw Error("outer.aggregator '" + aggregator_->name() + "' does not aggregate slice by slice");
+    const std::size_t n = fragment(p).size;
+    // Slices start where every held codec's blocks do, about a million values each.
+    constexpr uint64_t kSlice = uint64_t{1} << 20;
+    uint64_t align = 1;
+    for (const HeldDelta& h : held) {
+        if (h.payload->count() != n)
+            throw Error("a held pseudo-gradient of " + std::to_string(h.payload->count()) + " values for " + std::to_string(n));
+        align = std::lcm(align, h.payload->alignment());
+    }
+    const uint64_t slice = align >= kSlice ? align : align * (kSlice / align);
+    slices_.resize(held.size());
+    scratch_.resize(n);
+    std::vector<outer::WeightedDelta> in(held.size());
+    for (uint64_t first = 0; first < n; first += slice) {
+        const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
+        for (std::size_t i = 0; i < held.size(); ++i) {
+            std::vector<float>& buffer = slices_[i];
+            if (buffer.size() < len) buffer.resize(len);
+            const std::span<float> values = std::span(buffer).first(len);
+            held[i].payload->decode(first, values);
+            if (held[i].scale != 1.0f)  // as NormScreen::screen clips a whole Δ
+                for (float& x : values) x *= held[i].scale;
+            in[i] = {values, held[i].tokens};
+        }
+        aggregator_->aggregate(in, std::span(scratch_).subspan(first, len));
+    }
     return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compression/codec.h"
+#include "compression/held_payload.h"
 #include "outer_optimizer/aggregator.h"
 #include "outer_optimizer/outer_optimizer.h"
 #include "peers/diloco/fragments.h"
@@ -53,6 +54,16 @@ public:
     // Host: aggregates one round's pseudo-gradients of a fragment (each fragment(p).size floats; give
     // them in a canonical order) into update bytes.
     std::vector<std::byte> make_update(std::span<const outer::WeightedDelta> contributions, int fragment = 0);
+    // Host, with Δs held encoded: the update make_update gives for them decoded whole, each times its
+    // scale (a screen's clip), bit for bit, aggregated slice by slice so that no Δ is ever decoded
+    // whole. Only for an aggregator that works per coordinate (aggregates_per_coordinate()).
+    struct HeldDelta {
+        const compression::HeldPayload* payload = nullptr;
+        double tokens = 1.0;
+        float scale = 1.0f;
+    };
+    std::vector<std::byte> make_update(std::span<const HeldDelta> held, int fragment = 0);
+    bool aggregates_per_coordinate() const { return aggregator_->per_coordinate(); }
     // Everyone: decodes update bytes and applies one outer step to the fragment. Validates first (size,
     // codec, NaN/Inf), and θ after the step (finite): on error throws arch::Error and θ and the
     // optimizer are unchanged.
@@ -77,6 +88,7 @@ private:
     std::unique_ptr<compression::Codec> down_codec_;
     std::vector<float> scratch_;  // the decoded update (and the aggregate), reused every round
     std::vector<float> params_;   // a fragment's θ, gathered (several fragments only)
+    std::vector<std::vector<float>> slices_;  // one slice of each held Δ, decoded (make_update of HeldDeltas)
     mutable std::string hash_;  // of theta_; empty after θ changes
 };
 

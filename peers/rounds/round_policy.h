@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "compression/held_payload.h"
 #include "peers/rounds/local_steps.h"
 
 namespace arch {
@@ -70,9 +71,15 @@ struct Contribution {
     uint32_t island = 0;
     std::string key, name;
     uint64_t round = 0;           // the round the island was started on (θ it started from)
-    std::vector<float> delta;
+    std::vector<float> delta;     // decoded; empty when the host holds it encoded (below)
     double tokens = 0;            // its weight in the mean
     float loss = 0;               // its mean inner loss, for the round's row
+    // A sync round's Δ as the host holds it: encoded, aggregated slice by slice (no policy reads it
+    // whole), with its L2 norm taken on arrival for the screen, and the screen's clip (a factor
+    // applied as it is aggregated).
+    std::shared_ptr<const compression::HeldPayload> held;
+    double norm = 0;
+    float scale = 1.0f;
 };
 
 // What became of an arrival.

@@ -39,7 +39,7 @@ RunSnapshot run_view(uint64_t round, uint64_t rounds, const std::vector<IslandVi
 }
 
 Contribution delta(const IslandView& i, uint64_t round, float value = 1.0f) {
-    return Contribution{i.index, i.key, i.name, round, std::vector<float>(4, value), 32.0, 4.0f};
+    return Contribution{i.index, i.key, i.name, round, std::vector<float>(4, value), 32.0, 4.0f, nullptr, 0, 1.0f};
 }
 
 }  // namespace

@@ -1,0 +1,40 @@
+// compression/held_payload.h: an encoded buffer kept encoded and decoded a slice at a time. A host
+// holds each island's pseudo-gradient this way until the round's update and aggregates them slice by
+// slice (outer::Aggregator on slices of every Δ), so it never holds N decoded fp32 Δs at once. A
+// slice decodes to exactly the floats decode() gives for those positions (the same decoders run on
+// the slice's part of the payload). topk, whose positions are delta-coded from the start, is decoded
+// whole once and held so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "compression/codec.h"
+
+namespace arch::compression {
+
+class HeldPayload {
+public:
+    // Validates `encoded` exactly as decode(encoded, out) with out.size() == count does (throws
+    // arch::Error naming the fault) and keeps its payload, out of the zstd stage.
+    HeldPayload(std::span<const std::byte> encoded, std::uint64_t count);
+
+    std::uint64_t count() const { return info_.count; }
+    CodecId codec() const { return info_.codec; }
+    // A slice must start at a multiple of this: a blockwise codec's block, else 1.
+    std::uint64_t alignment() const;
+    // Floats [first, first + out.size()) of the decoded buffer. Throws arch::Error for a slice that is
+    // not aligned or runs past count(). Not thread-safe (a per-object scratch).
+    void decode(std::uint64_t first, std::span<float> out) const;
+    std::size_t bytes_held() const;
+
+private:
+    WireInfo info_{};
+    std::vector<std::byte> payload_;
+    std::vector<float> whole_;                // topk: decoded once
+    mutable std::vector<std::byte> slice_;    // a slice's part of the payload, put together
+};
+
+}  // namespace arch::compression

@@ -1,0 +1,56 @@
+// tests/compression/test_held_payload.cpp: HeldPayload, a buffer decoded a slice at a time: for every
+// codec, with and without zstd, on sizes that leave a short last block, every slice (of sizes that
+// are multiples of the codec's alignment, and the odd tail) decodes bit for bit to what decode()
+// gives for those positions; a misaligned or overlong slice and a corrupt buffer are refused.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "compression/codec.h"
+#include "compression/held_payload.h"
+#include "core/error.h"
+#include "tests/compression/codec_test_data.h"
+
+using namespace arch;
+using namespace arch::compression;
+
+TEST_CASE("every slice of a held payload decodes to the floats decode() gives there") {
+    const char* specs[] = {"fp32", "fp16", "bf16", "int8:block=256", "uint8", "int4:block=64", "fp4:block=32",
+                           "topk:frac=0.05", "sign:block=128", "int8:block=256+zstd:1", "fp4:block=32+zstd:1",
+                           "topk:frac=0.05+zstd:1", "uint8+zstd:3"};
+    std::mt19937 rng(5);
+    for (const char* spec : specs) {
+        for (const std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{70001}}) {
+            INFO(spec << ", " << n << " values");
+            const std::vector<float> x = testing::gaussian(n, static_cast<std::uint32_t>(n));
+            const std::vector<std::byte> bytes = make_codec(spec)->encode(x);
+            std::vector<float> whole(n);
+            decode(bytes, whole);
+            const HeldPayload held(bytes, n);
+            REQUIRE(held.count() == n);
+            const std::uint64_t align = held.alignment();
+            std::vector<float> sliced(n);
+            for (std::uint64_t first = 0; first < n;) {  // random slice lengths, each a multiple of the alignment
+                const std::uint64_t len = std::min<std::uint64_t>(n - first, align * (1 + rng() % 40));
+                held.decode(first, std::span(sliced).subspan(first, len));
+                first += len;
+            }
+            CHECK(std::memcmp(sliced.data(), whole.data(), n * sizeof(float)) == 0);
+            if (align > 1 && n > align) CHECK_THROWS_AS(held.decode(align / 2, std::span(sliced).first(8)), Error);
+            if (n >= 2) CHECK_THROWS_AS(held.decode(n - 1, std::span(sliced).first(2)), Error);  // past the end
+        }
+    }
+}
+
+TEST_CASE("a corrupt or wrongly sized buffer is refused before anything is held") {
+    const std::vector<float> x = testing::gaussian(1000, 3);
+    std::vector<std::byte> bytes = make_codec("int8:block=256+zstd:1")->encode(x);
+    CHECK_THROWS_AS(HeldPayload(bytes, 999), Error);  // the count the caller expects
+    bytes.resize(bytes.size() - 1);                    // the zstd stage truncated
+    CHECK_THROWS_AS(HeldPayload(bytes, 1000), Error);
+    std::vector<std::byte> plain = make_codec("int8:block=256")->encode(x);
+    std::memset(plain.data() + kWireHeaderBytes, 0xff, 4);  // the first block's scale a NaN
+    CHECK_THROWS_AS(HeldPayload(plain, 1000), Error);
+}
