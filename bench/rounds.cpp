@@ -11,7 +11,9 @@
 // fp32 model's bytes); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
 // model and batch: its DiLoCo state); the host's median seconds a round by phase (receive, decode,
 // aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
-// Usage: bench_rounds [--config gpt2-124m] [--islands 2] [--rounds 3] [--codec ...] [--json]
+// inner_steps: real, or synthetic (--synthetic: bench_rounds_peer's islands perturb θ instead of
+// training, so 360M fits this machine; peer_diloco_rss_over_p is then the peak less θ_i's one P).
+// Usage: bench_rounds [--config gpt2-124m] [--islands 2] [--rounds 3] [--codec ...] [--synthetic] [--json]
 #include <unistd.h>
 #include <zmq.h>
 
@@ -53,6 +55,9 @@ struct Options {
     double timeout_s = 1800;
     bool json = false;
     bool keep = false;  // leave the run folder (logs, checkpoints) behind
+    // The islands take synthetic inner steps (bench/synthetic_backend.cpp: bench_rounds_peer), so
+    // that a model whose engine would not fit this machine can be measured; everything else is real.
+    bool synthetic = false;
 };
 
 double seconds_since(Clock::time_point t) { return Clock::real().seconds_since(t); }
@@ -237,11 +242,18 @@ nlohmann::ordered_json measure(const Options& o) {
     std::fprintf(stderr, "  CURVE on one connection: %.0f MB/s\n", ceiling);
     const double through_link = link_mb_per_s(o.ceiling_mb / 2);
     std::fprintf(stderr, "  a blob through HostLink/PeerLink: %.0f MB/s\n", through_link);
-    std::vector<std::string> train = {"train", "--config", o.config, "--batch", std::to_string(o.batch), "--seq-len",
-                                      std::to_string(o.seq_len), "--steps", "2", "--val-every", "0", "--vocab", vocab,
-                                      "--out", dir.file("train")};
-    const double engine = run_to_end(train, dir.file("train.log"), env, o.timeout_s);
-    std::fprintf(stderr, "  archipelago train (the engine alone): peak RSS %.2f P\n", engine / P);
+    // What a peer holds beyond its DiLoCo state: the engine's peak (archipelago train on the same
+    // model and batch), or a synthetic island's θ_i alone.
+    double engine = P;
+    if (o.synthetic) {
+        std::fprintf(stderr, "  SYNTHETIC inner steps: each island perturbs θ (no engine); its θ_i is 1 P\n");
+    } else {
+        std::vector<std::string> train = {"train", "--config", o.config, "--batch", std::to_string(o.batch), "--seq-len",
+                                          std::to_string(o.seq_len), "--steps", "2", "--val-every", "0", "--vocab", vocab,
+                                          "--out", dir.file("train")};
+        engine = run_to_end(train, dir.file("train.log"), env, o.timeout_s);
+        std::fprintf(stderr, "  archipelago train (the engine alone): peak RSS %.2f P\n", engine / P);
+    }
 
     const int port = test::free_port();
     const std::string config = dir.file("run.toml");
@@ -262,9 +274,13 @@ nlohmann::ordered_json measure(const Options& o) {
     for (int i = 0; i < o.islands; ++i) {
         const std::string name = "peer-" + std::to_string(i);
         std::filesystem::create_directories(dir.file(name));
-        peers.push_back(std::make_unique<test::Process>(
-            std::vector<std::string>{"peer", "--invite", dir.file(name + ".invite"), "--key", dir.file(name + ".key"), "--name", name},
-            dir.file(name + ".log"), env, dir.file(name)));
+        std::vector<std::string> args = {"peer", "--invite", dir.file(name + ".invite"), "--key", dir.file(name + ".key"), "--name", name};
+        if (o.synthetic) {
+            args.push_back("--device");
+            args.push_back("cuda");  // the synthetic backend stands where a GPU backend would
+        }
+        peers.push_back(std::make_unique<test::Process>(args, dir.file(name + ".log"), env, dir.file(name),
+                                                        o.synthetic ? "bench_rounds_peer" : "archipelago"));
     }
     double host_peak = 0, peer_peak = 0;
     std::size_t shown = 0;
@@ -300,6 +316,7 @@ nlohmann::ordered_json measure(const Options& o) {
     row["codec"] = o.codec;
     row["down_codec"] = o.down_codec;
     row["checkpoint_every"] = o.checkpoint_every;
+    row["inner_steps"] = o.synthetic ? "synthetic" : "real";
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
     row["peer_rss_over_p"] = bench::rounded(peer_peak / P, 2);
     row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
@@ -326,6 +343,8 @@ int main(int argc, char** argv) {
     app.add_option("--config", o.config, "model preset (gpt2-124m, smollm-135m, ...)");
     app.add_option("--vocab", o.vocab, "vocabulary size (0: the preset's)")->check(CLI::NonNegativeNumber);
     app.add_option("--islands", o.islands, "peer processes")->check(bench::at_least_one());
+    app.add_flag("--synthetic", o.synthetic,
+                 "islands take synthetic inner steps (perturb θ, no engine: bench_rounds_peer); the host, net, codecs and DiLoCo code are real");
     app.add_option("--rounds", o.rounds, "rounds")->check(bench::at_least_one());
     app.add_option("--steps", o.steps, "inner steps a round (H)")->check(bench::at_least_one());
     app.add_option("--batch", o.batch, "B")->check(bench::at_least_one());

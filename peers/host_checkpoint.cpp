@@ -1,12 +1,16 @@
 // peers/host_checkpoint.cpp: the host's checkpoint (docs/protocol.md, "Failures"): host.state holds the
-// round, the key -> island map and the global state (θ and the outer optimizer's) with a BLAKE2b
+// round, the key -> island map and the global state (θ and the outer optimizer's) with an XXH3-128
 // checksum, written atomically beside model.bin (core/checkpoint.h: llm.c's format for GPT-2,
 // safetensors for the Llama family); a restarted host resumes from it. Written in the background from a
 // snapshot (peers/checkpoint_writer.h) at run.checkpoint_every / checkpoint_minutes, after every change
 // of the island map, and at the run's end or stop.
+#include <xxhash.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <span>
+#include <string>
 
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -16,12 +20,33 @@
 namespace arch {
 
 namespace {
-constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
+// Version 2 checks the file with XXH3-128 (what the writer spent most of its time on was BLAKE2b over
+// 2 P); a version 1 file, checked with BLAKE2b-256, is still read.
+constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '2'};
+constexpr char kStateMagicV1[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
 
-// host.state (magic, round, the island map, the state, its BLAKE2b) and model.bin, each atomically: a
+std::string checksum(std::span<const std::span<const std::byte>> parts, bool v1) {
+    if (v1) return diloco::hash_bytes(parts);
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) throw Error("out of memory for a checkpoint's checksum");
+    XXH3_128bits_reset(state);
+    for (const std::span<const std::byte> part : parts) XXH3_128bits_update(state, part.data(), part.size());
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+    XXH3_freeState(state);
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (const unsigned char b : c.digest) {
+        out += hex[b >> 4];
+        out += hex[b & 15];
+    }
+    return out;
+}
+
+// host.state (magic, round, the island map, the state, its checksum) and model.bin, each atomically: a
 // kill in the middle of either leaves the previous file whole.
 void write_checkpoint_files(const std::string& dir, const ModelConfig& model, const CheckpointSnapshot& s) {
-    // The header, the state straight from the snapshot and the BLAKE2b of both: no copy of the state.
+    // The header, the state straight from the snapshot and the checksum of both: no copy of the state.
     protocol::Writer w;
     for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
     w.u64(s.round);
@@ -35,7 +60,7 @@ void write_checkpoint_files(const std::string& dir, const ModelConfig& model, co
     const std::vector<std::byte> head = w.take();
     const std::span<const std::byte> hashed[] = {head, state};
     protocol::Writer tail;
-    tail.str(diloco::hash_bytes(hashed));
+    tail.str(checksum(hashed, false));
     const std::vector<std::byte> t = tail.take();
     auto bytes = [](std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); };
     const std::span<const uint8_t> parts[] = {bytes(head), bytes(state), bytes(t)};
@@ -106,8 +131,10 @@ bool Host::load_checkpoint() {
     const std::vector<uint8_t> raw = read_file(path);
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
     protocol::Reader r(bytes, path.c_str());
-    for (char ch : kStateMagic)
-        if (r.u8() != static_cast<uint8_t>(ch)) throw Error("'" + path + "' is not a host checkpoint");
+    char magic[8];
+    for (char& ch : magic) ch = static_cast<char>(r.u8());
+    const bool v1 = std::memcmp(magic, kStateMagicV1, 8) == 0;
+    if (!v1 && std::memcmp(magic, kStateMagic, 8) != 0) throw Error("'" + path + "' is not a host checkpoint");
     const uint64_t round = r.u64();
     const uint32_t n = r.u32();
     if (n > 1024) throw Error("'" + path + "' is corrupt: " + std::to_string(n) + " islands");
@@ -119,8 +146,8 @@ bool Host::load_checkpoint() {
     const std::vector<std::byte> state = r.bytes(bytes.size());
     const std::string hash = r.str(64);
     r.finish();
-    if (diloco::hash_bytes(bytes.first(bytes.size() - (4 + 64))) != hash)
-        throw Error("host checkpoint '" + path + "' is corrupt: checksum mismatch");
+    const std::span<const std::byte> hashed[] = {bytes.first(bytes.size() - (4 + hash.size()))};
+    if (checksum(hashed, v1) != hash) throw Error("host checkpoint '" + path + "' is corrupt: checksum mismatch");
     global_->load_state(state);
     round_ = round;
     island_of_ = std::move(islands);

@@ -23,9 +23,9 @@
 
 namespace arch::test {
 
-inline std::string archipelago_binary() {
+inline std::string archipelago_binary(const std::string& program = "archipelago") {
     const char* dir = std::getenv("ARCH_BIN_DIR");
-    return std::string(dir ? dir : "build/bin") + "/archipelago";
+    return std::string(dir ? dir : "build/bin") + "/" + program;
 }
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
@@ -48,11 +48,13 @@ inline std::string slurp(const std::string& path) {
 
 class Process {
 public:
-    // cwd: the folder it runs in ("": this process's), as a node with its own file system would.
+    // cwd: the folder it runs in ("": this process's), as a node with its own file system would;
+    // program: another program of the build's bin folder (a bench's own build of archipelago).
     Process(const std::vector<std::string>& args, const std::string& log_path,
-            const std::vector<std::string>& env = {}, const std::string& cwd = "")
+            const std::vector<std::string>& env = {}, const std::string& cwd = "",
+            const std::string& program = "archipelago")
         : log_(log_path) {
-        const std::string bin = archipelago_binary();
+        const std::string bin = archipelago_binary(program);
         pid_ = ::fork();
         if (pid_ == 0) {
             if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
