@@ -4,8 +4,6 @@
 // safetensors for the Llama family); a restarted host resumes from it. Written in the background from a
 // snapshot (peers/checkpoint_writer.h) at run.checkpoint_every / checkpoint_minutes, after every change
 // of the island map, and at the run's end or stop.
-#include <xxhash.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -26,21 +24,7 @@ constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '2'};
 constexpr char kStateMagicV1[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
 
 std::string checksum(std::span<const std::span<const std::byte>> parts, bool v1) {
-    if (v1) return diloco::hash_bytes(parts);
-    XXH3_state_t* state = XXH3_createState();
-    if (!state) throw Error("out of memory for a checkpoint's checksum");
-    XXH3_128bits_reset(state);
-    for (const std::span<const std::byte> part : parts) XXH3_128bits_update(state, part.data(), part.size());
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
-    XXH3_freeState(state);
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (const unsigned char b : c.digest) {
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
+    return v1 ? diloco::hash_bytes(parts) : diloco::checksum(parts);
 }
 
 // host.state (magic, round, the island map, the state, its checksum) and model.bin, each atomically: a

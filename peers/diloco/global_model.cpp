@@ -144,8 +144,18 @@ std::string hash_floats(std::span<const float> values) {
     // XXH3-128: θ's check of sync runs on every island and the host once an update, on the round's
     // path, where BLAKE2b took 0.7 s at 124M; it guards against divergence, not against a forger (a
     // peer that lies about θ can send any hash).
+    const std::span<const std::byte> one[] = {std::as_bytes(values)};
+    return checksum(one);
+}
+
+std::string checksum(std::span<const std::span<const std::byte>> parts) {
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) throw Error("out of memory for a checksum");
+    XXH3_128bits_reset(state);
+    for (const std::span<const std::byte> part : parts) XXH3_128bits_update(state, part.data(), part.size());
     XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(values.data(), values.size_bytes()));
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+    XXH3_freeState(state);
     return to_hex(c.digest, sizeof(c.digest));
 }
 

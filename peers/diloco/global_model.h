@@ -93,6 +93,7 @@ private:
 };
 
 std::string hash_floats(std::span<const float> values);  // XXH3-128, hex (32 characters)
+std::string checksum(std::span<const std::span<const std::byte>> parts);  // XXH3-128 of the parts in turn, hex
 std::string hash_bytes(std::span<const std::byte> bytes);  // BLAKE2b-256, hex
 std::string hash_bytes(std::span<const std::span<const std::byte>> parts);  // of the parts one after another
 
