@@ -25,6 +25,11 @@ std::uint64_t code_bits(CodecId id) {
 }
 }  // namespace
 
+std::uint64_t slice_length(std::uint64_t alignment) {
+    constexpr std::uint64_t kSlice = std::uint64_t{1} << 20;
+    return alignment >= kSlice ? alignment : alignment * (kSlice / alignment);
+}
+
 HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count) {
     Payload p = open_payload(encoded, count);  // header, sizes, zstd frames, scales: all checked
     info_ = p.info;

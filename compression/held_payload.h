@@ -15,6 +15,10 @@
 
 namespace arch::compression {
 
+// A slice length for slices that start on every block of codecs of `alignment` (the lcm of their
+// alignments): about a million values.
+std::uint64_t slice_length(std::uint64_t alignment);
+
 class HeldPayload {
 public:
     // Validates `encoded` exactly as decode(encoded, out) with out.size() == count does (throws

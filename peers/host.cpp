@@ -496,9 +496,7 @@ bool Host::holds_deltas_encoded() const {
 double Host::held_norm(const compression::HeldPayload& held, float scale) {
     // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, in
     // the same order, a slice at a time.
-    constexpr uint64_t kSlice = uint64_t{1} << 20;
-    const uint64_t align = held.alignment(), n = held.count();
-    const uint64_t slice = align >= kSlice ? align : align * (kSlice / align);
+    const uint64_t n = held.count(), slice = compression::slice_length(held.alignment());
     double sum = 0;
     for (uint64_t first = 0; first < n; first += slice) {
         const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));

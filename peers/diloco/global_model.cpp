@@ -89,15 +89,14 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
     if (!aggregator_->per_coordinate())
         throw Error("outer.aggregator '" + aggregator_->name() + "' does not aggregate slice by slice");
     const std::size_t n = fragment(p).size;
-    // Slices start where every held codec's blocks do, about a million values each.
-    constexpr uint64_t kSlice = uint64_t{1} << 20;
+    // Slices start where every held codec's blocks do.
     uint64_t align = 1;
     for (const HeldDelta& h : held) {
         if (h.payload->count() != n)
             throw Error("a held pseudo-gradient of " + std::to_string(h.payload->count()) + " values for " + std::to_string(n));
         align = std::lcm(align, h.payload->alignment());
     }
-    const uint64_t slice = align >= kSlice ? align : align * (kSlice / align);
+    const uint64_t slice = compression::slice_length(align);
     slices_.resize(held.size());
     scratch_.resize(n);
     std::vector<outer::WeightedDelta> in(held.size());
