@@ -1,8 +1,9 @@
 // tests/peers/test_run.cpp: DiLoCo across processes, as a user runs it: `archipelago host` and
 // `archipelago peer` processes on 127.0.0.1 with real keys and CURVE. Every island ends each round
-// bit-identical to the host (hash), also an island of two ZeRO-3 devices, a peer SIGKILLed in the middle of sending its pseudo-gradient
-// does not stop the round and later rejoins in sync, a host killed and restarted from its
-// checkpoint loses at most one round, bad protocol input is rejected while the run goes on, and a
+// bit-identical to the host (hash), also an island of two ZeRO-3 devices; a peer SIGKILLed in the
+// middle of sending its pseudo-gradient does not stop the round and later rejoins in sync; a host
+// killed and restarted from its checkpoint loses at most one round; a version 1 host.state is still
+// read and a corrupt one refused; bad protocol input is rejected while the run goes on; and a
 // capture of the wire holds no plaintext of the protocol.
 #include <catch2/catch.hpp>
 
@@ -159,6 +160,44 @@ TEST_CASE("a host killed and restarted from its checkpoint loses at most one rou
     const std::string last_round = "round " + std::to_string(kRounds - 1) + " applied (2 islands";
     CHECK(p1->log().find(last_round) != std::string::npos);
     CHECK(p2->log().find(last_round) != std::string::npos);
+}
+
+TEST_CASE("a host.state of version 1 (checked with BLAKE2b) is still read; a corrupt one is refused") {
+    Run run(1, 1);
+    run.make_peer(1);
+    {
+        auto host = run.host();
+        auto p1 = run.peer(1);
+        if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
+        CHECK(p1->wait(30) == 0);
+    }
+    // The version 2 file the run wrote, turned into version 1: its magic, and BLAKE2b-256 in place of
+    // XXH3-128 as the checksum of everything before it (a u32 length, then the hex).
+    const std::string path = run.dir.file("host") + "/host.state";
+    const std::vector<uint8_t> v2 = read_file(path);
+    REQUIRE(v2.size() > 8 + 4 + 32);
+    REQUIRE(std::memcmp(v2.data(), "ARCHHST2", 8) == 0);
+    std::vector<uint8_t> v1(v2.begin(), v2.end() - (4 + 32));
+    v1[7] = '1';
+    const std::string blake = diloco::hash_bytes(std::as_bytes(std::span(v1)));
+    const uint32_t length = static_cast<uint32_t>(blake.size());
+    const auto* l = reinterpret_cast<const uint8_t*>(&length);
+    v1.insert(v1.end(), l, l + 4);
+    v1.insert(v1.end(), blake.begin(), blake.end());
+    write_file(path, std::string(v1.begin(), v1.end()));
+    {
+        auto host = run.host();
+        CHECK(host->wait_for("resumed from", 60));
+        host->kill(SIGTERM);
+        host->wait(60);
+        INFO(host->log());
+        CHECK(host->log().find("at round 1") != std::string::npos);
+    }
+    v1[v1.size() / 2] ^= 1;  // a bit of the state flipped
+    write_file(path, std::string(v1.begin(), v1.end()));
+    auto host = run.host();
+    CHECK(host->wait(60) != 0);
+    CHECK(host->log().find("checksum mismatch") != std::string::npos);
 }
 
 TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged") {
