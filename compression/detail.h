@@ -98,6 +98,13 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0);
 void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& out);
 Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes);
 
+// ---- slices (held_payload.cpp) -------------------------------------------------------------------
+// Floats [first, first + out.size()) of a validated payload of `count` floats: the codec's own decoder
+// on that slice's part of the payload, so the same floats decode_payload gives there. `first` a
+// multiple of a blockwise codec's block; topk (positions delta-coded from the start) throws.
+void decode_payload_slice(CodecId id, std::uint32_t block, std::uint64_t count, ByteSpan payload, std::uint64_t first,
+                          std::span<float> out, Bytes& scratch);
+
 // ---- dispatch (wire.cpp) ------------------------------------------------------------------------
 struct Format {
     CodecId id = CodecId::fp32;

@@ -54,33 +54,46 @@ void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
     if (first % alignment() != 0)
         throw Error("a slice at " + std::to_string(first) + " does not start on a block of " + std::to_string(alignment()));
     if (n == 0) return;
-    const std::byte* p = payload_.data();
-    switch (info_.codec) {
+    if (info_.codec == CodecId::topk) {
+        std::copy(whole_.begin() + static_cast<std::ptrdiff_t>(first),
+                  whole_.begin() + static_cast<std::ptrdiff_t>(first + n), out.begin());
+        return;
+    }
+    detail::decode_payload_slice(info_.codec, info_.block, info_.count, payload_, first, out, slice_);
+}
+
+namespace detail {
+
+void decode_payload_slice(CodecId id, std::uint32_t block, std::uint64_t count, ByteSpan payload, std::uint64_t first,
+                          std::span<float> out, Bytes& scratch) {
+    const std::uint64_t n = out.size();
+    const std::byte* p = payload.data();
+    switch (id) {
         case CodecId::topk:
-            std::copy(whole_.begin() + static_cast<std::ptrdiff_t>(first),
-                      whole_.begin() + static_cast<std::ptrdiff_t>(first + n), out.begin());
-            return;
+            throw Error("a topk payload cannot be decoded a slice at a time");
         case CodecId::fp32:
-            return detail::decode_payload(info_.codec, 0, std::span(p + 4 * first, 4 * n), out);
+            return decode_payload(id, 0, std::span(p + 4 * first, 4 * n), out);
         case CodecId::fp16:
         case CodecId::bf16:
-            return detail::decode_payload(info_.codec, 0, std::span(p + 2 * first, 2 * n), out);
+            return decode_payload(id, 0, std::span(p + 2 * first, 2 * n), out);
         case CodecId::uint8_sigma: {
             constexpr std::size_t kBook = 256 * 4;  // the codebook: 256 fp32 bin means
-            slice_.assign(p, p + kBook);
-            slice_.insert(slice_.end(), p + kBook + first, p + kBook + first + n);
-            return detail::decode_payload(info_.codec, 0, slice_, out);
+            scratch.assign(p, p + kBook);
+            scratch.insert(scratch.end(), p + kBook + first, p + kBook + first + n);
+            return decode_payload(id, 0, scratch, out);
         }
         default: {  // blockwise
-            const std::uint64_t block = info_.block, blocks = detail::blocks_of(info_.count, info_.block);
-            const std::uint64_t b0 = first / block, nb = detail::blocks_of(n, info_.block);
-            const std::uint64_t bits = code_bits(info_.codec);
+            const std::uint64_t blocks = blocks_of(count, block);
+            const std::uint64_t b0 = first / block, nb = blocks_of(n, block);
+            const std::uint64_t bits = code_bits(id);
             const std::byte* codes = p + 4 * blocks;
-            slice_.assign(p + 4 * b0, p + 4 * (b0 + nb));
-            slice_.insert(slice_.end(), codes + first * bits / 8, codes + (first * bits + n * bits + 7) / 8);
-            return detail::decode_payload(info_.codec, info_.block, slice_, out);
+            scratch.assign(p + 4 * b0, p + 4 * (b0 + nb));
+            scratch.insert(scratch.end(), codes + first * bits / 8, codes + (first * bits + n * bits + 7) / 8);
+            return decode_payload(id, block, scratch, out);
         }
     }
 }
+
+}  // namespace detail
 
 }  // namespace arch::compression

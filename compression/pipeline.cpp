@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "compression/detail.h"
+#include "compression/held_payload.h"
 #include "core/error.h"
 
 namespace arch::compression {
@@ -184,10 +185,7 @@ public:
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) r[i] = x[i] + r[i];
         Bytes payload = detail::encode_payload(format_, r);
-        decoded_.resize(n);
-        detail::decode_payload(spec_.codec, spec_.block, payload, decoded_);
-#pragma omp parallel for schedule(static) if (n > (1 << 18))
-        for (std::size_t i = 0; i < n; ++i) r[i] = r[i] - decoded_[i];
+        subtract_decoded(payload, r);
         return detail::wrap(format_, n, std::move(payload), spec_.zstd, spec_.zstd_level);
     }
 
@@ -208,10 +206,30 @@ public:
     }
 
 private:
+    // r -= decode(payload), a slice at a time (topk, whose positions are coded from the start: whole),
+    // so error feedback keeps no decoded copy the size of the model.
+    void subtract_decoded(const Bytes& payload, std::vector<float>& r) {
+        const std::size_t n = r.size();
+        const std::size_t slice = spec_.codec == CodecId::topk
+                                      ? n
+                                      : static_cast<std::size_t>(slice_length(detail::is_blockwise(spec_.codec) ? spec_.block : 1));
+        for (std::size_t first = 0; first < n; first += slice) {
+            const std::size_t len = std::min(slice, n - first);
+            if (decoded_.size() < len) decoded_.resize(len);
+            const std::span<float> d = std::span(decoded_).first(len);
+            if (spec_.codec == CodecId::topk) detail::decode_payload(spec_.codec, spec_.block, payload, d);
+            else detail::decode_payload_slice(spec_.codec, spec_.block, n, payload, first, d, slice_scratch_);
+            float* rs = r.data() + first;
+#pragma omp parallel for schedule(static) if (len > (1 << 18))
+            for (std::size_t i = 0; i < len; ++i) rs[i] = rs[i] - d[i];
+        }
+    }
+
     CodecSpec spec_;
     Format format_;  // what the quantizer needs of spec_
     std::map<std::uint64_t, std::vector<float>> residuals_;
-    std::vector<float> decoded_;  // error feedback's decode of the last payload
+    std::vector<float> decoded_;  // a slice of error feedback's decode of the last payload
+    Bytes slice_scratch_;         // that slice's part of the payload
 };
 
 }  // namespace

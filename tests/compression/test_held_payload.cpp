@@ -1,7 +1,8 @@
 // tests/compression/test_held_payload.cpp: HeldPayload, a buffer decoded a slice at a time: for every
 // codec, with and without zstd, on sizes that leave a short last block, every slice (of sizes that
 // are multiples of the codec's alignment, and the odd tail) decodes bit for bit to what decode()
-// gives for those positions; a misaligned or overlong slice and a corrupt buffer are refused.
+// gives for those positions; a misaligned or overlong slice and a corrupt buffer are refused; error
+// feedback, which subtracts its decode a slice at a time, leaves exactly x + r - decode(encode(x + r)).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -53,4 +54,28 @@ TEST_CASE("a corrupt or wrongly sized buffer is refused before anything is held"
     std::vector<std::byte> plain = make_codec("int8:block=256")->encode(x);
     std::memset(plain.data() + kWireHeaderBytes, 0xff, 4);  // the first block's scale a NaN
     CHECK_THROWS_AS(HeldPayload(plain, 1000), Error);
+}
+
+TEST_CASE("error feedback's residual, subtracted a slice at a time, is x + r - decode(encode(x + r)) exactly") {
+    // 2.5M values: three slices and a short last block.
+    const std::size_t n = 2'500'003;
+    for (const char* spec : {"fp4:block=32+ef+zstd:1", "int8:block=256+ef", "sign:block=128+ef", "uint8+ef", "topk:frac=0.01+ef"}) {
+        INFO(spec);
+        const auto codec = make_codec(spec);
+        const std::vector<float> x0 = testing::gaussian(n, 21), x1 = testing::gaussian(n, 22);
+        codec->encode(x0);  // a residual to carry
+        const std::vector<float> r0(codec->residual(0).begin(), codec->residual(0).end());
+        const std::vector<std::byte> bytes = codec->encode(x1);
+        std::vector<float> decoded(n);
+        decode(bytes, decoded);
+        const std::span<const float> r1 = codec->residual(0);
+        REQUIRE(r1.size() == n);
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float y = x1[i] + r0[i];
+            const float want = y - decoded[i];
+            differ += std::memcmp(&want, &r1[i], sizeof(float)) != 0;
+        }
+        CHECK(differ == 0);
+    }
 }
