@@ -57,6 +57,8 @@ inline std::uint64_t blocks_of(std::uint64_t count, std::uint32_t block) {
 std::uint64_t payload_bytes_limit(CodecId id, std::uint32_t block, std::uint64_t count);
 bool payload_size_is_exact(CodecId id);
 bool is_blockwise(CodecId id);
+// Where a slice of a payload may start (detail::decode_payload_slice): a blockwise codec's block, else 1.
+std::uint64_t slice_alignment(CodecId id, std::uint32_t block);
 
 // ---- fp32, fp16, bf16 (float_formats.cpp) -------------------------------------------------------
 Bytes encode_fp32(std::span<const float> x);

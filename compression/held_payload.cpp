@@ -12,19 +12,6 @@
 
 namespace arch::compression {
 
-namespace {
-// Bits of code per element of a blockwise codec.
-std::uint64_t code_bits(CodecId id) {
-    switch (id) {
-        case CodecId::int8: return 8;
-        case CodecId::int4:
-        case CodecId::fp4: return 4;
-        case CodecId::sign: return 1;
-        default: return 0;
-    }
-}
-}  // namespace
-
 std::uint64_t slice_length(std::uint64_t alignment) {
     constexpr std::uint64_t kSlice = std::uint64_t{1} << 20;
     return alignment >= kSlice ? alignment : alignment * (kSlice / alignment);
@@ -42,9 +29,7 @@ HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count
     }
 }
 
-std::uint64_t HeldPayload::alignment() const { return detail::is_blockwise(info_.codec) ? info_.block : 1; }
-
-std::size_t HeldPayload::bytes_held() const { return payload_.size() + whole_.size() * sizeof(float); }
+std::uint64_t HeldPayload::alignment() const { return detail::slice_alignment(info_.codec, info_.block); }
 
 void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
     const std::uint64_t n = out.size();
@@ -82,13 +67,12 @@ void decode_payload_slice(CodecId id, std::uint32_t block, std::uint64_t count, 
             scratch.insert(scratch.end(), p + kBook + first, p + kBook + first + n);
             return decode_payload(id, 0, scratch, out);
         }
-        default: {  // blockwise
-            const std::uint64_t blocks = blocks_of(count, block);
+        default: {  // blockwise: [scales][codes], the codes of m values payload_bytes_limit less m's scales
+            const auto code_bytes = [&](std::uint64_t m) { return payload_bytes_limit(id, block, m) - 4 * blocks_of(m, block); };
             const std::uint64_t b0 = first / block, nb = blocks_of(n, block);
-            const std::uint64_t bits = code_bits(id);
-            const std::byte* codes = p + 4 * blocks;
+            const std::byte* codes = p + 4 * blocks_of(count, block) + code_bytes(first);
             scratch.assign(p + 4 * b0, p + 4 * (b0 + nb));
-            scratch.insert(scratch.end(), codes + first * bits / 8, codes + (first * bits + n * bits + 7) / 8);
+            scratch.insert(scratch.end(), codes, codes + code_bytes(n));
             return decode_payload(id, block, scratch, out);
         }
     }

@@ -26,13 +26,11 @@ public:
     HeldPayload(std::span<const std::byte> encoded, std::uint64_t count);
 
     std::uint64_t count() const { return info_.count; }
-    CodecId codec() const { return info_.codec; }
     // A slice must start at a multiple of this: a blockwise codec's block, else 1.
     std::uint64_t alignment() const;
     // Floats [first, first + out.size()) of the decoded buffer. Throws arch::Error for a slice that is
     // not aligned or runs past count(). Not thread-safe (a per-object scratch).
     void decode(std::uint64_t first, std::span<float> out) const;
-    std::size_t bytes_held() const;
 
 private:
     WireInfo info_{};

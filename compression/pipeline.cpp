@@ -212,7 +212,7 @@ private:
         const std::size_t n = r.size();
         const std::size_t slice = spec_.codec == CodecId::topk
                                       ? n
-                                      : static_cast<std::size_t>(slice_length(detail::is_blockwise(spec_.codec) ? spec_.block : 1));
+                                      : static_cast<std::size_t>(slice_length(detail::slice_alignment(spec_.codec, spec_.block)));
         for (std::size_t first = 0; first < n; first += slice) {
             const std::size_t len = std::min(slice, n - first);
             if (decoded_.size() < len) decoded_.resize(len);

@@ -48,6 +48,8 @@ bool is_blockwise(CodecId id) {
     return id == CodecId::int8 || id == CodecId::int4 || id == CodecId::fp4 || id == CodecId::sign;
 }
 
+std::uint64_t slice_alignment(CodecId id, std::uint32_t block) { return is_blockwise(id) ? block : 1; }
+
 bool payload_size_is_exact(CodecId id) { return id != CodecId::topk; }
 
 std::uint64_t payload_bytes_limit(CodecId id, std::uint32_t block, std::uint64_t n) {
