@@ -9,7 +9,8 @@
 // through Archipelago's own stack, HostLink to PeerLink: CURVE, chunks, checksums, credit); idle_s_per_sync (an island's last inner step to its next first
 // one, the median over rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
 // fp32 model's bytes); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
-// model and batch: its DiLoCo state); the host's median seconds a round by phase (receive, decode,
+// model and batch: its DiLoCo state); peer_anon_over_p (a peer's largest anonymous memory, sampled:
+// what --state-on-disk moves to mapped files leaves it); peer_compute_s (a round's inner steps and Δ); the host's median seconds a round by phase (receive, decode,
 // aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
 // inner_steps: real, or synthetic (--synthetic: bench_rounds_peer's islands perturb θ instead of
 // training, so 360M fits this machine; peer_diloco_rss_over_p is then the peak less θ_i's one P).
@@ -58,6 +59,7 @@ struct Options {
     // The islands take synthetic inner steps (bench/synthetic_backend.cpp: bench_rounds_peer), so
     // that a model whose engine would not fit this machine can be measured; everything else is real.
     bool synthetic = false;
+    bool state_on_disk = false;  // the peers run with --state-on-disk
 };
 
 double seconds_since(Clock::time_point t) { return Clock::real().seconds_since(t); }
@@ -68,14 +70,16 @@ double median(std::vector<double> v) {
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// VmHWM (peak resident set) of a live process, in bytes; 0 once it is gone.
-double peak_rss(pid_t pid) {
+// A field of /proc/PID/status in bytes (VmHWM: the peak resident set; RssAnon: anonymous memory now,
+// which, unlike a mapped file's pages, the kernel cannot take back without swap); 0 once it is gone.
+double status_bytes(pid_t pid, const std::string& field) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/status");
     std::string line;
     while (std::getline(f, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024;
+        if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) * 1024;
     return 0;
 }
+double peak_rss(pid_t pid) { return status_bytes(pid, "VmHWM"); }
 
 // Every match of `pattern` in text: its first capture group as a number.
 std::vector<double> numbers(const std::string& text, const std::string& pattern) {
@@ -279,15 +283,19 @@ nlohmann::ordered_json measure(const Options& o) {
             args.push_back("--device");
             args.push_back("cuda");  // the synthetic backend stands where a GPU backend would
         }
+        if (o.state_on_disk) args.push_back("--state-on-disk");
         peers.push_back(std::make_unique<test::Process>(args, dir.file(name + ".log"), env, dir.file(name),
                                                         o.synthetic ? "bench_rounds_peer" : "archipelago"));
     }
-    double host_peak = 0, peer_peak = 0;
+    double host_peak = 0, peer_peak = 0, peer_anon = 0;  // peer_anon: sampled every 100 ms
     std::size_t shown = 0;
     const auto end = Clock::real().now() + std::chrono::duration<double>(o.timeout_s);
     while (host.running() && Clock::real().now() < end) {
         host_peak = std::max(host_peak, peak_rss(host.pid()));
-        for (auto& p : peers) peer_peak = std::max(peer_peak, peak_rss(p->pid()));
+        for (auto& p : peers) {
+            peer_peak = std::max(peer_peak, peak_rss(p->pid()));
+            peer_anon = std::max(peer_anon, status_bytes(p->pid(), "RssAnon"));
+        }
         const std::vector<double> done = numbers(host.log(), R"(round (\d+) host seconds)");
         if (done.size() > shown) {
             shown = done.size();
@@ -300,7 +308,7 @@ nlohmann::ordered_json measure(const Options& o) {
     for (auto& p : peers) p->wait(60);
 
     const std::string h = host.log();
-    std::vector<double> states, idle;
+    std::vector<double> states, idle, compute;
     for (auto& p : peers) {
         const std::string log = p->log();
         const std::vector<double> mb = numbers(log, R"(a state of ([0-9.]+) MB in)");
@@ -308,6 +316,8 @@ nlohmann::ordered_json measure(const Options& o) {
         if (!mb.empty() && !s.empty() && s[0] > 0) states.push_back(mb[0] / s[0]);
         const std::vector<double> i = numbers(log, R"(idle ([0-9.]+) s since this island's last inner step)");
         idle.insert(idle.end(), i.begin(), i.end());
+        const std::vector<double> c = numbers(log, R"(times: compute ([0-9.]+) s)");
+        compute.insert(compute.end(), c.begin(), c.end());
     }
     auto phase = [&](const std::string& name) { return median(numbers(h, name + R"( ([0-9.]+))")); };
     nlohmann::ordered_json row;
@@ -317,9 +327,12 @@ nlohmann::ordered_json measure(const Options& o) {
     row["down_codec"] = o.down_codec;
     row["checkpoint_every"] = o.checkpoint_every;
     row["inner_steps"] = o.synthetic ? "synthetic" : "real";
+    row["state_on_disk"] = o.state_on_disk;
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
     row["peer_rss_over_p"] = bench::rounded(peer_peak / P, 2);
     row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
+    row["peer_anon_over_p"] = bench::rounded(peer_anon / P, 2);
+    row["peer_compute_s"] = bench::rounded(median(compute), 2);
     row["state_mb_per_s"] = bench::rounded(median(states), 1);
     row["curve_ceiling_mb_per_s"] = bench::rounded(ceiling, 1);
     row["link_mb_per_s"] = bench::rounded(through_link, 1);
@@ -353,6 +366,7 @@ int main(int argc, char** argv) {
         ->check(bench::at_least_one());
     app.add_option("--codec", o.codec, "uplink codec (pseudo-gradients)");
     app.add_option("--down-codec", o.down_codec, "downlink codec (updates)");
+    app.add_flag("--state-on-disk", o.state_on_disk, "the peers keep θ's replica and the residual in memory-mapped files");
     app.add_option("--ceiling-mb", o.ceiling_mb, "MB sent to measure CURVE's ceiling")->check(CLI::PositiveNumber);
     app.add_option("--timeout-s", o.timeout_s, "give up on a process after this long")->check(CLI::PositiveNumber);
     app.add_flag("--json", o.json, "one JSON object per row instead of the table");

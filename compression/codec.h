@@ -86,6 +86,11 @@ public:
     // codecs without error feedback ignore it.
     virtual std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream = 0) = 0;
 
+    // Error feedback whose residual the caller keeps: encodes y (a Δ plus that residual) as a codec
+    // without +ef would, and leaves in y the new residual y - decode(encode(y)), bit for bit what the
+    // codec's own error feedback computes. Throws arch::Error for a non-finite y, which it leaves as it was.
+    virtual std::vector<std::byte> encode_feedback(std::span<float> y) = 0;
+
     void decode(std::span<const std::byte> bytes, std::span<float> out) const {
         compression::decode(bytes, out);
     }
@@ -109,6 +114,9 @@ public:
 CodecSpec parse_codec_spec(std::string_view spec);
 std::string canonical_spec(const CodecSpec& s);  // parse_codec_spec(canonical_spec(s)) == s
 std::unique_ptr<Codec> make_codec(std::string_view spec);
+// The most bytes the codec of `spec` takes for `count` floats, out of any zstd stage (what a receiver
+// holds at worst). Throws arch::Error for a bad spec.
+std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count);
 
 // ---- for quantizers that run elsewhere (kernels/cuda/device_codec): same bytes, same checks -----
 

@@ -17,15 +17,17 @@ std::uint64_t slice_length(std::uint64_t alignment) {
     return alignment >= kSlice ? alignment : alignment * (kSlice / alignment);
 }
 
-HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count) {
+HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep) {
     Payload p = open_payload(encoded, count);  // header, sizes, zstd frames, scales: all checked
     info_ = p.info;
     if (info_.zstd) payload_ = std::move(p.decompressed);
-    else payload_.assign(p.body.begin(), p.body.end());
+    else if (keep == Keep::copy) payload_.assign(p.body.begin(), p.body.end());
+    body_ = info_.zstd || keep == Keep::copy ? std::span<const std::byte>(payload_) : p.body;
     if (info_.codec == CodecId::topk) {
         whole_.resize(count);
-        detail::decode_payload(info_.codec, info_.block, payload_, whole_);
+        detail::decode_payload(info_.codec, info_.block, body_, whole_);
         payload_ = {};
+        body_ = {};
     }
 }
 
@@ -44,7 +46,7 @@ void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
                   whole_.begin() + static_cast<std::ptrdiff_t>(first + n), out.begin());
         return;
     }
-    detail::decode_payload_slice(info_.codec, info_.block, info_.count, payload_, first, out, slice_);
+    detail::decode_payload_slice(info_.codec, info_.block, info_.count, body_, first, out, slice_);
 }
 
 namespace detail {

@@ -22,8 +22,10 @@ std::uint64_t slice_length(std::uint64_t alignment);
 class HeldPayload {
 public:
     // Validates `encoded` exactly as decode(encoded, out) with out.size() == count does (throws
-    // arch::Error naming the fault) and keeps its payload, out of the zstd stage.
-    HeldPayload(std::span<const std::byte> encoded, std::uint64_t count);
+    // arch::Error naming the fault) and keeps its payload, out of the zstd stage. borrow: a payload
+    // without a zstd stage is read where it lies, so `encoded` must outlive this object.
+    enum class Keep { copy, borrow };
+    HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep = Keep::copy);
 
     std::uint64_t count() const { return info_.count; }
     // A slice must start at a multiple of this: a blockwise codec's block, else 1.
@@ -34,7 +36,8 @@ public:
 
 private:
     WireInfo info_{};
-    std::vector<std::byte> payload_;
+    std::vector<std::byte> payload_;         // kept: a copy, or out of the zstd stage
+    std::span<const std::byte> body_;         // the payload: payload_, or borrowed
     std::vector<float> whole_;                // topk: decoded once
     mutable std::vector<std::byte> slice_;    // a slice's part of the payload, put together
 };

@@ -184,9 +184,12 @@ public:
         }
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) r[i] = x[i] + r[i];
-        Bytes payload = detail::encode_payload(format_, r);
-        subtract_decoded(payload, r);
-        return detail::wrap(format_, n, std::move(payload), spec_.zstd, spec_.zstd_level);
+        return encode_and_subtract(r);
+    }
+
+    std::vector<std::byte> encode_feedback(std::span<float> y) override {
+        detail::require_finite(y, codec_name(spec_.codec));
+        return encode_and_subtract(y);
     }
 
     std::span<const float> residual(std::uint64_t stream) const override {
@@ -206,9 +209,15 @@ public:
     }
 
 private:
+    std::vector<std::byte> encode_and_subtract(std::span<float> y) {
+        Bytes payload = detail::encode_payload(format_, y);
+        subtract_decoded(payload, y);
+        return detail::wrap(format_, y.size(), std::move(payload), spec_.zstd, spec_.zstd_level);
+    }
+
     // r -= decode(payload), a slice at a time (topk, whose positions are coded from the start: whole),
     // so error feedback keeps no decoded copy the size of the model.
-    void subtract_decoded(const Bytes& payload, std::vector<float>& r) {
+    void subtract_decoded(const Bytes& payload, std::span<float> r) {
         const std::size_t n = r.size();
         const std::size_t slice = spec_.codec == CodecId::topk
                                       ? n
@@ -233,6 +242,11 @@ private:
 };
 
 }  // namespace
+
+std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count) {
+    const CodecSpec s = parse_codec_spec(spec);
+    return detail::payload_bytes_limit(s.codec, s.block, count);
+}
 
 std::unique_ptr<Codec> make_codec(std::string_view spec) {
     return std::make_unique<Pipeline>(parse_codec_spec(spec));

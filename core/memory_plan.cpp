@@ -253,8 +253,9 @@ MemoryPlan plan_memory(const PlanRequest& request) {
         if (q.parallel == Parallel::zero3) largest = ceil_div(largest, N);
         h.offload_staging = N * 2 * largest * f;
     }
-    h.theta_replica = h.outer_momentum = h.outer_update = h.pseudo_gradient = P * f;
-    h.ef_residual = q.error_feedback ? 2 * P * f : 0;
+    h.theta_replica = h.pseudo_gradient = P * f;
+    h.ef_residual = q.error_feedback ? P * f : 0;
+    h.update = static_cast<std::size_t>(static_cast<double>(P) * q.update_bytes_per_param);
 
     auto fits = [&](const DeviceBytes& d) {
         return q.device_memory_bytes == 0 || d.total() <= q.device_memory_bytes;

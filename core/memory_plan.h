@@ -36,6 +36,7 @@ struct PlanRequest {
     Offload offload = Offload::none;  // GPUs only
     bool fused_attention = true;      // CUDA: the fused kernel (the default) or the unfused one
     bool error_feedback = true;  // the peer's uplink codec keeps an error-feedback residual (+ef)
+    double update_bytes_per_param = 4;  // the downlink codec's bytes (fp32: 4, int8: about 1)
 };
 
 // Per device, in the categories of core/device_memory.h.
@@ -53,21 +54,21 @@ struct DeviceBytes {
     }
 };
 
-// Host memory of the island's machine (all its devices), and of its DiLoCo peer.
+// Host memory of the island's machine (all its devices), and of its DiLoCo peer (docs/run-config.md,
+// "Memory": what the protocol needs of a peer, and no outer state).
 struct HostBytes {
     std::size_t offloaded_optimizer = 0;  // every device's fp32 master, m and v shards
     std::size_t offload_staging = 0;  // pinned buffers the gradients stream through to the CPU step
-    std::size_t theta_replica = 0;    // the peer's copy of the global θ: also the round's snapshot
-    std::size_t outer_momentum = 0;  // Nesterov's m, applied on every peer so θ stays bit-identical
-    std::size_t outer_update = 0;    // the decoded outer update of a round
-    std::size_t pseudo_gradient = 0;  // Δ = θ − θ_i before encoding
-    std::size_t ef_residual =
-        0;  // the codec's error-feedback residual and its copy kept until the host settles
+    std::size_t theta_replica = 0;    // the peer's copy of the global θ: the round's start
+    std::size_t pseudo_gradient = 0;  // Δ = θ − θ_i, the residual added, then the residual it leaves
+    std::size_t ef_residual = 0;      // the error-feedback residual (+ef)
+    std::size_t update = 0;           // an update as it arrives (the downlink codec's bytes)
     std::size_t offload() const { return offloaded_optimizer + offload_staging; }
-    std::size_t diloco() const {
-        return theta_replica + outer_momentum + outer_update + pseudo_gradient + ef_residual;
-    }
+    std::size_t diloco() const { return theta_replica + pseudo_gradient + ef_residual + update; }
+    // With --state-on-disk θ and the residual are memory-mapped files: disk, not RAM.
+    std::size_t diloco_on_disk() const { return theta_replica + ef_residual; }
     std::size_t total() const { return offload() + diloco(); }
+    std::size_t total_state_on_disk() const { return total() - diloco_on_disk(); }
 };
 
 struct MemoryPlan {

@@ -55,6 +55,22 @@ void Nesterov::step(std::span<float> params, std::span<const float> delta) {
     ++steps_;
 }
 
+void Nesterov::take_step(std::span<float> delta) {
+    check_sizes("nesterov", m_.size(), m_.size(), delta.size());
+    const float lr = options_.lr, mu = options_.momentum;
+    const std::size_t n = m_.size();
+    float* m = m_.data();
+    float* d = delta.data();
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) {  // step's arithmetic; p + (-lr) * g is then p + d
+        const float mi = mu * m[i] + d[i];
+        const float g = d[i] + mu * mi;
+        d[i] = (-lr) * g;
+        m[i] = mi;
+    }
+    ++steps_;
+}
+
 bool Nesterov::step_stays_finite(std::span<const float> params, std::span<const float> delta) const {
     check_sizes("nesterov", m_.size(), params.size(), delta.size());
     const float lr = options_.lr, mu = options_.momentum;
@@ -140,6 +156,36 @@ void DelayedNesterov::step(std::span<float> params, std::span<const float> delta
         for (std::size_t i = 0; i < n; ++i) {
             b[i] = b[i] + d[i];
             p[i] = p[i] - lr * (coeff * m[i] + d[i] / big_n);
+        }
+    }
+    ++steps_;
+}
+
+void DelayedNesterov::take_step(std::span<float> delta) {
+    check_sizes("delayed nesterov", m_.size(), m_.size(), delta.size());
+    const float lr = options_.lr, beta = options_.momentum, c = options_.c;
+    const float big_n = static_cast<float>(options_.period);
+    const bool momentum_step = (steps_ + 1) % options_.period == 0;
+    const float coeff = momentum_step ? (1.0f - c * big_n + c) * beta : c * beta;
+    const std::size_t n = m_.size();
+    float* m = m_.data();
+    float* b = buffer_.data();
+    float* d = delta.data();
+    // step's arithmetic: p - lr * x is p + (-(lr * x)), bit for bit
+    if (momentum_step) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+        for (std::size_t i = 0; i < n; ++i) {
+            const float bi = b[i] + d[i];
+            const float mi = beta * m[i] + bi / big_n;
+            d[i] = -(lr * (coeff * mi + d[i] / big_n));
+            m[i] = mi;
+            b[i] = 0.0f;
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+        for (std::size_t i = 0; i < n; ++i) {
+            b[i] = b[i] + d[i];
+            d[i] = -(lr * (coeff * m[i] + d[i] / big_n));
         }
     }
     ++steps_;

@@ -19,6 +19,10 @@ public:
     virtual std::string name() const = 0;
     // Applies one outer step; params and delta must both hold size() floats (else arch::Error).
     virtual void step(std::span<float> params, std::span<const float> delta) = 0;
+    // The same step without the parameters: the state moves and `delta` becomes the change of the
+    // parameters, so params + delta is, bit for bit, what step(params, delta) leaves. A host takes the
+    // step and sends the change; whoever applies it needs no optimizer state (docs/protocol.md).
+    virtual void take_step(std::span<float> delta) = 0;
     virtual std::size_t size() const = 0;
     virtual std::uint64_t steps() const = 0;  // outer steps applied so far
     // The learning rate of the next step (an outer lr schedule sets it before each step; it is a
@@ -55,6 +59,7 @@ public:
     Nesterov(std::size_t n, NesterovOptions options = {});
     std::string name() const override;
     void step(std::span<float> params, std::span<const float> delta) override;
+    void take_step(std::span<float> delta) override;
     bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const override;
     std::size_t size() const override { return m_.size(); }
     std::uint64_t steps() const override { return steps_; }
@@ -97,6 +102,7 @@ public:
     DelayedNesterov(std::size_t n, DelayedNesterovOptions options);
     std::string name() const override;
     void step(std::span<float> params, std::span<const float> delta) override;
+    void take_step(std::span<float> delta) override;
     bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const override;
     std::size_t size() const override { return m_.size(); }
     std::uint64_t steps() const override { return steps_; }

@@ -25,11 +25,12 @@ namespace arch {
 struct CheckpointSnapshot {
     uint64_t round = 0;
     std::map<std::string, uint32_t> islands;  // key -> island index
-    // GlobalModel::save_state (θ and the outer optimizer's) at state_offset of blob; the writer lets go
-    // of the blob once it is written.
+    // GlobalModel::save_replica_state (θ, what a joiner gets) at state_offset of blob; the writer lets
+    // go of the blob once it is written.
     std::shared_ptr<const std::vector<std::byte>> blob;
     std::size_t state_offset = 0;
-    std::span<const std::byte> state() const { return std::span(*blob).subspan(state_offset); }
+    std::span<const std::byte> replica_state() const { return std::span(*blob).subspan(state_offset); }
+    std::vector<std::byte> outer;  // GlobalModel::save_outer_state: the host's alone, copied (its buffer reused)
 };
 
 class CheckpointWriter {

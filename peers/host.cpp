@@ -171,8 +171,8 @@ SharedBlob Host::state_of_theta() {
     retire_state();
     protocol::Writer w(state_pool_->take());  // the memory of the last state nobody holds any more
     w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
-    const std::span<std::byte> state = w.bytes_in_place(global_->state_bytes());
-    global_->save_state(state);
+    const std::span<std::byte> state = w.bytes_in_place(global_->replica_state_bytes());
+    global_->save_replica_state(state);
     std::vector<std::byte> blob = w.take();
     state_offset_ = blob.size() - state.size();
     state_blob_ = state_pool_->share(std::move(blob));

@@ -148,8 +148,8 @@ private:
     void pump_checkpoint();
     void final_checkpoint();
     void fill_snapshot(CheckpointSnapshot& s);
-    // The state of the current θ (StateMeta, then GlobalModel::save_state at state_offset_): one copy,
-    // made once per θ, which every joiner and the checkpoint writer share.
+    // The state of the current θ (StateMeta, then GlobalModel::save_replica_state at state_offset_): one
+    // copy, made once per θ, which every joiner and the checkpoint writer share.
     SharedBlob state_of_theta();
     void retire_state();  // θ moved on: the state is let go of, and withdrawn when a joiner needs the new one
     void log_checkpoint(const CheckpointWriter::Result& r) const;
@@ -176,7 +176,7 @@ private:
     // States of older θs: each alive only while a queue sends it or the checkpoint writer writes it.
     std::vector<std::weak_ptr<const std::vector<std::byte>>> stale_states_;
     std::string state_blob_of_;                   // the θ hash it was made from
-    std::size_t state_offset_ = 0;                // where save_state's bytes start in it
+    std::size_t state_offset_ = 0;                // where save_replica_state's bytes start in it
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
     std::map<std::string, std::string> awaiting_state_;  // peers a state was sent to, not yet in sync: the θ hash it holds

@@ -39,21 +39,22 @@ void write_checkpoint_files(const std::string& dir, const ModelConfig& model, co
         w.str(key);
         w.u32(island);
     }
-    const std::span<const std::byte> state = s.state();
-    w.u64(state.size());  // what protocol::Writer::bytes puts before a blob
+    // The state is GlobalModel::save_state's: θ with its count, the start of the replica state, then
+    // the outer state.
+    uint64_t n = 0;
+    std::memcpy(&n, s.replica_state().data(), 8);
+    const std::span<const std::byte> theta = s.replica_state().first(8 + n * sizeof(float));
+    w.u64(theta.size() + s.outer.size());  // what protocol::Writer::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
-    const std::span<const std::byte> hashed[] = {head, state};
+    const std::span<const std::byte> hashed[] = {head, theta, s.outer};
     protocol::Writer tail;
     tail.str(checksum(hashed, false));
     const std::vector<std::byte> t = tail.take();
     auto bytes = [](std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); };
-    const std::span<const uint8_t> parts[] = {bytes(head), bytes(state), bytes(t)};
+    const std::span<const uint8_t> parts[] = {bytes(head), bytes(theta), bytes(s.outer), bytes(t)};
     write_file_atomic(dir + "/host.state", parts);
-    // θ is the state's first part, after its 8-byte count (GlobalModel::save_state).
-    uint64_t n = 0;
-    std::memcpy(&n, state.data(), 8);
     write_checkpoint(dir + "/model.bin", model,
-                     std::span(reinterpret_cast<const float*>(state.data() + 8), static_cast<std::size_t>(n)));
+                     std::span(reinterpret_cast<const float*>(theta.data() + 8), static_cast<std::size_t>(n)));
 }
 }  // namespace
 
@@ -70,6 +71,8 @@ void Host::fill_snapshot(CheckpointSnapshot& s) {
     s.islands = island_of_;
     s.blob = state_of_theta();
     s.state_offset = state_offset_;
+    s.outer.resize(global_->outer_state_bytes());
+    global_->save_outer_state(s.outer);
 }
 
 void Host::want_checkpoint(bool always) {

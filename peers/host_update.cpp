@@ -75,7 +75,7 @@ void Host::make_update(Link& link) {
         log("round " + std::to_string(ended) + " updated fragment " + std::to_string(fragment) + " (" +
             std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
     recent_theta_.emplace_back(round_, global_->hash());
-    // The state of the old θ (2 P) lives on only while a queue still sends it (a joiner catches up with
+    // The state of the old θ (P) lives on only while a queue still sends it (a joiner catches up with
     // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
     retire_state();
     while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();

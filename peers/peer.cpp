@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "core/error.h"
@@ -31,6 +32,10 @@ std::string mib(uint64_t bytes) {
 
 Peer::Peer(PeerOptions options) : options_(std::move(options)) {}
 Peer::~Peer() = default;
+
+std::string Peer::state_path(const std::string& name) const {
+    return (options_.workdir.empty() ? std::string(".") : options_.workdir) + "/" + name;
+}
 
 void Peer::log(const std::string& line) const {
     if (options_.log) options_.log(line);
@@ -91,7 +96,17 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     stream_next_.reset();
     worker_.reset();
     replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(ParamLayout(model_).num_params()), c.outer,
-                                                     run_fragments(c, model_));
+                                                     run_fragments(c, model_), diloco::GlobalModel::Holder::replica);
+    if (options_.state_on_disk) {
+        try {  // this machine's disk, not the message: no later message can mend it
+            std::filesystem::create_directories(state_path(""));
+            replica_->keep_theta_on_disk(state_path("theta.replica"));
+        } catch (const std::exception& e) {
+            throw Fatal(std::string("--state-on-disk: ") + e.what());
+        }
+        log("θ's replica and the error-feedback residual are kept on disk, memory-mapped in " + state_path("") + " (" +
+            std::to_string(replica_->theta().size() * sizeof(float) / 1000000) + " MB each): RAM the kernel can take back");
+    }
     replica_valid_ = false;
     config_ = std::move(c);
     privacy_ = config_->privacy.on() ? std::make_unique<privacy::PrivacyBudget>(config_->privacy, run_updates(*config_)) : nullptr;
@@ -160,6 +175,7 @@ void Peer::data_ready(Link& link) {
         worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_),
                                                          c.codec, options_.devices, options_.parallel, options_.device,
                                                          options_.device_options);
+        if (options_.state_on_disk) worker_->keep_residual_on_disk(state_path("residual"));
     } catch (const Error& e) {  // this machine's devices, not the message: no later message can mend it
         throw Fatal(std::string("the island could not be started on ") + std::to_string(options_.devices) + " x " +
                     options_.device + ": " + e.what());
@@ -186,7 +202,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
     const protocol::StateMeta meta = protocol::decode_state(r.bytes(4096));
     const std::span<const std::byte> state = r.view(blob.size());
     r.finish();
-    replica_->load_state(state);
+    replica_->load_replica_state(state);
     replica_valid_ = true;
     round_ = meta.round;
     if (replica_->hash() != meta.theta_hash) {
@@ -321,6 +337,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const diloco::RoundResult result =
         stream_ ? stream_->run_round(*replica_, fragment, plan.schedule.value(), m.round + 1 < run_updates(*config_), on_step)
                 : worker_->run_round(replica_->theta(), plan, on_step);
+    replica_->release_theta();  // on disk: the pages the round read go back to the page cache
     compute_s_ = Clock::real().seconds_since(t0);
     steps_per_s_ = static_cast<float>(result.steps / compute_s_);
     if (moments_round(*config_, m.round)) send_moments(link, m.round);

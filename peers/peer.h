@@ -48,6 +48,7 @@ struct PeerOptions {
     RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
     std::string workdir;          // everything this peer writes: fetched data, the island's shard
     std::vector<std::string> data_dirs;  // the user's own copies of data sets, matched by hash (--data)
+    bool state_on_disk = false;  // θ's replica and the error-feedback residual in memory-mapped files in workdir (core/float_store.h)
     // Optional, for tests and diagnostics: called from run()'s thread at each ResidualEvent, with the
     // round it concerns and the residual as it is then (empty: none yet).
     std::function<void(ResidualEvent, uint64_t round, std::span<const float> residual)> on_residual;
@@ -82,6 +83,7 @@ private:
     void residual_event(ResidualEvent what, uint64_t round);
     void report_hash(Link& link);
     void log(const std::string& line) const;
+    std::string state_path(const std::string& name) const;  // in workdir (--state-on-disk)
     void publish(Link& link);  // round, θ, traffic -> options_.status
 
     PeerOptions options_;

@@ -19,7 +19,7 @@ namespace arch::protocol {
 // 2: the welcome carries the data assignment; 3: round_start places the steps in the lr schedule and
 // names a Δ still held, an update names the contributions it applied; 4: DES-LOC's `moments`, and the
 // update's mean of them.
-constexpr uint32_t kProtocolVersion = 8;  // 8: θ hashes are XXH3-128; 7: reject and bye carry a reason code; 6: transfers checksum with XXH3-128 (5: the welcome names the token width)
+constexpr uint32_t kProtocolVersion = 9;  // 9: an update is the change of θ, the state θ alone; 8: θ hashes are XXH3-128; 7: reject and bye carry a reason code; 6: transfers checksum with XXH3-128 (5: the welcome names the token width)
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "compression/codec.h"
 #include "core/error.h"
 #include "core/hf_import.h"
 #include "core/memory_plan.h"
@@ -25,6 +26,7 @@ struct PlanFlags {
     int layers = 0, channels = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_seq_len = 0;
     int devices = 1, batch = 1, seq_len = 0;
     bool no_error_feedback = false, json = false;
+    std::string down_codec = "fp32", host_memory;
 };
 
 // The model: a preset, an HF config.json, or explicit sizes; explicit sizes override the first two.
@@ -98,16 +100,17 @@ nlohmann::json host_json(const HostBytes& h) {
     return {{"offloaded_optimizer", h.offloaded_optimizer},
             {"offload_staging", h.offload_staging},
             {"theta_replica", h.theta_replica},
-            {"outer_momentum", h.outer_momentum},
-            {"outer_update", h.outer_update},
             {"pseudo_gradient", h.pseudo_gradient},
             {"ef_residual", h.ef_residual},
+            {"update", h.update},
             {"offload", h.offload()},
             {"diloco", h.diloco()},
-            {"total", h.total()}};
+            {"total", h.total()},
+            {"total_state_on_disk", h.total_state_on_disk()},
+            {"on_disk", h.diloco_on_disk()}};
 }
 
-void print_table(const std::vector<MemoryPlan>& plans) {
+void print_table(const std::vector<MemoryPlan>& plans, std::size_t ram, const char* host_memory_source) {
     const MemoryPlan& first = plans.front();
     const PlanRequest& q = first.request;
     std::printf("model %s, %.2fM params\n", describe(q.model).c_str(), first.num_params / 1e6);
@@ -130,27 +133,30 @@ void print_table(const std::vector<MemoryPlan>& plans) {
                     format_bytes(d.comm).c_str(), format_bytes(d.reserve).c_str(),
                     format_bytes(d.total()).c_str(), p.fits ? "yes" : "no", p.max_micro_batch);
     }
-    std::printf(
-        "\nhost (the island's machine, all its devices, and its DiLoCo peer):\n%-44s %11s %11s "
-        "%11s %11s\n",
-        "mode", "offloaded", "staging", "diloco", "total");
+    std::printf("\nhost (the island's machine, all its devices, and its DiLoCo peer):\n%-44s %11s %11s %11s %11s %17s\n",
+                "mode", "offloaded", "staging", "diloco", "total", "state on disk");
     for (const MemoryPlan& p : plans) {
         const HostBytes& h = p.host;
-        std::printf("%-44s %11s %11s %11s %11s\n", plan_mode_name(p.request).c_str(),
-                    format_bytes(h.offloaded_optimizer).c_str(),
-                    format_bytes(h.offload_staging).c_str(), format_bytes(h.diloco()).c_str(),
-                    format_bytes(h.total()).c_str());
+        std::printf("%-44s %11s %11s %11s %11s %17s\n", plan_mode_name(p.request).c_str(),
+                    format_bytes(h.offloaded_optimizer).c_str(), format_bytes(h.offload_staging).c_str(),
+                    format_bytes(h.diloco()).c_str(), format_bytes(h.total()).c_str(),
+                    format_bytes(h.total_state_on_disk()).c_str());
     }
     const HostBytes& h = first.host;
-    std::printf(
-        "  diloco = theta replica (the round's snapshot) %s + outer momentum %s + outer update %s "
-        "+ "
-        "pseudo-gradient %s + error-feedback residual and its saved copy %s\n",
-        format_bytes(h.theta_replica).c_str(), format_bytes(h.outer_momentum).c_str(),
-        format_bytes(h.outer_update).c_str(), format_bytes(h.pseudo_gradient).c_str(),
-        format_bytes(h.ef_residual).c_str());
-    std::printf(
-        "  offload is a GPU mode (--device cuda): a CPU device's optimizer state is in RAM already\n");
+    std::printf("  diloco = theta replica %s + pseudo-gradient %s + error-feedback residual %s + update as it arrives %s\n"
+                "  state on disk (archipelago peer --state-on-disk): the theta replica and the residual are memory-mapped "
+                "files, %s of disk\n",
+                format_bytes(h.theta_replica).c_str(), format_bytes(h.pseudo_gradient).c_str(),
+                format_bytes(h.ef_residual).c_str(), format_bytes(h.update).c_str(),
+                format_bytes(h.diloco_on_disk()).c_str());
+    std::printf("  offload is a GPU mode (--device cuda): a CPU device's optimizer state is in RAM already\n");
+    if (ram == 0) return;
+    std::printf("\nthis machine's RAM (%s): %s\n", host_memory_source, format_bytes(ram).c_str());
+    for (const MemoryPlan& p : plans)
+        std::printf("%-44s %s\n", plan_mode_name(p.request).c_str(),
+                    p.host.total() <= ram                ? "fits"
+                    : p.host.total_state_on_disk() <= ram ? "fits with --state-on-disk"
+                                                          : "does not fit, even with --state-on-disk");
 }
 
 void run_plan(const PlanFlags& f) {
@@ -165,6 +171,9 @@ void run_plan(const PlanFlags& f) {
     q.offload = parse_offload(f.offload);
     q.fused_attention = f.attention == "fused";
     q.error_feedback = !f.no_error_feedback;
+    constexpr std::uint64_t kSample = 1 << 20;  // the codec's bytes per parameter, over a million
+    q.update_bytes_per_param = static_cast<double>(compression::payload_bytes_limit(f.down_codec, kSample)) / kSample;
+    const std::size_t ram = f.host_memory.empty() ? host_memory_bytes() : parse_bytes(f.host_memory);
     if (!f.device_memory.empty())
         q.device_memory_bytes = parse_bytes(f.device_memory);
     else if (q.device == PlanDevice::cuda)
@@ -174,7 +183,7 @@ void run_plan(const PlanFlags& f) {
     std::vector<MemoryPlan> plans;
     for (const PlanRequest& mode : plan_modes(q)) plans.push_back(plan_memory(mode));
     if (!f.json) {
-        print_table(plans);
+        print_table(plans, ram, f.host_memory.empty() ? "MemTotal" : "--host-memory");
         return;
     }
     nlohmann::json out = nlohmann::json::array();
@@ -192,6 +201,7 @@ void run_plan(const PlanFlags& f) {
                        {"T", p.request.T},
                        {"per_device", device_json(p.device)},
                        {"host", host_json(p.host)},
+                       {"host_memory", ram},
                        {"fits", p.fits},
                        {"max_micro_batch", p.max_micro_batch}});
     std::printf("%s\n", out.dump(2).c_str());
@@ -265,6 +275,10 @@ void add_plan(CLI::App& app, int& exit_code) {
     cmd->add_flag("--no-error-feedback", f->no_error_feedback,
                   "the peer's uplink codec keeps no error-feedback residual")
         ->group("Mode");
+    cmd->add_option("--down-codec", f->down_codec, "the run's wire.down_codec: the size of an update as it arrives")
+        ->group("Mode");
+    cmd->add_option("--host-memory", f->host_memory, "the RAM of the island's machine, e.g. 64GiB (default: this machine's)")
+        ->group("Rig");
     cmd->add_flag("--json", f->json, "print the plans as JSON (bytes) instead of a table");
     cmd->callback([f, &exit_code] {
         run_plan(*f);

@@ -128,6 +128,11 @@ void add_peer_flags(CLI::App& command, PeerSession& s) {
                        "name); repeatable. What is not found there is fetched from the host")
         ->check(CLI::ExistingDirectory)
         ->group("Data");
+    command.add_flag("--state-on-disk", s.state_on_disk,
+                     "keep the DiLoCo state that lasts across rounds, the replica of the global θ and the error-feedback "
+                     "residual (P = 4 bytes a parameter each), in memory-mapped files in the working directory instead of "
+                     "in RAM: for a big model on a machine short of RAM (docs/run-config.md, \"Memory\")")
+        ->group("Island");
     // Fault injection for tests (docs/protocol.md): hidden from --help (no group).
     command.add_option("--fault-kill-after-chunks", s.fault_kill_after_chunks)->check(CLI::NonNegativeNumber)->group("");
 }
@@ -184,6 +189,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     po.status = &status;
     po.workdir = peer_workdir(session);
     po.data_dirs = session.data_dirs;
+    po.state_on_disk = session.state_on_disk;
     std::filesystem::create_directories(po.workdir);
     Peer peer(std::move(po));
     if (stop_on_signal) {

@@ -36,11 +36,12 @@ struct PeerSession {
     std::string offload = "none";    // none | optimizer (GPUs)
     std::string workdir;           // --workdir; "": peer_workdir()
     std::vector<std::string> data_dirs;  // --data
+    bool state_on_disk = false;          // --state-on-disk
     int fault_kill_after_chunks = 0;     // tests only (hidden flag): SIGKILL itself after sending N transfer chunks
 };
 // Where a peer keeps everything it writes: --workdir, else USER_DATA_DIR/peers/RUN_ID-NAME (never the repo).
 std::string peer_workdir(const PeerSession& session);
-// --name --throttle --devices --parallel --device --workdir --data, bound to `session`; check_peer_flags() after parsing.
+// --name --throttle --devices --parallel --device --workdir --data --state-on-disk, bound to `session`; check_peer_flags() after parsing.
 void add_peer_flags(CLI::App& command, PeerSession& session);
 void check_peer_flags(const PeerSession& session);
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);

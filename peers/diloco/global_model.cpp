@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -39,38 +40,44 @@ void check_outer_config(const OuterConfig& config) {
     compression::parse_codec_spec(config.down_codec);
 }
 
-GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments)
-    : config_(config),
-      theta_(std::move(theta)),
-      fragments_(std::move(fragments)),
-      aggregator_(outer::make_aggregator(config.aggregator)),
-      down_codec_(compression::make_codec(config.down_codec)) {
+GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments,
+                         Holder holder)
+    : config_(config), theta_(std::move(theta)), fragments_(std::move(fragments)) {
     if (fragments_.empty()) {  // the whole vector: covered by construction
         fragments_ = make_fragments(0, 0, theta_.size(), 1);
-        optimizers_.push_back(make_optimizer(theta_.size(), config));
-        return;
-    }
-    std::vector<char> covered(theta_.size(), 0);
-    for (const Fragment& f : fragments_) {
-        for (const auto& [begin, end] : f.ranges) {
-            if (begin > end || end > theta_.size()) throw Error("a fragment reaches past the model's parameters");
-            for (std::size_t i = begin; i < end; ++i) {
-                if (covered[i]) throw Error("two fragments share parameter " + std::to_string(i));
-                covered[i] = 1;
+    } else {
+        std::vector<char> covered(theta_.size(), 0);
+        for (const Fragment& f : fragments_) {
+            for (const auto& [begin, end] : f.ranges) {
+                if (begin > end || end > theta_.size()) throw Error("a fragment reaches past the model's parameters");
+                for (std::size_t i = begin; i < end; ++i) {
+                    if (covered[i]) throw Error("two fragments share parameter " + std::to_string(i));
+                    covered[i] = 1;
+                }
             }
         }
-        optimizers_.push_back(make_optimizer(f.size, config));
+        if (std::ranges::count(covered, 0) > 0) throw Error("the fragments leave parameters out");
     }
-    if (std::ranges::count(covered, 0) > 0) throw Error("the fragments leave parameters out");
+    applied_.assign(fragments_.size(), 0);
+    if (holder == Holder::replica) return;
+    aggregator_ = outer::make_aggregator(config.aggregator);
+    down_codec_ = compression::make_codec(config.down_codec);
+    for (const Fragment& f : fragments_) optimizers_.push_back(make_optimizer(f.size, config));
+}
+
+void GlobalModel::keep_theta_on_disk(const std::string& path) { theta_ = FloatStore::on_disk(path, theta_.values()); }
+
+void GlobalModel::require_host(const char* what) const {
+    if (optimizers_.empty()) throw Error(std::string(what) + " needs the outer optimizer, which only the host holds");
 }
 
 uint64_t GlobalModel::updates_applied() const {
     uint64_t n = 0;
-    for (const auto& o : optimizers_) n += o->steps();
+    for (const uint64_t a : applied_) n += a;
     return n;
 }
 
-uint64_t GlobalModel::updates_applied(int p) const { return optimizers_.at(static_cast<std::size_t>(p))->steps(); }
+uint64_t GlobalModel::updates_applied(int p) const { return applied_.at(static_cast<std::size_t>(p)); }
 
 float GlobalModel::next_lr(int p) const {
     const outer::OuterLrSchedule s{config_.lr, config_.final_lr, config_.lr_warmup, config_.total_updates};
@@ -78,13 +85,15 @@ float GlobalModel::next_lr(int p) const {
 }
 
 std::vector<std::byte> GlobalModel::make_update(std::span<const outer::WeightedDelta> contributions, int p) {
+    require_host("make_update");
     if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
     scratch_.resize(fragment(p).size);
     aggregator_->aggregate(contributions, scratch_);
-    return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
+    return step_and_encode(p);
 }
 
 std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held, int p) {
+    require_host("make_update");
     if (held.empty()) throw Error("a round needs at least one pseudo-gradient");
     if (!aggregator_->per_coordinate())
         throw Error("outer.aggregator '" + aggregator_->name() + "' does not aggregate slice by slice");
@@ -113,30 +122,95 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
         }
         aggregator_->aggregate(in, std::span(scratch_).subspan(first, len));
     }
-    return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
+    return step_and_encode(p);
+}
+
+namespace {
+float largest_magnitude(std::span<const float> x) {
+    float most = 0.0f;
+    const std::size_t n = x.size();
+#pragma omp parallel for simd schedule(static) reduction(max : most) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) most = std::max(most, std::fabs(x[i]));
+    return most;
+}
+
+bool all_finite(std::span<const float> x) {
+    float z = 0.0f;  // x * 0 is 0 for finite x, NaN otherwise
+    const std::size_t n = x.size();
+#pragma omp parallel for simd schedule(static) reduction(+ : z) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) z += x[i] * 0.0f;
+    return z == 0.0f;
+}
+
+// Calls fn(at, from, count) for the runs of θ that hold a fragment's values [first, first + len):
+// θ[at + k] is the fragment's value first + from + k.
+template <class Fn>
+void for_each_run(const Fragment& f, std::size_t first, std::size_t len, Fn&& fn) {
+    std::size_t local = 0;  // the fragment's index of the range's start
+    for (const auto& [begin, end] : f.ranges) {
+        const std::size_t lo = std::max(first, local), hi = std::min(first + len, local + (end - begin));
+        if (lo < hi) fn(begin + (lo - local), lo - first, hi - lo);
+        local += end - begin;
+        if (local >= first + len) return;
+    }
+}
+}  // namespace
+
+std::vector<std::byte> GlobalModel::step_and_encode(int p) {
+    const Fragment& f = fragment(p);
+    outer::OuterOptimizer& optimizer = *optimizers_[static_cast<std::size_t>(p)];
+    // Only "average" ignores the lr; every other optimizer follows the schedule.
+    if (config_.optimizer != "average") optimizer.set_lr(next_lr(p));
+    const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_.size();
+    std::span<const float> params(theta_.values());
+    if (!whole) {
+        params_.resize(f.size);
+        gather(f, theta_.values(), params_);
+        params = params_;
+    }
+    // A finite aggregate can still overflow θ (Δ near FLT_MAX, momentum): checked before anything moves.
+    if (!optimizer.step_stays_finite(params, scratch_))
+        throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
+    optimizer.take_step(scratch_);  // scratch_: the change of θ
+    // Every decoder gives at most a block's largest magnitude (times 1 + its rounding), so within
+    // this bound no island's θ can leave fp32 by the codec's rounding; past it the change goes exact.
+    const double reach = static_cast<double>(largest_magnitude(params)) + 2.0 * largest_magnitude(scratch_);
+    if (reach < 0.5 * FLT_MAX) return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
+    return compression::make_codec("fp32")->encode(scratch_, 0);
 }
 
 void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     const Fragment& f = fragment(p);
-    outer::OuterOptimizer& optimizer = *optimizers_[static_cast<std::size_t>(p)];
-    scratch_.resize(f.size);
-    compression::decode(update, scratch_);  // validates everything, throws before touching state
-    // Only "average" ignores the lr; every other optimizer follows the schedule.
-    if (config_.optimizer != "average") optimizer.set_lr(next_lr(p));
-    // One fragment is θ itself; several are gathered into a buffer kept for the next update.
-    const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_.size();
-    std::span<float> params(theta_);
-    if (!whole) {
-        params_.resize(f.size);
-        gather(f, theta_, params_);
-        params = params_;
+    // Validated whole (header, sizes, zstd frames, scales) before θ is touched, and read where it lies.
+    const compression::HeldPayload change(update, f.size, compression::HeldPayload::Keep::borrow);
+    const std::size_t slice = static_cast<std::size_t>(compression::slice_length(change.alignment()));
+    // Twice over the slices: first that θ stays finite, then the addition, so a refused update changes nothing.
+    for (const bool add : {false, true}) {
+        std::size_t bad = 0;
+        for (std::size_t first = 0; first < f.size; first += slice) {
+            const std::size_t len = std::min(slice, f.size - first);
+            if (slice_.size() < len) slice_.resize(len);
+            const std::span<float> d = std::span(slice_).first(len);
+            change.decode(first, d);
+            for_each_run(f, first, len, [&](std::size_t at, std::size_t from, std::size_t count) {
+                float* t = theta_.data() + at;
+                const float* x = d.data() + from;
+                if (add) {
+#pragma omp parallel for simd schedule(static) if (count > (1 << 18))
+                    for (std::size_t i = 0; i < count; ++i) t[i] = t[i] + x[i];
+                } else {
+                    std::size_t n_bad = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : n_bad) if (count > (1 << 18))
+                    for (std::size_t i = 0; i < count; ++i) n_bad += !std::isfinite(t[i] + x[i]);
+                    bad += n_bad;
+                }
+            });
+        }
+        if (bad > 0) throw Error("the update would make θ non-finite; it was discarded and θ kept as it was");
     }
-    // A finite update can still overflow θ (Δ near FLT_MAX, momentum): checked before anything moves.
-    if (!optimizer.step_stays_finite(params, scratch_))
-        throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
-    optimizer.step(params, scratch_);
+    ++applied_[static_cast<std::size_t>(p)];
     hash_.clear();
-    if (!whole) scatter(f, params_, theta_);
+    theta_.release();
 }
 
 std::string hash_floats(std::span<const float> values) {
@@ -174,7 +248,10 @@ std::string hash_bytes(std::span<const std::span<const std::byte>> parts) {
 }
 
 std::string GlobalModel::hash() const {
-    if (hash_.empty()) hash_ = hash_floats(theta_);
+    if (hash_.empty()) {
+        hash_ = hash_floats(theta_.values());
+        theta_.release();
+    }
     return hash_;
 }
 
@@ -184,15 +261,53 @@ std::string GlobalModel::fragment_hash(int p) const {
     return hash_floats(values);
 }
 
-void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fragment(p), theta_, out); }
+void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fragment(p), theta_.values(), out); }
+
+std::size_t GlobalModel::replica_state_bytes() const { return 8 + theta_.size() * sizeof(float) + 8 + 8 * applied_.size(); }
+
+void GlobalModel::save_replica_state(std::span<std::byte> out) const {
+    if (out.size() != replica_state_bytes())
+        throw Error("a replica's state needs " + std::to_string(replica_state_bytes()) + " bytes, given " +
+                    std::to_string(out.size()));
+    const uint64_t n = theta_.size(), fragments = applied_.size();
+    std::byte* at = out.data();
+    std::memcpy(at, &n, 8);
+    std::memcpy(at + 8, theta_.data(), n * sizeof(float));
+    at += 8 + n * sizeof(float);
+    std::memcpy(at, &fragments, 8);
+    std::memcpy(at + 8, applied_.data(), 8 * fragments);
+}
+
+void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
+    uint64_t n = 0, fragments = 0;
+    if (bytes.size() < 8) throw Error("global state is truncated");
+    std::memcpy(&n, bytes.data(), 8);
+    if (n != theta_.size())
+        throw Error("global state holds " + std::to_string(n) + " parameters, the model has " + std::to_string(theta_.size()));
+    if (bytes.size() != replica_state_bytes()) throw Error("global state is " + std::to_string(bytes.size()) +
+                                                           " bytes, expected " + std::to_string(replica_state_bytes()));
+    const std::byte* at = bytes.data() + 8 + n * sizeof(float);
+    std::memcpy(&fragments, at, 8);
+    if (fragments != applied_.size())
+        throw Error("global state has " + std::to_string(fragments) + " fragments, the run " + std::to_string(applied_.size()));
+    const std::span<const float> theta(reinterpret_cast<const float*>(bytes.data() + 8), n);
+    if (!all_finite(theta)) throw Error("global state holds a non-finite parameter");
+    std::memcpy(theta_.data(), theta.data(), n * sizeof(float));
+    std::memcpy(applied_.data(), at + 8, 8 * fragments);
+    hash_.clear();
+    theta_.release();
+}
 
 // Layout: uint64 n, n floats of θ, then each fragment's optimizer state; with several fragments each
 // state is preceded by its uint64 length (one fragment: exactly the plain DiLoCo layout).
-std::size_t GlobalModel::state_bytes() const {
-    std::size_t bytes = 8 + theta_.size() * sizeof(float);
+std::size_t GlobalModel::outer_state_bytes() const {
+    require_host("the outer state");
+    std::size_t bytes = 0;
     for (const auto& o : optimizers_) bytes += (optimizers_.size() > 1 ? 8 : 0) + o->state_size();
     return bytes;
 }
+
+std::size_t GlobalModel::state_bytes() const { return 8 + theta_.size() * sizeof(float) + outer_state_bytes(); }
 
 std::vector<std::byte> GlobalModel::save_state() const {
     std::vector<std::byte> out(state_bytes());
@@ -206,7 +321,12 @@ void GlobalModel::save_state(std::span<std::byte> out) const {
     const uint64_t n = theta_.size();
     std::memcpy(out.data(), &n, 8);
     std::memcpy(out.data() + 8, theta_.data(), n * sizeof(float));
-    std::span<std::byte> rest = out.subspan(8 + n * sizeof(float));
+    save_outer_state(out.subspan(8 + n * sizeof(float)));
+}
+
+void GlobalModel::save_outer_state(std::span<std::byte> rest) const {
+    if (rest.size() != outer_state_bytes())
+        throw Error("the outer state needs " + std::to_string(outer_state_bytes()) + " bytes, given " + std::to_string(rest.size()));
     for (const auto& o : optimizers_) {
         const uint64_t len = o->state_size();
         if (optimizers_.size() > 1) {
@@ -219,6 +339,7 @@ void GlobalModel::save_state(std::span<std::byte> out) const {
 }
 
 void GlobalModel::load_state(std::span<const std::byte> bytes) {
+    require_host("load_state");
     uint64_t n = 0;
     if (bytes.size() < 8) throw Error("global state is truncated");
     std::memcpy(&n, bytes.data(), 8);
@@ -247,7 +368,8 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
         for (std::size_t p = 0; p < optimizers_.size(); ++p) make_optimizer(fragments_[p].size, config_)->load_state(parts[p]);
         for (std::size_t p = 0; p < optimizers_.size(); ++p) optimizers_[p]->load_state(parts[p]);
     }
-    theta_ = std::move(theta);
+    std::memcpy(theta_.data(), theta.data(), n * sizeof(float));
+    for (std::size_t p = 0; p < optimizers_.size(); ++p) applied_[p] = optimizers_[p]->steps();
     hash_.clear();
 }
 

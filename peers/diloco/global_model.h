@@ -1,8 +1,10 @@
 // peers/diloco/global_model.h: the global state of a DiLoCo run, held identically by the host and
-// every island: θ (fp32, host memory), the outer optimizer, and the rule that turns a round's update
-// bytes into the next θ. The host makes those bytes from the islands' pseudo-gradients (aggregate,
-// then encode with the downlink codec); everyone, host included, decodes the same bytes and applies
-// the same outer step, so all end the round with bit-identical θ, checked by hash().
+// every island: θ (fp32, host memory) and the rule that turns a round's update bytes into the next θ.
+// The host alone holds the outer optimizer: it aggregates the islands' pseudo-gradients, takes the
+// outer step and encodes the change of θ with the downlink codec; everyone, host included, decodes
+// the same bytes and adds them to θ, so all end the round with bit-identical θ, checked by hash(). An
+// island's replica holds θ and the count of updates and nothing else: the protocol needs no outer
+// state there, and a joiner's state is θ alone.
 // Streaming DiLoCo: θ in P fragments (peers/diloco/fragments.h), each with its own outer optimizer
 // and its own updates; with one fragment (the default) it is plain DiLoCo.
 #pragma once
@@ -15,6 +17,7 @@
 
 #include "compression/codec.h"
 #include "compression/held_payload.h"
+#include "core/float_store.h"
 #include "outer_optimizer/aggregator.h"
 #include "outer_optimizer/outer_optimizer.h"
 #include "peers/diloco/fragments.h"
@@ -41,10 +44,17 @@ void check_outer_config(const OuterConfig& config);
 
 class GlobalModel {
 public:
+    // host: the outer optimizer too (make_update); replica: θ and the count of updates only.
+    enum class Holder { host, replica };
     // fragments: empty is one fragment, the whole vector; otherwise they must cover θ exactly once.
-    GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments = {});
+    GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments = {},
+                Holder holder = Holder::host);
 
-    std::span<const float> theta() const { return theta_; }
+    std::span<const float> theta() const { return theta_.values(); }
+    // θ moves to a file created at path, memory-mapped (core/float_store.h): RAM the kernel can take back.
+    void keep_theta_on_disk(const std::string& path);
+    bool theta_on_disk() const { return theta_.is_on_disk(); }
+    void release_theta() const { theta_.release(); }  // on disk: its pages back to the page cache
     uint64_t updates_applied() const;                 // over all fragments
     uint64_t updates_applied(int fragment) const;
     int fragments() const { return static_cast<int>(fragments_.size()); }
@@ -52,7 +62,10 @@ public:
     float next_lr(int fragment = 0) const;  // the outer lr the fragment's next update is applied with
 
     // Host: aggregates one round's pseudo-gradients of a fragment (each fragment(p).size floats; give
-    // them in a canonical order) into update bytes.
+    // them in a canonical order), takes the outer step (the optimizer's state moves) and encodes the
+    // change of θ into update bytes, which apply_update then adds to θ. Throws arch::Error, with the
+    // optimizer unchanged, for a step that would make θ non-finite. Where the downlink codec's rounding
+    // would carry θ past fp32's range, the change goes out in fp32.
     std::vector<std::byte> make_update(std::span<const outer::WeightedDelta> contributions, int fragment = 0);
     // Host, with Δs held encoded: the update make_update gives for them decoded whole, each times its
     // scale (a screen's clip), bit for bit, aggregated slice by slice so that no Δ is ever decoded
@@ -63,32 +76,45 @@ public:
         float scale = 1.0f;
     };
     std::vector<std::byte> make_update(std::span<const HeldDelta> held, int fragment = 0);
-    bool aggregates_per_coordinate() const { return aggregator_->per_coordinate(); }
-    // Everyone: decodes update bytes and applies one outer step to the fragment. Validates first (size,
-    // codec, NaN/Inf), and θ after the step (finite): on error throws arch::Error and θ and the
-    // optimizer are unchanged.
+    bool aggregates_per_coordinate() const { return aggregator_ && aggregator_->per_coordinate(); }
+    // Everyone: decodes update bytes (the change of the fragment's θ) and adds them, a slice at a time.
+    // Validates first (size, codec, NaN/Inf) and that θ stays finite: on error throws arch::Error and θ
+    // is unchanged.
     void apply_update(std::span<const std::byte> update, int fragment = 0);
 
     std::string hash() const;  // hash_floats(θ), computed once per θ
     std::string fragment_hash(int p) const;                 // of the fragment's floats, in range order
     void fragment_theta(int p, std::span<float> out) const;  // gathers them
 
-    // θ and the outer optimizer's state, for checkpoints and late joiners.
+    // What a replica needs, for late joiners: uint64 n, n floats of θ, then each fragment's update count.
+    std::size_t replica_state_bytes() const;
+    void save_replica_state(std::span<std::byte> out) const;  // exactly replica_state_bytes(), in place
+    void load_replica_state(std::span<const std::byte> bytes);
+    // The host's checkpoint: uint64 n, n floats of θ (the replica state's start), then the outer state.
     std::vector<std::byte> save_state() const;
     std::size_t state_bytes() const;
     void save_state(std::span<std::byte> out) const;  // exactly state_bytes(): into a blob, in place
-    void load_state(std::span<const std::byte> bytes);
+    // The outer state alone (what follows θ in save_state), for a checkpoint that takes θ elsewhere.
+    std::size_t outer_state_bytes() const;
+    void save_outer_state(std::span<std::byte> out) const;
+    void load_state(std::span<const std::byte> bytes);  // host only
 
 private:
+    std::vector<std::byte> step_and_encode(int fragment);  // scratch_: the aggregate in, the change out
+    void require_host(const char* what) const;
+
     OuterConfig config_;
-    std::vector<float> theta_;
+    FloatStore theta_;
     std::vector<Fragment> fragments_;
+    std::vector<uint64_t> applied_;  // updates applied, one count per fragment
+    // Host only (a replica holds none of these):
     std::vector<std::unique_ptr<outer::OuterOptimizer>> optimizers_;  // one per fragment
     std::unique_ptr<outer::Aggregator> aggregator_;
     std::unique_ptr<compression::Codec> down_codec_;
-    std::vector<float> scratch_;  // the decoded update (and the aggregate), reused every round
+    std::vector<float> scratch_;  // the aggregate, then the change of θ, reused every round
     std::vector<float> params_;   // a fragment's θ, gathered (several fragments only)
     std::vector<std::vector<float>> slices_;  // one slice of each held Δ, decoded (make_update of HeldDeltas)
+    std::vector<float> slice_;  // one slice of an update, decoded (apply_update)
     mutable std::string hash_;  // of theta_; empty after θ changes
 };
 

@@ -1,7 +1,9 @@
 // peers/diloco/island_worker.cpp: IslandWorker.
 #include "peers/diloco/island_worker.h"
 
+#include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "core/error.h"
 #include "peers/diloco/model_factory.h"
@@ -10,7 +12,7 @@ namespace arch::diloco {
 
 IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices,
                            Parallel parallel, const std::string& device, const DeviceOptions& options)
-    : codec_(compression::make_codec(up_codec)), delta_(ParamLayout(model).num_params()) {
+    : codec_(compression::make_codec(up_codec)), num_params_(ParamLayout(model).num_params()) {
     if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
     if (devices == 1) {
         model_ = make_model(model, device, options);
@@ -39,9 +41,9 @@ void IslandWorker::set_adamw_state(std::span<const float> m, std::span<const flo
 }
 
 void IslandWorker::set_params(std::span<const float> theta) {
-    if (theta.size() != delta_.size())
+    if (theta.size() != num_params_)
         throw Error("global θ has " + std::to_string(theta.size()) + " parameters, the island's model " +
-                    std::to_string(delta_.size()));
+                    std::to_string(num_params_));
     if (island_) island_->set_params(theta);
     else model_->set_params(theta);
 }
@@ -82,16 +84,19 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, int steps,
                                     const std::function<void(const StepStats&)>& on_step) {
     set_params(theta);
     RoundResult r = run_steps(steps, on_step);
-    encode_round(theta, r);
+    encode_round(theta, r, std::nullopt);
     return r;
 }
 
 std::vector<std::byte> IslandWorker::encode(std::span<float> delta, uint64_t stream) {
-    if (share_) {
-        privacy::clip_l2(delta, share_->clip);
-        privacy::add_island_share(delta, share_->clip, share_->sigma, share_->honest, share_->noise);
-    }
+    add_share(delta);
     return codec_->encode(delta, stream);
+}
+
+void IslandWorker::add_share(std::span<float> delta) {
+    if (!share_) return;
+    privacy::clip_l2(delta, share_->clip);
+    privacy::add_island_share(delta, share_->clip, share_->sigma, share_->honest, share_->noise);
 }
 
 void IslandWorker::add_privacy_share(double clip, double sigma, int honest) {
@@ -100,8 +105,9 @@ void IslandWorker::add_privacy_share(double clip, double sigma, int honest) {
     share_ = std::make_unique<PrivacyShare>(PrivacyShare{clip, sigma, honest, {}});
 }
 
-void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r) {
-    const bool on_devices = !share_;  // a privacy share is added here, to the whole Δ
+void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round) {
+    const bool ef = codec_->settings().error_feedback;
+    const bool on_devices = !share_ && !ef;  // a privacy share is added here, to the whole Δ; a residual is kept here
     if (on_devices && model_) {
         if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
             r.payload = std::move(*on_device);
@@ -115,75 +121,83 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r) {
             return;
         }
     }
-    get_params(delta_);
-    for (std::size_t i = 0; i < delta_.size(); ++i) delta_[i] = theta[i] - delta_[i];
-    r.payload = encode(delta_, 0);
     r.encoded_on = share_ ? "on the host, clipped and noised" : "on the host";
+    if (pending_) {  // a later Δ is encoded on top of the last one: that one now counts as applied
+        commit_pending();
+        assumed_.push_back(*std::exchange(pending_, std::nullopt));
+        while (assumed_.size() + 1 > kMaxUnsettled) assumed_.pop_front();  // with the pending one: at most kMaxUnsettled
+    }
+    if (delta_.size() != num_params_) delta_ = FloatStore(std::vector<float>(num_params_));  // none yet, or swapped with none
+    const std::span<float> delta = delta_.values();
+    get_params(delta);
+    for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = theta[i] - delta[i];
+    if (!ef) {
+        r.payload = encode(delta, 0);
+        return;
+    }
+    add_share(delta);
+    if (residual_.size() == 0) {  // none yet: a residual of zeros, as the codec's own error feedback starts
+        for (float& x : delta) x = x + 0.0f;
+    } else {
+        const float* e = residual_.data();
+        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = delta[i] + e[i];
+        residual_.release();
+    }
+    r.payload = codec_->encode_feedback(delta);  // throws for a non-finite Δ: nothing sent, residual_ as it was
+    pending_ = round;
+    if (!round) commit_pending();  // applied at once
+}
+
+void IslandWorker::commit_pending() {
+    pending_.reset();
+    if (residual_path_.empty()) {
+        std::swap(residual_, delta_);
+    } else if (residual_.size() != delta_.size()) {
+        residual_ = FloatStore::on_disk(residual_path_, delta_.values());
+    } else {
+        std::copy(delta_.data(), delta_.data() + delta_.size(), residual_.data());
+        residual_.release();
+    }
+}
+
+void IslandWorker::keep_residual_on_disk(const std::string& path) {
+    residual_path_ = path;
+    // Made now, so a disk that cannot hold it says so at the start; zeros are where error feedback starts.
+    residual_ = residual_.size() > 0 ? FloatStore::on_disk(path, residual_.values()) : FloatStore::on_disk(path, num_params_);
 }
 
 RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPlan& plan,
                                     const std::function<void(const StepStats&)>& on_step) {
     set_params(theta);
     RoundResult r = train(plan.steps, plan.schedule ? &*plan.schedule : nullptr, on_step);
-    const std::span<const float> before = codec_->residual(0);
-    const bool ef = codec_->settings().error_feedback;  // else there is nothing to put back
-    if (ef) {
-        std::vector<float> copy;
-        if (!spare_residuals_.empty()) {
-            copy = std::move(spare_residuals_.back());
-            spare_residuals_.pop_back();
-        }
-        copy.assign(before.begin(), before.end());
-        unsettled_.push_back({plan.round, std::move(copy)});
-    }
-    try {
-        encode_round(theta, r);
-    } catch (...) {  // nothing was sent (a non-finite Δ): the residual is unchanged
-        if (ef) {
-            recycle(std::move(unsettled_.back().residual));
-            unsettled_.pop_back();
-        }
-        throw;
-    }
-    while (unsettled_.size() > kMaxUnsettled) {
-        recycle(std::move(unsettled_.front().residual));
-        unsettled_.pop_front();
-    }
+    encode_round(theta, r, plan.round);
     return r;
 }
 
 bool IslandWorker::settle(uint64_t round, bool applied) {
-    // The newest Δ of that round (a round started again can have been sent twice; the first was
-    // settled by the round_start that started it again).
-    auto it = unsettled_.end();
-    while (it != unsettled_.begin()) {
-        --it;
-        if (it->round != round) continue;
-        const bool newest = std::next(it) == unsettled_.end();
-        if (!applied && newest) codec_->set_residual(0, it->residual);
-        recycle(std::move(it->residual));
-        unsettled_.erase(it);
-        return applied || newest;
+    if (pending_ == round) {
+        if (applied) commit_pending();  // its residual stands
+        pending_.reset();               // dropped: residual_ is as before it
+        return true;
     }
-    return true;  // nothing kept for it (no error feedback, or settled already)
+    // Counted as applied when a later Δ was encoded on top of it: a drop cannot be undone exactly.
+    const auto it = std::find(assumed_.begin(), assumed_.end(), round);
+    if (it == assumed_.end()) return true;  // nothing kept for it (no error feedback, or settled already)
+    assumed_.erase(it);
+    return applied;
 }
 
 std::vector<uint64_t> IslandWorker::unsettled() const {
-    std::vector<uint64_t> rounds;
-    for (const Unsettled& u : unsettled_) rounds.push_back(u.round);
+    std::vector<uint64_t> rounds(assumed_.begin(), assumed_.end());
+    if (pending_) rounds.push_back(*pending_);
     return rounds;
 }
 
 void IslandWorker::reset_residual() {
     codec_->reset(0);
-    for (Unsettled& u : unsettled_) recycle(std::move(u.residual));
-    unsettled_.clear();
-}
-
-void IslandWorker::recycle(std::vector<float>&& residual) {
-    // One spare is what a sync round needs (its Δ settled before the next is encoded); more would
-    // hold memory that a burst of unsettled rounds once asked for.
-    if (spare_residuals_.empty()) spare_residuals_.push_back(std::move(residual));
+    residual_ = FloatStore();
+    pending_.reset();
+    assumed_.clear();
 }
 
 }  // namespace arch::diloco

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compression/codec.h"
+#include "core/float_store.h"
 #include "core/island.h"
 #include "core/model.h"
 #include "core/trainer.h"
@@ -68,8 +69,12 @@ public:
     bool settle(uint64_t round, bool applied);
     std::vector<uint64_t> unsettled() const;  // rounds of the Δs run_round(plan) encoded, not settled, oldest first
     void reset_residual();                    // a resync: error feedback starts afresh, nothing unsettled
-    std::span<const float> residual() const { return codec_->residual(0); }
-    static constexpr std::size_t kMaxUnsettled = 4;  // beyond it the oldest counts as applied (memory: a copy each)
+    // The residual the next Δ is encoded on as things stand: the newest Δ's counts as applied until settled.
+    std::span<const float> residual() const { return pending_ ? delta_.values() : residual_.values(); }
+    // The residual moves to a file created at path, memory-mapped (core/float_store.h), and stays there:
+    // RAM the kernel can take back, for a copy of Δ's buffer into it each time a Δ counts as applied.
+    void keep_residual_on_disk(const std::string& path);
+    static constexpr std::size_t kMaxUnsettled = 4;  // rounds named by unsettled(); beyond it the oldest counts as applied
     // Streaming DiLoCo's pieces: run on from the island's current θ_i (no reset to θ), set θ_i, and
     // encode a fragment's Δ with the uplink codec (stream: the fragment, so each keeps its residual).
     RoundResult run_steps(int steps, const std::function<void(const StepStats&)>& on_step = {});  // no payload
@@ -88,27 +93,32 @@ public:
     // keeps the step count.
     void get_adamw_state(std::span<float> m, std::span<float> v);
     void set_adamw_state(std::span<const float> m, std::span<const float> v);
-    std::size_t num_params() const { return delta_.size(); }
+    std::size_t num_params() const { return num_params_; }
     void get_params(std::span<float> out);  // the island's current θ_i
     int devices() const { return island_ ? island_->devices() : 1; }
 
 private:
+    void add_share(std::span<float> delta);  // clipped and noised, when a privacy share is on
     RoundResult train(int steps, const rounds::ScheduleSpan* placed, const std::function<void(const StepStats&)>& on_step);
-    void encode_round(std::span<const float> theta, RoundResult& r);  // Δ = θ − θ_i, encoded into r
-
-    struct Unsettled {
-        uint64_t round;
-        std::vector<float> residual;  // before its encode
-    };
+    // Δ = θ − θ_i encoded into r; with error feedback, round names the Δ for settle() (none: applied at once).
+    void encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round);
 
     std::unique_ptr<Model> model_;
     std::unique_ptr<Trainer> trainer_;  // one device
     std::unique_ptr<Island> island_;    // or several
     std::unique_ptr<compression::Codec> codec_;
-    std::vector<float> delta_;
-    std::deque<Unsettled> unsettled_;
-    std::vector<std::vector<float>> spare_residuals_;  // settled copies' buffers, for the next copy
-    void recycle(std::vector<float>&& residual);
+    std::size_t num_params_ = 0;
+    // Error feedback of the rounds (codecs with +ef), kept here and not in the codec, so that a Δ the
+    // host drops is undone exactly with no copy of the residual: residual_ is what the Δs the host
+    // applied left out; delta_ holds Δ, then Δ plus residual_, then, once encoded, the residual that
+    // Δ leaves, which replaces residual_ when the host applies it (settle) or a later Δ is encoded on
+    // top of it. A peer's DiLoCo state is then θ, residual_ and delta_: 3 P (docs/rounds.md).
+    FloatStore delta_;
+    FloatStore residual_;              // none yet: empty
+    std::string residual_path_;       // on disk (keep_residual_on_disk), else empty
+    void commit_pending();            // delta_'s residual becomes residual_
+    std::optional<uint64_t> pending_;  // the round whose residual delta_ holds, until settled
+    std::deque<uint64_t> assumed_;     // rounds counted as applied when a later Δ was encoded, not yet settled
     struct PrivacyShare {
         double clip, sigma;
         int honest;

@@ -217,6 +217,34 @@ TEST_CASE("Llama-2-7B and 13B shapes on 4 x 24 GiB GPUs with ZeRO-3, recompute b
     CHECK(no_recompute.device.activations > 4 * seven.device.activations);
 }
 
+TEST_CASE("an 8B Llama's DiLoCo peer: θ, Δ, the residual and the update in RAM; 1 P and the update with its state on disk") {
+    ModelConfig c = llama_shape(32, 4096, 32, 14336);
+    c.num_kv_heads = 8;
+    c.vocab_size = 128256;
+    c.padded_vocab_size = pad_vocab(c.vocab_size);
+    PlanRequest q = home_rig(c);
+    q.update_bytes_per_param = 1.0 + 4.0 / 256;  // int8 with a scale per block of 256
+    const MemoryPlan p = plan_memory(q);
+    CHECK(p.num_params == 8030261248);  // Llama-3-8B's published count
+    const std::size_t P = p.num_params * sizeof(float);
+    const HostBytes& h = p.host;
+    CHECK(h.theta_replica == P);
+    CHECK(h.pseudo_gradient == P);
+    CHECK(h.ef_residual == P);
+    CHECK(h.update == static_cast<std::size_t>(static_cast<double>(p.num_params) * q.update_bytes_per_param));
+    CHECK(h.diloco() == 3 * P + h.update);  // no outer momentum, no decoded update (protocol 9)
+    CHECK(h.diloco_on_disk() == 2 * P);
+    CHECK(h.total() - h.total_state_on_disk() == 2 * P);
+    const std::size_t in_ram_on_disk = h.diloco() - h.diloco_on_disk();
+    std::printf("8B Llama's DiLoCo peer: %s in RAM, %s with --state-on-disk (%s on disk); the whole host %s, %s\n",
+                format_bytes(h.diloco()).c_str(), format_bytes(in_ram_on_disk).c_str(), format_bytes(h.diloco_on_disk()).c_str(),
+                format_bytes(h.total()).c_str(), format_bytes(h.total_state_on_disk()).c_str());
+    CHECK(in_ram_on_disk <= parse_bytes("64GiB"));
+    PlanRequest plain = q;
+    plain.error_feedback = false;
+    CHECK(plan_memory(plain).host.diloco() == 2 * P + h.update);
+}
+
 TEST_CASE("an HF config.json plans the same model as explicit sizes") {
     TempDir dir;
     {

@@ -125,7 +125,7 @@ struct HandPeer {
         REQUIRE(state);
         protocol::Reader reader(state->payload, "state");
         const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
-        const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, momentum
+        const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, update counts
         std::size_t params = 0;
         std::memcpy(&params, global.data(), 8);
         report(meta.round, meta.theta_hash);

@@ -265,6 +265,13 @@ TEST_CASE("plan prints every mode with its categories, as a table or JSON, and r
     CHECK(table.exit_code == 0);
     for (const char* s : {"ddp ", "zero3 + recompute block + offload optimizer", "activations", "6738.42M params", "diloco"})
         CHECK(table.out.find(s) != std::string::npos);
+    const Result home = run("plan --layers 32 --channels 4096 --heads 32 --kv-heads 8 --ffn 14336 --vocab 128256 "
+                            "--seq-len 2048 --devices 4 --down-codec int8 --host-memory 256GiB");
+    INFO(home.out);
+    CHECK(home.exit_code == 0);
+    for (const char* s : {"state on disk", "--state-on-disk", "this machine's RAM (--host-memory): 256.00 GiB", "fits"})
+        CHECK(home.out.find(s) != std::string::npos);
+    expect_error(run("plan --config tiny --down-codec int9"), "int9");
     const Result json = run("plan --config tiny --device cpu --devices 2 --batch 4 --json");
     INFO(json.out);
     CHECK(json.exit_code == 0);

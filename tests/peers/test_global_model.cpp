@@ -1,48 +1,66 @@
-// tests/peers/test_global_model.cpp: an outer step that would make θ non-finite (a finite update whose
+// tests/peers/test_global_model.cpp: an outer step that would make θ non-finite (a finite aggregate whose
 // step overflows fp32) is refused with θ, the momentum and the hash unchanged, and the next good
-// update applies exactly as if the bad one had never come; the update of Δs held encoded and
-// aggregated slice by slice is, bit for bit, the update of the same Δs decoded whole, for the mean,
-// the median and the trimmed mean, with a screen's clip on one of them.
+// update applies exactly as if the bad one had never come; an update is the change of θ (in fp32 the
+// optimizer's own step, bit for bit), which a replica with no optimizer follows exactly; the update
+// of Δs held encoded and aggregated slice by slice is, bit for bit, the update of the same Δs decoded
+// whole, for the mean, the median and the trimmed mean, with a screen's clip on one of them.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <memory>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "compression/codec.h"
 #include "compression/held_payload.h"
 #include "core/error.h"
+#include "outer_optimizer/outer_optimizer.h"
 #include "peers/diloco/global_model.h"
 
 using arch::diloco::GlobalModel;
 using arch::diloco::OuterConfig;
 
-TEST_CASE("an outer step that overflows θ is discarded; θ and the optimizer stay as they were") {
+namespace {
+std::vector<std::byte> make_update(GlobalModel& model, const std::vector<float>& delta, int fragment = 0) {
+    const arch::outer::WeightedDelta one{delta, 1.0};
+    return model.make_update(std::span(&one, 1), fragment);
+}
+}  // namespace
+
+TEST_CASE("an outer step that overflows θ is refused; θ and the optimizer stay as they were") {
     OuterConfig config;  // nesterov, lr 0.7, momentum 0.9, fp32 down codec
     GlobalModel model(std::vector<float>(64, 1.0f), config);
     GlobalModel twin(std::vector<float>(64, 1.0f), config);
-    const auto codec = arch::compression::make_codec("fp32");
     const std::vector<float> good(64, 0.01f);
-    model.apply_update(codec->encode(good, 0));
-    twin.apply_update(codec->encode(good, 0));
+    model.apply_update(make_update(model, good));
+    twin.apply_update(make_update(twin, good));
     const std::string before = model.hash();
-    const uint64_t steps = model.updates_applied();
+    const std::vector<std::byte> state = model.save_state();
 
     std::vector<float> huge(64, 0.0f);
     huge[3] = -3.0e38f;  // finite, but θ - lr·(Δ + μ·m) leaves fp32
-    CHECK_THROWS_WITH(model.apply_update(codec->encode(huge, 0)), Catch::Contains("non-finite"));
+    CHECK_THROWS_WITH(make_update(model, huge), Catch::Contains("non-finite"));
     CHECK(model.hash() == before);
-    CHECK(model.updates_applied() == steps);
+    CHECK(model.save_state() == state);  // θ, the momentum and the step count
     for (float x : model.theta()) REQUIRE(std::isfinite(x));
 
-    model.apply_update(codec->encode(good, 0));
-    twin.apply_update(codec->encode(good, 0));
+    model.apply_update(make_update(model, good));
+    twin.apply_update(make_update(twin, good));
     CHECK(model.hash() == twin.hash());  // momentum untouched by the refused step
+
+    // A replica refuses a change that would make its θ non-finite (a host is a stranger too), unchanged.
+    GlobalModel replica(std::vector<float>(64, 1.0e38f), config, {}, GlobalModel::Holder::replica);
+    std::vector<float> change(64, 0.0f);
+    change[7] = 3.0e38f;  // 1e38 + 3e38 leaves fp32
+    const std::string replica_before = replica.hash();
+    CHECK_THROWS_WITH(replica.apply_update(arch::compression::make_codec("fp32")->encode(change)), Catch::Contains("non-finite"));
+    CHECK(replica.hash() == replica_before);
+    CHECK(replica.updates_applied() == 0);
 }
 
 TEST_CASE("the check before the step holds for every outer optimizer and for a fragment of θ") {
-    const auto codec = arch::compression::make_codec("fp32");
     for (const char* optimizer : {"nesterov", "delayed-nesterov", "average"}) {
         for (int fragments : {1, 2}) {
             CAPTURE(optimizer, fragments);
@@ -57,16 +75,57 @@ TEST_CASE("the check before the step holds for every outer optimizer and for a f
             huge[5] = -3.4e38f;  // from θ = 3e38 every optimizer steps past FLT_MAX
             for (int round = 0; round < 3; ++round) {  // delayed-nesterov: a plain step, then a momentum step
                 const std::vector<std::byte> state = model.save_state();
-                CHECK_THROWS_WITH(model.apply_update(codec->encode(huge, 0), fragments - 1), Catch::Contains("non-finite"));
+                CHECK_THROWS_WITH(make_update(model, huge, fragments - 1), Catch::Contains("non-finite"));
                 CHECK(model.save_state() == state);
-                model.apply_update(codec->encode(good, 0), fragments - 1);
-                twin.apply_update(codec->encode(good, 0), fragments - 1);
+                model.apply_update(make_update(model, good, fragments - 1), fragments - 1);
+                twin.apply_update(make_update(twin, good, fragments - 1), fragments - 1);
                 CHECK(model.hash() == twin.hash());
                 CHECK(model.save_state() == twin.save_state());
             }
             CHECK(model.state_bytes() == model.save_state().size());
         }
     }
+}
+
+TEST_CASE("an update is the change of θ: in fp32 the optimizer's own step, bit for bit; a replica follows any codec") {
+    const std::size_t n = 3'000'001;  // three slices and a short block
+    std::mt19937 rng(5);
+    std::normal_distribution<float> d(0.0f, 0.02f);
+    std::vector<float> theta0(n);
+    for (float& x : theta0) x = d(rng);
+    for (const char* down : {"fp32", "int8:block=256+zstd:1", "fp4+zstd:1"}) {
+        INFO(down);
+        OuterConfig config;
+        config.down_codec = down;
+        GlobalModel host(theta0, config);
+        GlobalModel replica(theta0, config, {}, GlobalModel::Holder::replica);
+        std::vector<float> reference = theta0;  // the optimizer stepping θ itself
+        arch::outer::Nesterov nesterov(n, {config.lr, config.momentum});
+        for (int round = 0; round < 3; ++round) {
+            std::vector<float> delta(n);
+            for (float& x : delta) x = d(rng);
+            const std::vector<std::byte> update = make_update(host, delta);
+            host.apply_update(update);
+            replica.apply_update(update);
+            nesterov.step(reference, delta);
+            CHECK(replica.hash() == host.hash());
+            CHECK(replica.updates_applied() == static_cast<uint64_t>(round + 1));
+        }
+        if (std::string(down) == "fp32")
+            CHECK(arch::diloco::hash_floats(reference) == host.hash());
+        else
+            CHECK(arch::diloco::hash_floats(reference) != host.hash());  // the codec's rounding
+    }
+    // Where int8's rounding of the change could carry θ past fp32's range, the change goes out in fp32.
+    OuterConfig config;
+    config.down_codec = "int8:block=256";
+    GlobalModel host(std::vector<float>(512, 1.6e38f), config);
+    std::vector<float> delta(512, 0.0f);
+    delta[0] = 1.0e37f;
+    const std::vector<std::byte> update = make_update(host, delta);
+    CHECK(arch::compression::open_payload(update, 512).info.codec == arch::compression::CodecId::fp32);
+    host.apply_update(update);
+    for (float x : host.theta()) REQUIRE(std::isfinite(x));
 }
 
 TEST_CASE("Δs held encoded and aggregated slice by slice give the update of the Δs decoded whole, bit for bit") {

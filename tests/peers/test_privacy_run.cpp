@@ -1,6 +1,6 @@
 // tests/peers/test_privacy_run.cpp: island-level differential privacy in a real run (a Host and Peers
-// in one process, tests/peers/local_cluster.h). In both trust modes every update the host sends is the
-// mean of the islands' clipped Δs plus Gaussian noise of σ·C/k per coordinate (k islands), measured
+// in one process, tests/peers/local_cluster.h). In both trust modes every update the host sends is (with
+// plain averaging, minus) the mean of the islands' clipped Δs plus Gaussian noise of σ·C/k per coordinate (k islands), measured
 // over the model's coordinates; each round's row carries the ε the accountant gives for the updates
 // so far, and a budget that covers 3 of 4 planned updates ends the run after 3, saying why.
 #include <catch2/catch.hpp>
@@ -24,12 +24,14 @@ constexpr double kClip = 1e-3, kSigma = 20, kDelta = 1e-5;
 std::string privacy_section(const std::string& mode) {
     const double budget = (privacy::epsilon_spent(1, kSigma, 3, kDelta).epsilon + privacy::epsilon_spent(1, kSigma, 4, kDelta).epsilon) / 2;
     char text[256];
-    std::snprintf(text, sizeof(text), "\n[privacy]\nmode = \"%s\"\nclip = %g\nnoise_multiplier = %g\nepsilon = %.17g\n%s",
+    // Plain averaging: the update, the change of θ (protocol 9), is then minus the noised mean, exactly.
+    std::snprintf(text, sizeof(text),
+                  "\n[privacy]\nmode = \"%s\"\nclip = %g\nnoise_multiplier = %g\nepsilon = %.17g\n%s[outer]\noptimizer = \"average\"\n",
                   mode.c_str(), kClip, kSigma, budget, mode == "distributed" ? "honest = 2\n" : "");
     return text;
 }
 
-// The aggregates the host sent, decoded (the run's down codec is fp32), one per update.
+// The updates the host sent, decoded (the run's down codec is fp32), one per update: minus the aggregates.
 std::vector<std::vector<float>> aggregates(Cluster& c, std::size_t n) {
     std::vector<std::vector<float>> out;
     uint64_t last = UINT64_MAX;

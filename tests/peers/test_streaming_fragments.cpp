@@ -2,11 +2,12 @@
 // model. Fragments cover every parameter exactly once and are about equal; each is due once every H
 // steps at its own offset; a fragment's update moves only that fragment, exactly as a Nesterov step
 // on the gathered floats would; the state of all fragments survives a save and load, and a damaged
-// one changes nothing. Also the outer lr schedule (warmup, cosine decay) as GlobalModel applies it.
+// one changes nothing; a replica, with no optimizer, follows the host's updates from its state. Also the outer lr schedule (warmup, cosine decay) as GlobalModel applies it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "compression/codec.h"
@@ -25,6 +26,12 @@ std::vector<float> ramp(std::size_t n, float scale) {
     std::vector<float> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 7919) % 101) / 101.0f - scale / 2;
     return v;
+}
+
+// One round of the host with this one pseudo-gradient: the outer step, then its change applied.
+void outer_round(GlobalModel& global, const std::vector<float>& delta, int fragment = 0) {
+    const outer::WeightedDelta one{delta, 1.0};
+    global.apply_update(global.make_update(std::span(&one, 1), fragment), fragment);
 }
 }  // namespace
 
@@ -80,8 +87,8 @@ TEST_CASE("a fragment's update moves only that fragment, as Nesterov on its gath
     const auto codec = compression::make_codec("fp32");
     const std::string hash1 = global.fragment_hash(1);
     const std::vector<float> delta = ramp(fragments[2].size, 0.1f);
-    global.apply_update(codec->encode(delta, 0), 2);
-    global.apply_update(codec->encode(delta, 0), 2);
+    outer_round(global, delta, 2);
+    outer_round(global, delta, 2);
 
     std::vector<float> expect(fragments[2].size);
     gather(fragments[2], theta0, expect);
@@ -103,12 +110,29 @@ TEST_CASE("a fragment's update moves only that fragment, as Nesterov on its gath
     GlobalModel other(std::vector<float>(n, 0.0f), config, fragments);
     other.load_state(state);
     CHECK(other.hash() == global.hash());
-    other.apply_update(codec->encode(delta, 0), 2);
-    global.apply_update(codec->encode(delta, 0), 2);
+    CHECK(other.updates_applied(2) == 2);
+    outer_round(other, delta, 2);
+    outer_round(global, delta, 2);
     CHECK(other.hash() == global.hash());  // the momentum came back too
     const std::string before = other.hash();
     CHECK_THROWS_AS(other.load_state(std::span(state).first(state.size() - 3)), Error);
     CHECK(other.hash() == before);
+
+    // A replica takes the host's updates with no optimizer of its own, and its state is θ and the counts.
+    GlobalModel replica(std::vector<float>(n, 0.0f), config, fragments, GlobalModel::Holder::replica);
+    std::vector<std::byte> replica_state(global.replica_state_bytes());
+    global.save_replica_state(replica_state);
+    replica.load_replica_state(replica_state);
+    CHECK(replica.hash() == global.hash());
+    CHECK(replica.updates_applied(2) == 3);
+    const outer::WeightedDelta one{delta, 1.0};
+    const std::vector<std::byte> update = global.make_update(std::span(&one, 1), 2);
+    global.apply_update(update, 2);
+    replica.apply_update(update, 2);
+    CHECK(replica.hash() == global.hash());
+    CHECK_THROWS_WITH(replica.make_update(std::span(&one, 1), 2), Catch::Contains("only the host"));
+    CHECK_THROWS_AS(replica.save_state(), Error);
+    CHECK_THROWS_AS(replica.load_replica_state(std::span(replica_state).first(replica_state.size() - 8)), Error);
     // Fragments must cover θ exactly once.
     auto overlapping = fragments;
     overlapping[0].ranges.push_back(fragments[1].ranges[0]);
@@ -129,7 +153,6 @@ TEST_CASE("the outer lr warms up, then follows a cosine to its final value, in e
     config.lr_warmup = 2;
     config.total_updates = 10;
     GlobalModel global(std::vector<float>(8, 1.0f), config);
-    const auto codec = compression::make_codec("fp32");
     const std::vector<float> delta(8, 0.25f);
     std::vector<float> expect(8, 1.0f);
     outer::Nesterov reference(8, {1.0f, config.momentum});
@@ -137,7 +160,7 @@ TEST_CASE("the outer lr warms up, then follows a cosine to its final value, in e
         CHECK(global.next_lr() == outer::outer_lr_at(s, static_cast<uint64_t>(t)));
         reference.set_lr(outer::outer_lr_at(s, static_cast<uint64_t>(t)));
         reference.step(expect, delta);
-        global.apply_update(codec->encode(delta, 0));
+        outer_round(global, delta);
     }
     CHECK(std::vector<float>(global.theta().begin(), global.theta().end()) == expect);
 }
