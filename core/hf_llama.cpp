@@ -39,9 +39,8 @@ std::vector<BlockPart> block_parts(const ModelConfig& c, const BlockOffsets& o, 
 // The HF shape of a part: a vector for the norms, (rows, cols) for the rest.
 std::vector<int> part_shape(const BlockPart& p) { return p.rows == 1 ? std::vector<int>{p.cols} : std::vector<int>{p.rows, p.cols}; }
 
-std::vector<float> rows_of(std::span<const float> params, std::size_t offset, int first_row, int rows, int cols) {
-    const float* src = params.data() + offset + static_cast<std::size_t>(first_row) * cols;
-    return std::vector<float>(src, src + static_cast<std::size_t>(rows) * cols);
+std::span<const float> rows_of(std::span<const float> params, std::size_t offset, int first_row, int rows, int cols) {
+    return params.subspan(offset + static_cast<std::size_t>(first_row) * cols, static_cast<std::size_t>(rows) * cols);
 }
 
 }  // namespace
@@ -53,12 +52,12 @@ std::vector<SafeTensorOut> llama_hf_tensors(const ModelConfig& c, std::span<cons
                     std::to_string(layout.num_params()));
     const int C = c.channels, V = c.vocab_size;
     std::vector<SafeTensorOut> out;
-    out.push_back({"model.embed_tokens.weight", {V, C}, rows_of(params, layout.wte(), 0, V, C)});
+    out.push_back({"model.embed_tokens.weight", {V, C}, {}, rows_of(params, layout.wte(), 0, V, C)});
     for (int l = 0; l < c.num_layers; ++l)
         for (const BlockPart& p : block_parts(c, layout.block(l), l))
-            out.push_back({p.name, part_shape(p), rows_of(params, p.offset, p.first_row, p.rows, p.cols)});
-    out.push_back({"model.norm.weight", {C}, rows_of(params, layout.lnfw(), 0, 1, C)});
-    if (!c.tied_embeddings) out.push_back({"lm_head.weight", {V, C}, rows_of(params, layout.lm_head(), 0, V, C)});
+            out.push_back({p.name, part_shape(p), {}, rows_of(params, p.offset, p.first_row, p.rows, p.cols)});
+    out.push_back({"model.norm.weight", {C}, {}, rows_of(params, layout.lnfw(), 0, 1, C)});
+    if (!c.tied_embeddings) out.push_back({"lm_head.weight", {V, C}, {}, rows_of(params, layout.lm_head(), 0, V, C)});
     return out;
 }
 

@@ -17,7 +17,8 @@
 
 namespace arch {
 
-// Every tensor under its HF name, embed_tokens and lm_head with V rows; lm_head only when untied.
+// Every tensor under its HF name, embed_tokens and lm_head with V rows; lm_head only when untied. Each
+// is a view of params (no copy), so params must outlive them.
 std::vector<SafeTensorOut> llama_hf_tensors(const ModelConfig& config, std::span<const float> params);
 
 // The name and HF shape of every tensor llama_hf_tensors writes, in the same order.

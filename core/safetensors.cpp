@@ -158,25 +158,23 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>
     for (const SafeTensorOut& e : tensors) {
         std::size_t numel = 1;
         for (int d : e.shape) numel *= static_cast<std::size_t>(d);
-        if (numel != e.data.size())
-            throw Error("write_safetensors: tensor '" + e.name + "' has " + std::to_string(e.data.size()) +
+        if (numel != e.values().size())
+            throw Error("write_safetensors: tensor '" + e.name + "' has " + std::to_string(e.values().size()) +
                         " values for its shape of " + std::to_string(numel));
-        const std::size_t bytes = e.data.size() * sizeof(float);
+        const std::size_t bytes = e.values().size() * sizeof(float);
         index[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
     }
     std::string header = index.dump();
     while (header.size() % 8 != 0) header += ' ';
-    std::vector<uint8_t> out(8 + header.size() + offset);
+    std::vector<uint8_t> head(8 + header.size());
     const uint64_t header_size = header.size();
-    std::memcpy(out.data(), &header_size, 8);
-    std::memcpy(out.data() + 8, header.data(), header.size());
-    uint8_t* dst = out.data() + 8 + header.size();
-    for (const SafeTensorOut& e : tensors) {
-        std::memcpy(dst, e.data.data(), e.data.size() * sizeof(float));
-        dst += e.data.size() * sizeof(float);
-    }
-    write_file_atomic(path, out);
+    std::memcpy(head.data(), &header_size, 8);
+    std::memcpy(head.data() + 8, header.data(), header.size());
+    std::vector<std::span<const uint8_t>> parts = {head};
+    for (const SafeTensorOut& e : tensors)
+        parts.push_back(std::span(reinterpret_cast<const uint8_t*>(e.values().data()), e.values().size() * sizeof(float)));
+    write_file_atomic(path, parts);
 }
 
 }  // namespace arch

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,11 @@ std::string shape_text(const std::vector<int64_t>& shape);
 struct SafeTensorOut {
     std::string name;
     std::vector<int> shape;
-    std::vector<float> data;
+    std::vector<float> data;          // the values, held; or, when empty,
+    std::span<const float> view = {};  // the values where they lie (they must outlive the write)
+    std::span<const float> values() const { return data.empty() ? view : std::span<const float>(data); }
 };
-// Writes F32 tensors in the order given, atomically. "__metadata__" holds {"format": "pt"} (which
+// Writes F32 tensors in the order given, atomically, each straight from its values: no copy of the file. "__metadata__" holds {"format": "pt"} (which
 // transformers asks for) and then `metadata`.
 void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
