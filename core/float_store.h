@@ -16,7 +16,7 @@ namespace arch {
 class FloatStore {
 public:
     FloatStore() = default;
-    explicit FloatStore(std::vector<float> values);  // in RAM
+    FloatStore(std::vector<float> values);  // in RAM (implicit: where a vector of floats is given, it is held)
     // n floats, all zero, in a file created at path (its folder must exist; an existing file is
     // replaced), its blocks reserved. Throws arch::Error naming the path and the system's reason.
     static FloatStore on_disk(const std::string& path, std::size_t n);

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -26,9 +27,15 @@
 
 namespace arch::net {
 
+// libzmq's I/O threads: each peer's connection is served (and its CURVE encrypted) by one of them, so
+// with several, the state and the updates go to several peers at once on as many cores.
+namespace {
+int io_threads() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u)); }
+}  // namespace
+
 struct HostSocket::State {
     HostSocketOptions options;
-    zmq::context_t context;
+    zmq::context_t context{io_threads()};
     std::unique_ptr<detail::ZapHandler> zap;
     std::string endpoint;
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/float_store.h"
 #include "core/param_layout.h"
 #include "peers/control/run_status.h"
 #include "peers/moment_sync.h"
@@ -95,18 +96,22 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     stream_.reset();
     stream_next_.reset();
     worker_.reset();
-    replica_ = std::make_unique<diloco::GlobalModel>(std::vector<float>(ParamLayout(model_).num_params()), c.outer,
-                                                     run_fragments(c, model_), diloco::GlobalModel::Holder::replica);
+    const std::size_t n = ParamLayout(model_).num_params();
+    FloatStore theta;  // zeros until the state comes
     if (options_.state_on_disk) {
         try {  // this machine's disk, not the message: no later message can mend it
             std::filesystem::create_directories(state_path(""));
-            replica_->keep_theta_on_disk(state_path("theta.replica"));
+            theta = FloatStore::on_disk(state_path("theta.replica"), n);
         } catch (const std::exception& e) {
             throw Fatal(std::string("--state-on-disk: ") + e.what());
         }
         log("θ's replica and the error-feedback residual are kept on disk, memory-mapped in " + state_path("") + " (" +
-            std::to_string(replica_->theta().size() * sizeof(float) / 1000000) + " MB each): RAM the kernel can take back");
+            std::to_string(n * sizeof(float) / 1000000) + " MB each): RAM the kernel can take back");
+    } else {
+        theta = FloatStore(std::vector<float>(n));
     }
+    replica_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_),
+                                                     diloco::GlobalModel::Holder::replica);
     replica_valid_ = false;
     config_ = std::move(c);
     privacy_ = config_->privacy.on() ? std::make_unique<privacy::PrivacyBudget>(config_->privacy, run_updates(*config_)) : nullptr;

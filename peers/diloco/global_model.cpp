@@ -40,7 +40,7 @@ void check_outer_config(const OuterConfig& config) {
     compression::parse_codec_spec(config.down_codec);
 }
 
-GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments,
+GlobalModel::GlobalModel(FloatStore theta, const OuterConfig& config, std::vector<Fragment> fragments,
                          Holder holder)
     : config_(config), theta_(std::move(theta)), fragments_(std::move(fragments)) {
     if (fragments_.empty()) {  // the whole vector: covered by construction
@@ -64,8 +64,6 @@ GlobalModel::GlobalModel(std::vector<float> theta, const OuterConfig& config, st
     down_codec_ = compression::make_codec(config.down_codec);
     for (const Fragment& f : fragments_) optimizers_.push_back(make_optimizer(f.size, config));
 }
-
-void GlobalModel::keep_theta_on_disk(const std::string& path) { theta_ = FloatStore::on_disk(path, theta_.values()); }
 
 void GlobalModel::require_host(const char* what) const {
     if (optimizers_.empty()) throw Error(std::string(what) + " needs the outer optimizer, which only the host holds");
@@ -129,7 +127,7 @@ namespace {
 float largest_magnitude(std::span<const float> x) {
     float most = 0.0f;
     const std::size_t n = x.size();
-#pragma omp parallel for simd schedule(static) reduction(max : most) if (n > (1 << 18))
+#pragma omp parallel for schedule(static) reduction(max : most) if (n > (1 << 18))
     for (std::size_t i = 0; i < n; ++i) most = std::max(most, std::fabs(x[i]));
     return most;
 }
@@ -137,7 +135,7 @@ float largest_magnitude(std::span<const float> x) {
 bool all_finite(std::span<const float> x) {
     float z = 0.0f;  // x * 0 is 0 for finite x, NaN otherwise
     const std::size_t n = x.size();
-#pragma omp parallel for simd schedule(static) reduction(+ : z) if (n > (1 << 18))
+#pragma omp parallel for schedule(static) reduction(+ : z) if (n > (1 << 18))
     for (std::size_t i = 0; i < n; ++i) z += x[i] * 0.0f;
     return z == 0.0f;
 }

@@ -47,12 +47,11 @@ public:
     // host: the outer optimizer too (make_update); replica: θ and the count of updates only.
     enum class Holder { host, replica };
     // fragments: empty is one fragment, the whole vector; otherwise they must cover θ exactly once.
-    GlobalModel(std::vector<float> theta, const OuterConfig& config, std::vector<Fragment> fragments = {},
+    // theta: in RAM (a vector), or on disk (FloatStore::on_disk: a peer's --state-on-disk).
+    GlobalModel(FloatStore theta, const OuterConfig& config, std::vector<Fragment> fragments = {},
                 Holder holder = Holder::host);
 
     std::span<const float> theta() const { return theta_.values(); }
-    // θ moves to a file created at path, memory-mapped (core/float_store.h): RAM the kernel can take back.
-    void keep_theta_on_disk(const std::string& path);
     bool theta_on_disk() const { return theta_.is_on_disk(); }
     void release_theta() const { theta_.release(); }  // on disk: its pages back to the page cache
     uint64_t updates_applied() const;                 // over all fragments

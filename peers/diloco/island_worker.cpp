@@ -124,7 +124,8 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, st
     r.encoded_on = share_ ? "on the host, clipped and noised" : "on the host";
     if (pending_) {  // a later Δ is encoded on top of the last one: that one now counts as applied
         commit_pending();
-        assumed_.push_back(*std::exchange(pending_, std::nullopt));
+        assumed_.push_back(*pending_);
+        pending_.reset();
         while (assumed_.size() + 1 > kMaxUnsettled) assumed_.pop_front();  // with the pending one: at most kMaxUnsettled
     }
     if (delta_.size() != num_params_) delta_ = FloatStore(std::vector<float>(num_params_));  // none yet, or swapped with none
@@ -144,12 +145,11 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, st
         residual_.release();
     }
     r.payload = codec_->encode_feedback(delta);  // throws for a non-finite Δ: nothing sent, residual_ as it was
-    pending_ = round;
-    if (!round) commit_pending();  // applied at once
+    if (round) pending_ = *round;
+    else commit_pending();  // applied at once
 }
 
 void IslandWorker::commit_pending() {
-    pending_.reset();
     if (residual_path_.empty()) {
         std::swap(residual_, delta_);
     } else if (residual_.size() != delta_.size()) {

@@ -67,9 +67,8 @@ TEST_CASE("a replica with θ on disk follows the host's updates bit for bit") {
     config.down_codec = "int8:block=256+zstd:1";
     const std::vector<float> theta0 = noise(n, 1, 0.02f);
     diloco::GlobalModel host(theta0, config);
-    diloco::GlobalModel replica(theta0, config, {}, diloco::GlobalModel::Holder::replica);
     TempDir dir;
-    replica.keep_theta_on_disk(dir.file("theta"));
+    diloco::GlobalModel replica(FloatStore::on_disk(dir.file("theta"), theta0), config, {}, diloco::GlobalModel::Holder::replica);
     CHECK(replica.theta_on_disk());
     CHECK(replica.hash() == host.hash());
     for (uint32_t round = 0; round < 3; ++round) {
