@@ -171,8 +171,11 @@ void run_plan(const PlanFlags& f) {
     q.offload = parse_offload(f.offload);
     q.fused_attention = f.attention == "fused";
     q.error_feedback = !f.no_error_feedback;
-    constexpr std::uint64_t kSample = 1 << 20;  // the codec's bytes per parameter, over a million
-    q.update_bytes_per_param = static_cast<double>(compression::payload_bytes_limit(f.down_codec, kSample)) / kSample;
+    // The update as it arrives: the codec's bytes per parameter (over a million), twice with a zstd
+    // stage (the message, at worst as large, and its payload out of it).
+    constexpr std::uint64_t kSample = 1 << 20;
+    const int copies = compression::parse_codec_spec(f.down_codec).zstd ? 2 : 1;
+    q.update_bytes_per_param = copies * static_cast<double>(compression::payload_bytes_limit(f.down_codec, kSample)) / kSample;
     const std::size_t ram = f.host_memory.empty() ? host_memory_bytes() : parse_bytes(f.host_memory);
     if (!f.device_memory.empty())
         q.device_memory_bytes = parse_bytes(f.device_memory);
