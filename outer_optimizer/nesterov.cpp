@@ -38,37 +38,33 @@ std::string Nesterov::name() const {
     return "nesterov:lr=" + fmt(options_.lr) + ",momentum=" + fmt(options_.momentum);
 }
 
-void Nesterov::step(std::span<float> params, std::span<const float> delta) {
-    check_sizes("nesterov", m_.size(), params.size(), delta.size());
+// One step's arithmetic, the state moved: put(i, change) gets parameter i's change, which the step
+// adds (p + change is p + (-lr) * g, bit for bit), and take_step hands out.
+template <class Put>
+void Nesterov::advance(const float* d, Put put) {
     const float lr = options_.lr, mu = options_.momentum;
     const std::size_t n = m_.size();
     float* m = m_.data();
-    float* p = params.data();
-    const float* d = delta.data();
 #pragma omp parallel for simd schedule(static) if (n > (1 << 18))
     for (std::size_t i = 0; i < n; ++i) {
-        const float mi = mu * m[i] + d[i];   // buf.mul_(mu).add_(d)
-        const float g = d[i] + mu * mi;       // d.add(buf, alpha=mu)
-        p[i] = p[i] + (-lr) * g;              // p.add_(g, alpha=-lr)
+        const float mi = mu * m[i] + d[i];  // buf.mul_(mu).add_(d)
+        const float g = d[i] + mu * mi;      // d.add(buf, alpha=mu)
         m[i] = mi;
+        put(i, (-lr) * g);                   // p.add_(g, alpha=-lr)
     }
     ++steps_;
 }
 
+void Nesterov::step(std::span<float> params, std::span<const float> delta) {
+    check_sizes("nesterov", m_.size(), params.size(), delta.size());
+    float* p = params.data();
+    advance(delta.data(), [p](std::size_t i, float change) { p[i] = p[i] + change; });
+}
+
 void Nesterov::take_step(std::span<float> delta) {
     check_sizes("nesterov", m_.size(), m_.size(), delta.size());
-    const float lr = options_.lr, mu = options_.momentum;
-    const std::size_t n = m_.size();
-    float* m = m_.data();
     float* d = delta.data();
-#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
-    for (std::size_t i = 0; i < n; ++i) {  // step's arithmetic; p + (-lr) * g is then p + d
-        const float mi = mu * m[i] + d[i];
-        const float g = d[i] + mu * mi;
-        d[i] = (-lr) * g;
-        m[i] = mi;
-    }
-    ++steps_;
+    advance(d, [d](std::size_t i, float change) { d[i] = change; });
 }
 
 bool Nesterov::step_stays_finite(std::span<const float> params, std::span<const float> delta) const {
@@ -131,8 +127,10 @@ std::string DelayedNesterov::name() const {
            ",period=" + std::to_string(options_.period) + ",c=" + fmt(options_.c);
 }
 
-void DelayedNesterov::step(std::span<float> params, std::span<const float> delta) {
-    check_sizes("delayed nesterov", m_.size(), params.size(), delta.size());
+// One step's arithmetic, the state moved: put(i, change) gets parameter i's change, -(lr * x), which
+// the step adds (p + -(lr * x) is p - lr * x, bit for bit), and take_step hands out.
+template <class Put>
+void DelayedNesterov::advance(const float* d, Put put) {
     const float lr = options_.lr, beta = options_.momentum, c = options_.c;
     const float big_n = static_cast<float>(options_.period);
     const bool momentum_step = (steps_ + 1) % options_.period == 0;
@@ -140,55 +138,37 @@ void DelayedNesterov::step(std::span<float> params, std::span<const float> delta
     const std::size_t n = m_.size();
     float* m = m_.data();
     float* b = buffer_.data();
-    float* p = params.data();
-    const float* d = delta.data();
     if (momentum_step) {
 #pragma omp parallel for simd schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) {
             const float bi = b[i] + d[i];
             const float mi = beta * m[i] + bi / big_n;
-            p[i] = p[i] - lr * (coeff * mi + d[i] / big_n);
+            const float change = -(lr * (coeff * mi + d[i] / big_n));
             m[i] = mi;
             b[i] = 0.0f;
+            put(i, change);
         }
     } else {
 #pragma omp parallel for simd schedule(static) if (n > (1 << 18))
         for (std::size_t i = 0; i < n; ++i) {
+            const float change = -(lr * (coeff * m[i] + d[i] / big_n));
             b[i] = b[i] + d[i];
-            p[i] = p[i] - lr * (coeff * m[i] + d[i] / big_n);
+            put(i, change);
         }
     }
     ++steps_;
 }
 
+void DelayedNesterov::step(std::span<float> params, std::span<const float> delta) {
+    check_sizes("delayed nesterov", m_.size(), params.size(), delta.size());
+    float* p = params.data();
+    advance(delta.data(), [p](std::size_t i, float change) { p[i] = p[i] + change; });
+}
+
 void DelayedNesterov::take_step(std::span<float> delta) {
     check_sizes("delayed nesterov", m_.size(), m_.size(), delta.size());
-    const float lr = options_.lr, beta = options_.momentum, c = options_.c;
-    const float big_n = static_cast<float>(options_.period);
-    const bool momentum_step = (steps_ + 1) % options_.period == 0;
-    const float coeff = momentum_step ? (1.0f - c * big_n + c) * beta : c * beta;
-    const std::size_t n = m_.size();
-    float* m = m_.data();
-    float* b = buffer_.data();
     float* d = delta.data();
-    // step's arithmetic: p - lr * x is p + (-(lr * x)), bit for bit
-    if (momentum_step) {
-#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
-        for (std::size_t i = 0; i < n; ++i) {
-            const float bi = b[i] + d[i];
-            const float mi = beta * m[i] + bi / big_n;
-            d[i] = -(lr * (coeff * mi + d[i] / big_n));
-            m[i] = mi;
-            b[i] = 0.0f;
-        }
-    } else {
-#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
-        for (std::size_t i = 0; i < n; ++i) {
-            b[i] = b[i] + d[i];
-            d[i] = -(lr * (coeff * m[i] + d[i] / big_n));
-        }
-    }
-    ++steps_;
+    advance(d, [d](std::size_t i, float change) { d[i] = change; });
 }
 
 bool DelayedNesterov::step_stays_finite(std::span<const float> params, std::span<const float> delta) const {

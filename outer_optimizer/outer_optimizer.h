@@ -72,6 +72,9 @@ public:
     const NesterovOptions& options() const { return options_; }
 
 private:
+    template <class Put>
+    void advance(const float* delta, Put put);  // the step's arithmetic: put(i, change of parameter i)
+
     NesterovOptions options_;
     std::vector<float> m_;
     std::uint64_t steps_ = 0;
@@ -115,6 +118,9 @@ public:
     std::span<const float> buffer() const { return buffer_; }
 
 private:
+    template <class Put>
+    void advance(const float* delta, Put put);  // the step's arithmetic: put(i, change of parameter i)
+
     DelayedNesterovOptions options_;
     std::vector<float> m_, buffer_;
     std::uint64_t steps_ = 0;
