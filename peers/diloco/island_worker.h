@@ -1,7 +1,7 @@
 // peers/diloco/island_worker.h: one island's side of a DiLoCo round: start from the global θ, run H
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
-// uplink codec (its error-feedback residual persists across rounds, and is put back as it was when
-// the host did not apply a Δ: settle()). Inner AdamW state stays here, except that DES-LOC rounds
+// uplink codec (its error-feedback residual persists across rounds, and stays as it was when the host
+// did not apply a Δ: settle()). Inner AdamW state stays here, except that DES-LOC rounds
 // replace its moments with the islands' mean (get/set_adamw_state). An island of several devices
 // (CPU threads: DDP or ZeRO-3, core/island.h) trains each step together; one device uses the plain
 // Trainer, on the CPU or one GPU ("cuda:N"),
@@ -57,13 +57,13 @@ public:
     RoundResult run_round(std::span<const float> theta, int steps,
                           const std::function<void(const StepStats&)>& on_step = {});
     // The same as the host asked for it: the learning rates placed by plan.schedule, and the
-    // error-feedback residual from before the encode kept under plan.round until settle().
+    // Δ's error-feedback residual held under plan.round until settle().
     RoundResult run_round(std::span<const float> theta, const RoundPlan& plan,
                           const std::function<void(const StepStats&)>& on_step = {});
 
     // Error feedback that matches what the host applied (docs/rounds.md; codecs without +ef keep
-    // nothing). settle: the host applied the Δ of that round (its saved residual is let go) or dropped
-    // it (the residual is put back as it was before that Δ was encoded: as if it had never been sent).
+    // nothing). settle: the host applied the Δ of that round (the residual it leaves stands) or dropped
+    // it (the residual stays as it was before that Δ was encoded: as if it had never been sent).
     // Returns false when a dropped Δ could not be undone exactly because a later one was encoded on
     // top of it (a folded straggler): the residual is then left as it is.
     bool settle(uint64_t round, bool applied);
