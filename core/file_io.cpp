@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 
@@ -44,36 +45,60 @@ void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, 
 }
 
 void write_file_atomic(const std::string& path, std::span<const std::span<const uint8_t>> parts, mode_t mode) {
-    const std::string tmp = path + ".tmp";
-    ::unlink(tmp.c_str());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0) throw Error("cannot create '" + tmp + "': " + std::strerror(errno));
-    auto fail = [&](const std::string& why) {
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        throw Error("cannot write '" + tmp + "': " + why);
-    };
-    if (::fchmod(fd, mode) != 0) fail(std::strerror(errno));  // the umask may have narrowed it
+    AtomicFile file(path, mode);
+    uint64_t at = 0;
     for (const std::span<const uint8_t> bytes : parts) {
-        std::size_t done = 0;
-        while (done < bytes.size()) {
-            const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                fail(std::strerror(errno));
-            }
-            done += static_cast<std::size_t>(n);
+        file.write_at(at, bytes);
+        at += bytes.size();
+    }
+    file.commit();
+}
+
+AtomicFile::AtomicFile(const std::string& path, mode_t mode) : path_(path), tmp_(path + ".tmp") {
+    ::unlink(tmp_.c_str());
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd_ < 0) throw Error("cannot create '" + tmp_ + "': " + std::strerror(errno));
+    if (::fchmod(fd_, mode) != 0) fail(std::strerror(errno));  // the umask may have narrowed it
+}
+
+AtomicFile::~AtomicFile() {
+    if (fd_ < 0) return;
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::fail(const std::string& why) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    throw Error("cannot write '" + tmp_ + "': " + why);
+}
+
+void AtomicFile::write_at(uint64_t offset, std::span<const uint8_t> bytes) {
+    if (fd_ < 0) throw Error("'" + tmp_ + "' is no longer open for writing");
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            fail(std::strerror(errno));
         }
+        done += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0) fail(std::string("flush failed: ") + std::strerror(errno));
+}
+
+void AtomicFile::commit() {
+    if (fd_ < 0) throw Error("'" + tmp_ + "' is no longer open for writing");
+    if (::fsync(fd_) != 0) fail(std::string("flush failed: ") + std::strerror(errno));
+    const int fd = std::exchange(fd_, -1);
     if (::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        throw Error("cannot flush '" + tmp + "'");
+        ::unlink(tmp_.c_str());
+        throw Error("cannot flush '" + tmp_ + "'");
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
         const std::string why = std::strerror(errno);
-        ::unlink(tmp.c_str());
-        throw Error("cannot rename '" + tmp + "' to '" + path + "': " + why);
+        ::unlink(tmp_.c_str());
+        throw Error("cannot rename '" + tmp_ + "' to '" + path_ + "': " + why);
     }
 }
 

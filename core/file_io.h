@@ -20,6 +20,27 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes = 1 <<
 void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode = 0644);
 // The same from parts written one after another, so a caller need not gather them into one buffer.
 void write_file_atomic(const std::string& path, std::span<const std::span<const uint8_t>> parts, mode_t mode = 0644);
+// A file that replaces PATH only when whole: its bytes go to PATH.tmp, at any offsets and from any
+// thread in turn (a checkpoint's parts are written by whoever holds them), and commit() flushes it to
+// disk and renames it over PATH. Dropped before commit, the temporary file is removed and PATH is as
+// it was.
+class AtomicFile {
+public:
+    explicit AtomicFile(const std::string& path, mode_t mode = 0644);
+    ~AtomicFile();
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
+
+    void write_at(uint64_t offset, std::span<const uint8_t> bytes);
+    void commit();
+
+private:
+    [[noreturn]] void fail(const std::string& why);
+
+    std::string path_, tmp_;
+    int fd_ = -1;
+};
+
 void write_text_file_atomic(const std::string& path, const std::string& text, mode_t mode = 0644);
 bool file_exists(const std::string& path);
 

@@ -1,6 +1,7 @@
 // outer_optimizer/nesterov.cpp: Nesterov (torch.optim.SGD(nesterov=True)), plain averaging and
 // Delayed Nesterov. Equations: outer_optimizer.h. Element-wise loops only: each element's result is
 // independent of the thread count, so all islands stay bit-identical.
+#include <cstring>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -86,9 +87,9 @@ bool Nesterov::step_stays_finite(std::span<const float> params, std::span<const 
 
 std::size_t Nesterov::state_size() const { return detail::state_size(1, m_.size()); }
 
-void Nesterov::save_state(std::span<std::byte> out) const {
+void Nesterov::write_state(const std::function<void(std::span<const std::byte>)>& put) const {
     const std::span<const float> arrays[] = {m_};
-    detail::pack_state(detail::StateKind::nesterov, steps_, arrays, out);
+    detail::write_state(detail::StateKind::nesterov, steps_, arrays, put);
 }
 
 void Nesterov::load_state(std::span<const std::byte> bytes) {
@@ -96,6 +97,16 @@ void Nesterov::load_state(std::span<const std::byte> bytes) {
     auto a = detail::unpack_state(bytes, detail::StateKind::nesterov, m_.size(), 1, steps, "nesterov");
     m_ = std::move(a[0]);
     steps_ = steps;
+}
+
+void OuterOptimizer::save_state(std::span<std::byte> out) const {
+    if (out.size() != state_size())
+        throw Error("optimizer state needs " + std::to_string(state_size()) + " bytes, given " + std::to_string(out.size()));
+    std::size_t at = 0;
+    write_state([&](std::span<const std::byte> part) {
+        std::memcpy(out.data() + at, part.data(), part.size());
+        at += part.size();
+    });
 }
 
 float outer_lr_at(const OuterLrSchedule& s, std::uint64_t t) {
@@ -193,9 +204,9 @@ bool DelayedNesterov::step_stays_finite(std::span<const float> params, std::span
 
 std::size_t DelayedNesterov::state_size() const { return detail::state_size(2, m_.size()); }
 
-void DelayedNesterov::save_state(std::span<std::byte> out) const {
+void DelayedNesterov::write_state(const std::function<void(std::span<const std::byte>)>& put) const {
     const std::span<const float> arrays[] = {m_, buffer_};
-    detail::pack_state(detail::StateKind::delayed_nesterov, steps_, arrays, out);
+    detail::write_state(detail::StateKind::delayed_nesterov, steps_, arrays, put);
 }
 
 void DelayedNesterov::load_state(std::span<const std::byte> bytes) {

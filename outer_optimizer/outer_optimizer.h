@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,12 +32,15 @@ public:
     // Whether step(params, delta) would leave every parameter finite. Changes nothing: a caller
     // checks first and steps only then, so it needs no copy of the state to go back to.
     virtual bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const = 0;
-    // State (step count and buffers, not hyper-parameters) as self-describing bytes, written in place
-    // into exactly state_size() bytes; load_state validates magic, version, kind, sizes and
-    // finiteness, and throws arch::Error leaving the optimizer unchanged on any mismatch.
+    // State (step count and buffers, not hyper-parameters) as self-describing bytes, state_size() of
+    // them: handed to `put` in order, in pieces that are views of the buffers themselves (a checkpoint
+    // writes them where they lie), or written in place into exactly state_size() bytes. load_state
+    // validates magic, version, kind, sizes and finiteness, and throws arch::Error leaving the
+    // optimizer unchanged on any mismatch.
     virtual std::size_t state_size() const = 0;
-    virtual void save_state(std::span<std::byte> out) const = 0;
+    virtual void write_state(const std::function<void(std::span<const std::byte>)>& put) const = 0;
     virtual void load_state(std::span<const std::byte> bytes) = 0;
+    void save_state(std::span<std::byte> out) const;
     std::vector<std::byte> save_state() const {
         std::vector<std::byte> out(state_size());
         save_state(out);
@@ -63,9 +67,8 @@ public:
     bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const override;
     std::size_t size() const override { return m_.size(); }
     std::uint64_t steps() const override { return steps_; }
-    using OuterOptimizer::save_state;
     std::size_t state_size() const override;
-    void save_state(std::span<std::byte> out) const override;
+    void write_state(const std::function<void(std::span<const std::byte>)>& put) const override;
     void load_state(std::span<const std::byte> bytes) override;
     void set_lr(float lr) override { options_.lr = lr; }
     std::span<const float> momentum() const { return m_; }
@@ -109,9 +112,8 @@ public:
     bool step_stays_finite(std::span<const float> params, std::span<const float> delta) const override;
     std::size_t size() const override { return m_.size(); }
     std::uint64_t steps() const override { return steps_; }
-    using OuterOptimizer::save_state;
     std::size_t state_size() const override;
-    void save_state(std::span<std::byte> out) const override;
+    void write_state(const std::function<void(std::span<const std::byte>)>& put) const override;
     void load_state(std::span<const std::byte> bytes) override;
     void set_lr(float lr) override { options_.lr = lr; }
     std::span<const float> momentum() const { return m_; }

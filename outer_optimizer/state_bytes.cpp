@@ -23,7 +23,7 @@ T get(const std::byte* p) {
     return v;
 }
 template <class T>
-void put(std::byte* p, T v) {
+void store(std::byte* p, T v) {
     std::memcpy(p, &v, sizeof v);
 }
 
@@ -31,22 +31,20 @@ void put(std::byte* p, T v) {
 
 std::size_t state_size(std::size_t arrays, std::size_t n) { return kHeader + arrays * n * 4; }
 
-void pack_state(StateKind kind, std::uint64_t steps, std::span<const std::span<const float>> arrays,
-                std::span<std::byte> out) {
+void write_state(StateKind kind, std::uint64_t steps, std::span<const std::span<const float>> arrays,
+                 const std::function<void(std::span<const std::byte>)>& put) {
     const std::uint64_t n = arrays.empty() ? 0 : arrays[0].size();
-    if (out.size() != state_size(arrays.size(), n))
-        throw Error("optimizer state needs " + std::to_string(state_size(arrays.size(), n)) + " bytes, given " +
-                    std::to_string(out.size()));
-    std::memcpy(out.data(), kMagic, 4);
-    put<std::uint32_t>(out.data() + 4, kVersion);
-    put<std::uint32_t>(out.data() + 8, static_cast<std::uint32_t>(kind));
-    put<std::uint32_t>(out.data() + 12, static_cast<std::uint32_t>(arrays.size()));
-    put<std::uint64_t>(out.data() + 16, n);
-    put<std::uint64_t>(out.data() + 24, steps);
-    std::byte* at = out.data() + kHeader;
+    std::byte header[kHeader];
+    std::memcpy(header, kMagic, 4);
+    store<std::uint32_t>(header + 4, kVersion);
+    store<std::uint32_t>(header + 8, static_cast<std::uint32_t>(kind));
+    store<std::uint32_t>(header + 12, static_cast<std::uint32_t>(arrays.size()));
+    store<std::uint64_t>(header + 16, n);
+    store<std::uint64_t>(header + 24, steps);
+    put(header);
     for (std::span<const float> a : arrays) {
-        if (n) std::memcpy(at, a.data(), n * 4);
-        at += n * 4;
+        if (a.size() != n) throw Error("optimizer state arrays of different lengths");
+        put(std::as_bytes(a));
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -15,9 +16,9 @@ enum class StateKind : std::uint32_t { nesterov = 1, delayed_nesterov = 2 };
 
 // Bytes of a saved state of `arrays` buffers of n floats each.
 std::size_t state_size(std::size_t arrays, std::size_t n);
-// Writes the state into out, exactly state_size(arrays.size(), n) bytes (else arch::Error).
-void pack_state(StateKind kind, std::uint64_t steps, std::span<const std::span<const float>> arrays,
-                std::span<std::byte> out);
+// Hands the state to put in order: its header, then each array's bytes where they lie.
+void write_state(StateKind kind, std::uint64_t steps, std::span<const std::span<const float>> arrays,
+                 const std::function<void(std::span<const std::byte>)>& put);
 
 // Returns the arrays (each n floats) and the step count; throws arch::Error naming `who`.
 std::vector<std::vector<float>> unpack_state(std::span<const std::byte> bytes, StateKind kind,

@@ -21,12 +21,15 @@ SharedBlob BlobPool::share(std::vector<std::byte> bytes) {
 
 void BlobPool::give_back(std::vector<std::byte>* bytes) {
     std::unique_ptr<std::vector<std::byte>> owned(bytes);
-    std::vector<std::byte> freed;  // the smaller buffer, freed outside the lock
+    keep(std::move(*bytes));
+}
+
+void BlobPool::keep(std::vector<std::byte> bytes) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (bytes->capacity() > spare_.capacity()) std::swap(*bytes, spare_);
-        freed = std::move(*bytes);
+        if (bytes.capacity() > spare_.capacity()) std::swap(bytes, spare_);
     }
+    // the smaller buffer is freed here, outside the lock
 }
 
 }  // namespace arch

@@ -23,6 +23,9 @@ public:
     // `bytes` as a SharedBlob whose buffer comes back here once nobody holds it (the pool lives as
     // long as any blob it shared).
     SharedBlob share(std::vector<std::byte> bytes);
+    // A buffer lent out by take() and not shared after all, back for the next take (the larger of it
+    // and the spare is kept).
+    void keep(std::vector<std::byte> bytes);
 
 private:
     BlobPool() = default;

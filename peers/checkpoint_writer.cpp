@@ -70,6 +70,7 @@ CheckpointWriter::Result CheckpointWriter::write_timed() {
         r.error = e.what();
     }
     snapshot_.blob.reset();  // the state may be freed as soon as nobody else needs it
+    snapshot_.state_file.reset();  // not committed: removed
     r.seconds = std::chrono::duration<double>(Clock::real().now() - t0).count();
     return r;
 }

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/file_io.h"
+
 namespace arch {
 
 struct CheckpointSnapshot {
@@ -30,7 +32,11 @@ struct CheckpointSnapshot {
     std::shared_ptr<const std::vector<std::byte>> blob;
     std::size_t state_offset = 0;
     std::span<const std::byte> replica_state() const { return std::span(*blob).subspan(state_offset); }
-    std::vector<std::byte> outer;  // GlobalModel::save_outer_state: the host's alone, copied (its buffer reused)
+    // host.state under way: the host wrote its header, the outer state (the host's alone, which the
+    // next round changes: written where it lies, never copied) and the checksum; the writer adds θ
+    // from the blob between them and commits it.
+    std::unique_ptr<AtomicFile> state_file;
+    std::size_t theta_offset = 0;
 };
 
 class CheckpointWriter {

@@ -148,6 +148,7 @@ private:
     void pump_checkpoint();
     void final_checkpoint();
     void fill_snapshot(CheckpointSnapshot& s);
+    bool take_snapshot();  // fills the writer's snapshot; false (and logged) when the disk refused it
     // The state of the current θ (StateMeta, then GlobalModel::save_replica_state at state_offset_): one
     // copy, made once per θ, which every joiner and the checkpoint writer share.
     SharedBlob state_of_theta();

@@ -27,34 +27,25 @@ std::string checksum(std::span<const std::span<const std::byte>> parts, bool v1)
     return v1 ? diloco::hash_bytes(parts) : diloco::checksum(parts);
 }
 
-// host.state (magic, round, the island map, the state, its checksum) and model.bin, each atomically: a
-// kill in the middle of either leaves the previous file whole.
-void write_checkpoint_files(const std::string& dir, const ModelConfig& model, const CheckpointSnapshot& s) {
-    // The header, the state straight from the snapshot and the checksum of both: no copy of the state.
-    protocol::Writer w;
-    for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
-    w.u64(s.round);
-    w.u32(static_cast<uint32_t>(s.islands.size()));
-    for (const auto& [key, island] : s.islands) {
-        w.str(key);
-        w.u32(island);
-    }
-    // The state is GlobalModel::save_state's: θ with its count, the start of the replica state, then
-    // the outer state.
+auto bytes(std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }
+
+// θ with its count: the start of the replica state (GlobalModel::save_replica_state), which is also
+// how GlobalModel::save_state begins.
+std::span<const std::byte> theta_part(const CheckpointSnapshot& s) {
     uint64_t n = 0;
     std::memcpy(&n, s.replica_state().data(), 8);
-    const std::span<const std::byte> theta = s.replica_state().first(8 + n * sizeof(float));
-    w.u64(theta.size() + s.outer.size());  // what protocol::Writer::bytes puts before a blob
-    const std::vector<std::byte> head = w.take();
-    const std::span<const std::byte> hashed[] = {head, theta, s.outer};
-    protocol::Writer tail;
-    tail.str(checksum(hashed, false));
-    const std::vector<std::byte> t = tail.take();
-    auto bytes = [](std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); };
-    const std::span<const uint8_t> parts[] = {bytes(head), bytes(theta), bytes(s.outer), bytes(t)};
-    write_file_atomic(dir + "/host.state", parts);
+    return s.replica_state().first(8 + n * sizeof(float));
+}
+
+// The writer's part, on its own thread: θ into host.state where the host left room for it, then
+// model.bin. Each file is atomic: a kill in the middle of either leaves the previous one whole.
+void write_checkpoint_files(const std::string& dir, const ModelConfig& model, const CheckpointSnapshot& s) {
+    if (!s.state_file) throw Error("the checkpoint snapshot has no host.state under way");
+    const std::span<const std::byte> theta = theta_part(s);
+    s.state_file->write_at(s.theta_offset, bytes(theta));
+    s.state_file->commit();
     write_checkpoint(dir + "/model.bin", model,
-                     std::span(reinterpret_cast<const float*>(theta.data() + 8), static_cast<std::size_t>(n)));
+                     std::span(reinterpret_cast<const float*>(theta.data() + 8), (theta.size() - 8) / sizeof(float)));
 }
 }  // namespace
 
@@ -66,13 +57,41 @@ void Host::open_checkpoints() {
     last_checkpoint_ = clock_.now();
 }
 
+// host.state is the magic, the round, the island map, the state (GlobalModel::save_state's layout: θ
+// with its count, then the outer state) and an XXH3-128 checksum of all that. The host writes all
+// but θ now, the outer state straight from the optimizer (the next round changes it), and checksums
+// θ from the state blob, which never changes; the writer puts θ in later.
 void Host::fill_snapshot(CheckpointSnapshot& s) {
     s.round = round_;
     s.islands = island_of_;
     s.blob = state_of_theta();
     s.state_offset = state_offset_;
-    s.outer.resize(global_->outer_state_bytes());
-    global_->save_outer_state(s.outer);
+    const std::span<const std::byte> theta = theta_part(s);
+    protocol::Writer w;
+    for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
+    w.u64(s.round);
+    w.u32(static_cast<uint32_t>(s.islands.size()));
+    for (const auto& [key, island] : s.islands) {
+        w.str(key);
+        w.u32(island);
+    }
+    w.u64(theta.size() + global_->outer_state_bytes());  // what protocol::Writer::bytes puts before a blob
+    const std::vector<std::byte> head = w.take();
+    s.state_file = std::make_unique<AtomicFile>(options_.config.checkpoint_dir + "/host.state");
+    diloco::Checksum sum;
+    sum.add(head);
+    sum.add(theta);
+    s.state_file->write_at(0, bytes(head));
+    s.theta_offset = head.size();
+    uint64_t at = head.size() + theta.size();
+    global_->write_outer_state([&](std::span<const std::byte> part) {
+        sum.add(part);
+        s.state_file->write_at(at, bytes(part));
+        at += part.size();
+    });
+    protocol::Writer tail;
+    tail.str(sum.hex());
+    s.state_file->write_at(at, bytes(tail.take()));
 }
 
 void Host::want_checkpoint(bool always) {
@@ -85,7 +104,7 @@ void Host::want_checkpoint(bool always) {
 void Host::pump_checkpoint() {
     if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
     if (!checkpoint_wanted_ || checkpoints_->busy()) return;
-    fill_snapshot(checkpoints_->snapshot());
+    if (!take_snapshot()) return;
     checkpoints_->start();
     checkpoint_wanted_ = false;
     updates_since_checkpoint_ = 0;
@@ -96,10 +115,23 @@ void Host::final_checkpoint() {
     checkpoints_->wait();
     if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
     if (!checkpoint_wanted_ && updates_since_checkpoint_ == 0) return;  // the last one written holds it all
-    fill_snapshot(checkpoints_->snapshot());
+    if (!take_snapshot()) return;
     checkpoint_wanted_ = false;
     updates_since_checkpoint_ = 0;
     log_checkpoint(checkpoints_->write_now());
+}
+
+bool Host::take_snapshot() {
+    CheckpointSnapshot& s = checkpoints_->snapshot();
+    try {
+        fill_snapshot(s);
+        return true;
+    } catch (const Error& e) {  // a full disk or a read-only folder is no reason to stop serving
+        s.state_file.reset();
+        s.blob.reset();
+        log_checkpoint({round_, 0, e.what()});
+        return false;
+    }
 }
 
 void Host::log_checkpoint(const CheckpointWriter::Result& r) const {

@@ -54,17 +54,25 @@ void Host::make_update(Link& link) {
     std::vector<std::byte> update;
     const int fragment = round_fragment(options_.config, round_);
     double aggregate_s = 0, step_s = 0;
+    // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
+    // the pool once the update is encoded, to become the next state: beside θ and the momentum the
+    // host holds the current state and this one buffer, not a scratch buffer as well.
+    std::vector<std::byte> room = state_pool_->take();
+    room.resize(global_->fragment(fragment).size * sizeof(float));
+    const std::span<float> scratch(reinterpret_cast<float*>(room.data()), room.size() / sizeof(float));
     try {
         const Clock& real = Clock::real();  // the host's own work: real seconds
         Clock::time_point t = real.now();
         if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
         // An aggregator may refuse (trimmed, with too few).
-        update = held.empty() ? global_->make_update(cs, fragment) : global_->make_update(held, fragment);
+        update = held.empty() ? global_->make_update(cs, fragment, scratch) : global_->make_update(held, fragment, scratch);
+        state_pool_->keep(std::move(room));
         aggregate_s = real.seconds_since(t);
         t = real.now();
         global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
         step_s = real.seconds_since(t);
     } catch (const Error& e) {
+        if (!room.empty()) state_pool_->keep(std::move(room));
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
         return again(std::string(": ") + e.what() + " (contributions from " + who + ")");

@@ -83,16 +83,29 @@ float GlobalModel::next_lr(int p) const {
 }
 
 std::vector<std::byte> GlobalModel::make_update(std::span<const outer::WeightedDelta> contributions, int p) {
-    require_host("make_update");
-    if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
     scratch_.resize(fragment(p).size);
-    aggregator_->aggregate(contributions, scratch_);
-    return step_and_encode(p);
+    return make_update(contributions, p, scratch_);
 }
 
 std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held, int p) {
+    scratch_.resize(fragment(p).size);
+    return make_update(held, p, scratch_);
+}
+
+std::vector<std::byte> GlobalModel::make_update(std::span<const outer::WeightedDelta> contributions, int p,
+                                                std::span<float> scratch) {
+    require_host("make_update");
+    if (contributions.empty()) throw Error("a round needs at least one pseudo-gradient");
+    if (scratch.size() < fragment(p).size) throw Error("make_update: scratch smaller than the fragment");
+    scratch = scratch.first(fragment(p).size);
+    aggregator_->aggregate(contributions, scratch);
+    return step_and_encode(p, scratch);
+}
+
+std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held, int p, std::span<float> scratch) {
     require_host("make_update");
     if (held.empty()) throw Error("a round needs at least one pseudo-gradient");
+    if (scratch.size() < fragment(p).size) throw Error("make_update: scratch smaller than the fragment");
     if (!aggregator_->per_coordinate())
         throw Error("outer.aggregator '" + aggregator_->name() + "' does not aggregate slice by slice");
     const std::size_t n = fragment(p).size;
@@ -105,7 +118,7 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
     }
     const uint64_t slice = compression::slice_length(align);
     slices_.resize(held.size());
-    scratch_.resize(n);
+    scratch = scratch.first(n);
     std::vector<outer::WeightedDelta> in(held.size());
     for (uint64_t first = 0; first < n; first += slice) {
         const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
@@ -118,9 +131,9 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
                 for (float& x : values) x *= held[i].scale;
             in[i] = {values, held[i].tokens};
         }
-        aggregator_->aggregate(in, std::span(scratch_).subspan(first, len));
+        aggregator_->aggregate(in, scratch.subspan(first, len));
     }
-    return step_and_encode(p);
+    return step_and_encode(p, scratch);
 }
 
 namespace {
@@ -154,7 +167,7 @@ void for_each_run(const Fragment& f, std::size_t first, std::size_t len, Fn&& fn
 }
 }  // namespace
 
-std::vector<std::byte> GlobalModel::step_and_encode(int p) {
+std::vector<std::byte> GlobalModel::step_and_encode(int p, std::span<float> aggregate) {
     const Fragment& f = fragment(p);
     outer::OuterOptimizer& optimizer = *optimizers_[static_cast<std::size_t>(p)];
     // Only "average" ignores the lr; every other optimizer follows the schedule.
@@ -167,14 +180,14 @@ std::vector<std::byte> GlobalModel::step_and_encode(int p) {
         params = params_;
     }
     // A finite aggregate can still overflow θ (Δ near FLT_MAX, momentum): checked before anything moves.
-    if (!optimizer.step_stays_finite(params, scratch_))
+    if (!optimizer.step_stays_finite(params, aggregate))
         throw Error("the outer step would make θ non-finite; it was discarded and θ kept as it was");
-    optimizer.take_step(scratch_);  // scratch_: the change of θ
+    optimizer.take_step(aggregate);  // aggregate: now the change of θ
     // Every decoder gives at most a block's largest magnitude (times 1 + its rounding), so within
     // this bound no island's θ can leave fp32 by the codec's rounding; past it the change goes exact.
-    const double reach = static_cast<double>(largest_magnitude(params)) + 2.0 * largest_magnitude(scratch_);
-    if (reach < 0.5 * FLT_MAX) return down_codec_->encode(scratch_, static_cast<uint64_t>(p));
-    return compression::make_codec("fp32")->encode(scratch_, 0);
+    const double reach = static_cast<double>(largest_magnitude(params)) + 2.0 * largest_magnitude(aggregate);
+    if (reach < 0.5 * FLT_MAX) return down_codec_->encode(aggregate, static_cast<uint64_t>(p));
+    return compression::make_codec("fp32")->encode(aggregate, 0);
 }
 
 void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
@@ -220,13 +233,23 @@ std::string hash_floats(std::span<const float> values) {
 }
 
 std::string checksum(std::span<const std::span<const std::byte>> parts) {
-    XXH3_state_t* state = XXH3_createState();
-    if (!state) throw Error("out of memory for a checksum");
-    XXH3_128bits_reset(state);
-    for (const std::span<const std::byte> part : parts) XXH3_128bits_update(state, part.data(), part.size());
+    Checksum sum;
+    for (const std::span<const std::byte> part : parts) sum.add(part);
+    return sum.hex();
+}
+
+Checksum::Checksum() : state_(XXH3_createState()) {
+    if (!state_) throw Error("out of memory for a checksum");
+    XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+Checksum::~Checksum() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void Checksum::add(std::span<const std::byte> part) { XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), part.data(), part.size()); }
+
+std::string Checksum::hex() const {
     XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
-    XXH3_freeState(state);
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state_)));
     return to_hex(c.digest, sizeof(c.digest));
 }
 
@@ -325,14 +348,19 @@ void GlobalModel::save_state(std::span<std::byte> out) const {
 void GlobalModel::save_outer_state(std::span<std::byte> rest) const {
     if (rest.size() != outer_state_bytes())
         throw Error("the outer state needs " + std::to_string(outer_state_bytes()) + " bytes, given " + std::to_string(rest.size()));
+    std::size_t at = 0;
+    write_outer_state([&](std::span<const std::byte> part) {
+        std::memcpy(rest.data() + at, part.data(), part.size());
+        at += part.size();
+    });
+}
+
+void GlobalModel::write_outer_state(const std::function<void(std::span<const std::byte>)>& put) const {
+    require_host("the outer state");
     for (const auto& o : optimizers_) {
         const uint64_t len = o->state_size();
-        if (optimizers_.size() > 1) {
-            std::memcpy(rest.data(), &len, 8);
-            rest = rest.subspan(8);
-        }
-        o->save_state(rest.first(len));
-        rest = rest.subspan(len);
+        if (optimizers_.size() > 1) put(std::as_bytes(std::span(&len, 1)));
+        o->write_state(put);
     }
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -75,6 +76,11 @@ public:
         float scale = 1.0f;
     };
     std::vector<std::byte> make_update(std::span<const HeldDelta> held, int fragment = 0);
+    // The same two, the aggregate kept in `scratch` (at least the fragment's size) rather than in a
+    // buffer of the model's own: a host lends the memory that becomes its next state (peers/host.cpp).
+    std::vector<std::byte> make_update(std::span<const outer::WeightedDelta> contributions, int fragment,
+                                       std::span<float> scratch);
+    std::vector<std::byte> make_update(std::span<const HeldDelta> held, int fragment, std::span<float> scratch);
     bool aggregates_per_coordinate() const { return aggregator_ && aggregator_->per_coordinate(); }
     // Everyone: decodes update bytes (the change of the fragment's θ) and adds them, a slice at a time.
     // Validates first (size, codec, NaN/Inf) and that θ stays finite: on error throws arch::Error and θ
@@ -96,10 +102,13 @@ public:
     // The outer state alone (what follows θ in save_state), for a checkpoint that takes θ elsewhere.
     std::size_t outer_state_bytes() const;
     void save_outer_state(std::span<std::byte> out) const;
+    // The same bytes handed to put in order, the momentum as views of the optimizer's own buffers: a
+    // checkpoint writes them where they lie, with no copy of the state (host only).
+    void write_outer_state(const std::function<void(std::span<const std::byte>)>& put) const;
     void load_state(std::span<const std::byte> bytes);  // host only
 
 private:
-    std::vector<std::byte> step_and_encode(int fragment);  // scratch_: the aggregate in, the change out
+    std::vector<std::byte> step_and_encode(int fragment, std::span<float> aggregate);  // the aggregate in, the change out
     void require_host(const char* what) const;
 
     OuterConfig config_;
@@ -110,7 +119,7 @@ private:
     std::vector<std::unique_ptr<outer::OuterOptimizer>> optimizers_;  // one per fragment
     std::unique_ptr<outer::Aggregator> aggregator_;
     std::unique_ptr<compression::Codec> down_codec_;
-    std::vector<float> scratch_;  // the aggregate, then the change of θ, reused every round
+    std::vector<float> scratch_;  // the aggregate, then the change of θ, reused every round (unless lent one)
     std::vector<float> params_;   // a fragment's θ, gathered (several fragments only)
     std::vector<std::vector<float>> slices_;  // one slice of each held Δ, decoded (make_update of HeldDeltas)
     std::vector<float> slice_;  // one slice of an update, decoded (apply_update)
@@ -119,6 +128,19 @@ private:
 
 std::string hash_floats(std::span<const float> values);  // XXH3-128, hex (32 characters)
 std::string checksum(std::span<const std::span<const std::byte>> parts);  // XXH3-128 of the parts in turn, hex
+// The same checksum taken as the parts come (add them in order, then hex()).
+class Checksum {
+public:
+    Checksum();
+    ~Checksum();
+    Checksum(const Checksum&) = delete;
+    Checksum& operator=(const Checksum&) = delete;
+    void add(std::span<const std::byte> part);
+    std::string hex() const;
+
+private:
+    void* state_;  // an XXH3_state_t
+};
 std::string hash_bytes(std::span<const std::byte> bytes);  // BLAKE2b-256, hex
 std::string hash_bytes(std::span<const std::span<const std::byte>> parts);  // of the parts one after another
 
