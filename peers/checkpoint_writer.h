@@ -1,7 +1,8 @@
 // peers/checkpoint_writer.h: the host's checkpoints written on a thread of their own, from a snapshot,
 // so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot's state is a shared,
 // immutable blob (the host's one state of its θ, the same a joiner gets), held only while it is
-// written; the host fills the snapshot only while no write is under way, and a checkpoint due
+// written; the outer state, which the next round changes, the host has already written into the
+// file (snapshot.state_file) by then. The host fills the snapshot only while no write is under way, and a checkpoint due
 // meanwhile waits for the next chance (the host keeps asking), so a slow disk skips checkpoints rather
 // than queueing copies of the state. The thread runs at the lowest CPU and I/O priority: it takes what
 // the rounds leave. Results come back to the host's own thread (take_result), which

@@ -26,6 +26,7 @@
 #include "core/transformer.h"
 #include "outer_optimizer/screening.h"
 #include "peers/blob_pool.h"
+#include "peers/staged_write.h"
 #include "peers/checkpoint_writer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
@@ -149,6 +150,17 @@ private:
     void final_checkpoint();
     void fill_snapshot(CheckpointSnapshot& s);
     bool take_snapshot();  // fills the writer's snapshot; false (and logged) when the disk refused it
+    // The outer state goes into the snapshot's file a bounded amount a turn of the event loop
+    // (peers/staged_write.h): true once it is all there with its checksum (the writer may start);
+    // false while some is left, or when the disk refused it (logged, the snapshot dropped).
+    bool advance_staging(std::size_t budget);
+    void finish_staging();  // before the outer step moves the momentum: the rest at once, and the writer starts
+    static constexpr std::size_t kStageBytes = 4u << 20;
+    struct Staging {
+        diloco::Checksum sum;  // of host.state's bytes in order, up to where the staged write is
+        std::unique_ptr<StagedWrite> write;
+    };
+    std::unique_ptr<Staging> staging_;  // a snapshot whose outer state is still being written
     // The state of the current θ (StateMeta, then GlobalModel::save_replica_state at state_offset_): one
     // copy, made once per θ, which every joiner and the checkpoint writer share.
     SharedBlob state_of_theta();

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "peers/host.h"
+#include "peers/staged_write.h"
 
 namespace arch {
 
@@ -59,8 +60,9 @@ void Host::open_checkpoints() {
 
 // host.state is the magic, the round, the island map, the state (GlobalModel::save_state's layout: θ
 // with its count, then the outer state) and an XXH3-128 checksum of all that. The host writes all
-// but θ now, the outer state straight from the optimizer (the next round changes it), and checksums
-// θ from the state blob, which never changes; the writer puts θ in later.
+// but θ: the header now, the outer state staged from where it lies (the next outer step changes it:
+// advance_staging), and the checksum after it, θ checksummed from the state blob, which never
+// changes; the writer puts θ in later.
 void Host::fill_snapshot(CheckpointSnapshot& s) {
     s.round = round_;
     s.islands = island_of_;
@@ -78,20 +80,35 @@ void Host::fill_snapshot(CheckpointSnapshot& s) {
     w.u64(theta.size() + global_->outer_state_bytes());  // what protocol::Writer::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
     s.state_file = std::make_unique<AtomicFile>(options_.config.checkpoint_dir + "/host.state");
-    diloco::Checksum sum;
-    sum.add(head);
-    sum.add(theta);
     s.state_file->write_at(0, bytes(head));
     s.theta_offset = head.size();
-    uint64_t at = head.size() + theta.size();
-    global_->write_outer_state([&](std::span<const std::byte> part) {
-        sum.add(part);
-        s.state_file->write_at(at, bytes(part));
-        at += part.size();
-    });
-    protocol::Writer tail;
-    tail.str(sum.hex());
-    s.state_file->write_at(at, bytes(tail.take()));
+    staging_ = std::make_unique<Staging>();
+    staging_->sum.add(head);
+    staging_->sum.add(theta);
+    staging_->write = std::make_unique<StagedWrite>(*s.state_file, head.size() + theta.size(), staging_->sum);
+    global_->write_outer_state([&](std::span<const std::byte> part) { staging_->write->add(part); });
+}
+
+bool Host::advance_staging(std::size_t budget) {
+    CheckpointSnapshot& s = checkpoints_->snapshot();
+    try {
+        if (!staging_->write->advance(budget)) return false;
+        protocol::Writer tail;
+        tail.str(staging_->sum.hex());
+        s.state_file->write_at(staging_->write->end(), bytes(tail.take()));
+    } catch (const Error& e) {  // a full disk or a read-only folder is no reason to stop serving
+        staging_.reset();
+        s.state_file.reset();
+        s.blob.reset();
+        log_checkpoint({s.round, 0, e.what()});
+        return false;
+    }
+    staging_.reset();
+    return true;
+}
+
+void Host::finish_staging() {
+    if (staging_ && advance_staging(SIZE_MAX)) checkpoints_->start();
 }
 
 void Host::want_checkpoint(bool always) {
@@ -103,22 +120,27 @@ void Host::want_checkpoint(bool always) {
 
 void Host::pump_checkpoint() {
     if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
+    if (staging_) {
+        if (advance_staging(kStageBytes)) checkpoints_->start();
+        return;
+    }
     if (!checkpoint_wanted_ || checkpoints_->busy()) return;
     if (!take_snapshot()) return;
-    checkpoints_->start();
     checkpoint_wanted_ = false;
     updates_since_checkpoint_ = 0;
     last_checkpoint_ = clock_.now();
+    if (advance_staging(kStageBytes)) checkpoints_->start();
 }
 
 void Host::final_checkpoint() {
+    finish_staging();
     checkpoints_->wait();
     if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
     if (!checkpoint_wanted_ && updates_since_checkpoint_ == 0) return;  // the last one written holds it all
     if (!take_snapshot()) return;
     checkpoint_wanted_ = false;
     updates_since_checkpoint_ = 0;
-    log_checkpoint(checkpoints_->write_now());
+    if (advance_staging(SIZE_MAX)) log_checkpoint(checkpoints_->write_now());
 }
 
 bool Host::take_snapshot() {
@@ -127,6 +149,7 @@ bool Host::take_snapshot() {
         fill_snapshot(s);
         return true;
     } catch (const Error& e) {  // a full disk or a read-only folder is no reason to stop serving
+        staging_.reset();
         s.state_file.reset();
         s.blob.reset();
         log_checkpoint({round_, 0, e.what()});

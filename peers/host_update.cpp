@@ -57,6 +57,7 @@ void Host::make_update(Link& link) {
     // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
     // the pool once the update is encoded, to become the next state: beside θ and the momentum the
     // host holds the current state and this one buffer, not a scratch buffer as well.
+    finish_staging();  // the checkpoint's copy of the momentum is on disk before the step moves it
     std::vector<std::byte> room = state_pool_->take();
     room.resize(global_->fragment(fragment).size * sizeof(float));
     const std::span<float> scratch(reinterpret_cast<float*>(room.data()), room.size() / sizeof(float));

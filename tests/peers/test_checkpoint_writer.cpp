@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "peers/checkpoint_writer.h"
+#include "peers/staged_write.h"
 #include "tests/core/temp_dir.h"
 #include "tests/peers/run_fixture.h"
 
@@ -127,6 +129,33 @@ TEST_CASE("a file written in parts, out of order and by two threads, replaces th
     file.commit();
     CHECK(read_file(path) == std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8});
     CHECK_THROWS_AS(file.write_at(0, head), Error);
+}
+
+TEST_CASE("a staged write puts its parts after one another a budget at a time, hashed as one checksum") {
+    TempDir dir;
+    const std::string path = dir.file("host.state");
+    std::vector<std::byte> big(10000);
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::byte>(i * 7);
+    std::vector<std::byte> head = {std::byte{1}, std::byte{2}, std::byte{3}};
+    AtomicFile file(path);
+    diloco::Checksum sum;
+    StagedWrite staged(file, 5, sum);
+    staged.add(head);  // small: copied, so the caller's buffer may change at once
+    staged.add(big);   // large: a view
+    head.assign(3, std::byte{9});
+    int turns = 0;
+    while (!staged.advance(4096)) ++turns;
+    CHECK(turns == 2);  // 10003 bytes at 4096 a turn: the third turn ends it
+    CHECK(staged.end() == 5 + 3 + big.size());
+    file.write_at(0, std::vector<uint8_t>(5, 0xEE));
+    file.commit();
+    std::vector<std::byte> want = {std::byte{1}, std::byte{2}, std::byte{3}};
+    want.insert(want.end(), big.begin(), big.end());
+    const std::span<const std::byte> parts[] = {want};
+    CHECK(sum.hex() == diloco::checksum(parts));
+    const std::vector<uint8_t> got = read_file(path);
+    REQUIRE(got.size() == 5 + want.size());
+    CHECK(std::equal(want.begin(), want.end(), reinterpret_cast<const std::byte*>(got.data()) + 5));
 }
 
 TEST_CASE("a writer killed in the middle of a checkpoint leaves the previous one whole") {
