@@ -1,6 +1,6 @@
 // peers/host.cpp: the host's event loop (docs/protocol.md): admission, pseudo-gradient and moments checks,
 // state for late joiners, data. What a round is belongs to its round policy (docs/rounds.md); the outer
-// step and its update are host_update.cpp's, the checkpoint host_checkpoint.cpp's.
+// step and its update are host_update.cpp's, the checkpoints peers/host_checkpoints.h's.
 #include "peers/host.h"
 
 #include <algorithm>
@@ -81,10 +81,12 @@ Host::Host(HostOptions options) : options_(std::move(options)), clock_(*options_
         if (!c.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
         log_privacy_plan();
     }
-    open_checkpoints();
-    if (load_checkpoint())
+    checkpoints_ = std::make_unique<HostCheckpoints>(c, model_config_, clock_, [this](const std::string& line) { log(line); });
+    if (std::optional<HostCheckpoints::Loaded> loaded = checkpoints_->load(*global_)) {
+        round_ = loaded->round;
+        island_of_ = std::move(loaded->islands);
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
-    else if (!c.init.empty() || !c.init_hf.empty())
+    } else if (!c.init.empty() || !c.init_hf.empty())
         log("warm start: round 0 starts from " + (c.init.empty() ? c.init_hf : c.init) + ", θ " + global_->hash().substr(0, 12));
     recent_theta_.emplace_back(round_, global_->hash());
 }
@@ -166,49 +168,26 @@ void Host::publish_run(Link& link) {
     published_ = Clock::real().now();
 }
 
-SharedBlob Host::state_of_theta() {
-    if (state_blob_ && state_blob_of_ == global_->hash()) return state_blob_;
-    retire_state();
-    protocol::Writer w(state_pool_->take());  // the memory of the last state nobody holds any more
-    w.bytes(protocol::encode(protocol::StateMeta{round_, global_->hash()}));
-    const std::span<std::byte> state = w.bytes_in_place(global_->replica_state_bytes());
-    global_->save_replica_state(state);
-    std::vector<std::byte> blob = w.take();
-    state_offset_ = blob.size() - state.size();
-    state_blob_ = state_pool_->share(std::move(blob));
-    state_blob_of_ = global_->hash();
-    return state_blob_;
-}
-
-void Host::retire_state() {
-    std::erase_if(stale_states_, [](const auto& weak) { return weak.expired(); });
-    if (state_blob_) stale_states_.push_back(std::exchange(state_blob_, nullptr));
+HostCheckpoints::Source Host::checkpoint_source() {
+    HostCheckpoints::Source s;
+    s.round = round_;
+    s.islands = island_of_;
+    s.state = shipping_.current(round_, *global_);
+    s.state_offset = shipping_.offset();
+    s.global = global_.get();
+    return s;
 }
 
 void Host::send_state(Link& link, const std::string& key) {
-    if (state_blob_of_ != global_->hash()) retire_state();
-    // The states of older θs are taken off every queue and freed first (once the checkpoint writer, if
-    // it writes one, is done), and the peers that were still waiting for one get the current state.
-    bool withdrawn = false;
-    for (const auto& weak : std::exchange(stale_states_, {}))
-        if (SharedBlob stale = weak.lock()) {
-            link.withdraw(stale);
-            withdrawn = true;
-        }
-    std::vector<std::string> waiting;
-    if (withdrawn)
-        for (const auto& [peer, theta] : awaiting_state_)
-            if (peer != key && theta != global_->hash()) waiting.push_back(peer);
-    const SharedBlob state = state_of_theta();
+    const std::vector<std::string> waiting = shipping_.withdraw_stale(link, key, global_->hash());
+    const SharedBlob state = shipping_.current(round_, *global_);
     if (!link.send_blob(key, Type::state, round_, state)) {
         log(peers_[key].name + " is too far behind (its queue is full); dropping what waits for it");
         link.forget(key);
         if (!link.send_blob(key, Type::state, round_, state)) return;
     }
     peers_[key].queued_from = round_;  // the state, then every update after it
-    std::string& on_its_way = awaiting_state_[key];
-    if (on_its_way != state_blob_of_) {  // else this state is already on its way
-        on_its_way = state_blob_of_;
+    if (shipping_.queued_for(key)) {
         down_bytes_round_ += state->size();
         publish(key, 0, state->size());
         log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
@@ -374,7 +353,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
         uint32_t next = 0;  // the lowest free index: a revoked island's goes to the next newcomer
         while (std::any_of(island_of_.begin(), island_of_.end(), [&](const auto& kv) { return kv.second == next; })) ++next;
         island_of_[key] = next;
-        want_checkpoint(true);
+        checkpoints_->island_map_changed();
     }
     PeerState& p = peers_[key];
     p.name = h.name;
@@ -411,14 +390,14 @@ void Host::revoke(Link& link, const std::string& key) {
         p.connected = p.welcomed = p.busy = p.in_sync = false;
         publish(key);
     }
-    awaiting_state_.erase(key);
+    shipping_.settled(key);
     if (moments_) moments_->drop(key);
     const bool in_round = policy_->on_gone(key, true);  // what it sent that is not applied yet goes with it
     std::string freed;
     if (index != island_of_.end()) {
         const uint32_t island = index->second;
         island_of_.erase(index);
-        want_checkpoint(true);
+        checkpoints_->island_map_changed();
         freed = "; island " + std::to_string(island) + " is free for a later invitee";
     }
     log("revoked " + who + freed + (in_round ? "; round " + std::to_string(round_) + " goes on without it" : ""));
@@ -568,7 +547,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
-            if (p.in_sync) awaiting_state_.erase(e.peer);
+            if (p.in_sync) shipping_.settled(e.peer);
             if (p.in_sync) note_update_held();
             publish(e.peer);
             if (!p.in_sync && catching_up(p, h)) {
@@ -590,7 +569,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
             p.connected = false;
             policy_->on_gone(e.peer, false);
             link.forget(e.peer);  // what waits for it, or from it, is freed
-            awaiting_state_.erase(e.peer);
+            shipping_.settled(e.peer);
             publish(e.peer);
             log(p.name + " left: " + protocol::decode_reason(e.payload).text);
             break;
@@ -663,7 +642,7 @@ void Host::run(Link& link) {
                     (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());
             }
         }
-        pump_checkpoint();
+        checkpoints_->pump([this] { return checkpoint_source(); });
         if (!policy_->open()) {
             // Paused: no new round starts until resume.
             if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
@@ -672,8 +651,8 @@ void Host::run(Link& link) {
         }
     }
     // The last checkpoint is written while the last update drains: the writer takes it once it is free,
-    // and final_checkpoint below waits for it (or, after a stop, writes it at once).
-    if (updates_since_checkpoint_ > 0) checkpoint_wanted_ = true;
+    // and finish below waits for it (or, after a stop, writes it at once).
+    checkpoints_->at_end();
     // Let the last update reach every connected island (and its hash come back) before saying bye.
     const Clock::time_point drain_until = clock_.after(2 * c.heartbeat_timeout_s + 5);
     auto all_synced = [&] {
@@ -690,9 +669,9 @@ void Host::run(Link& link) {
                 log(std::string("rejected a message while finishing: ") + err.what());
             }
         }
-        pump_checkpoint();
+        checkpoints_->pump([this] { return checkpoint_source(); });
     }
-    final_checkpoint();
+    checkpoints_->finish([this] { return checkpoint_source(); });
     for (const auto& [key, p] : peers_) {
         if (!p.welcomed) continue;
         link.forget(key);  // what is still queued for it (a stale state, an update it gave up on) must not hold back the bye

@@ -25,15 +25,14 @@
 #include "core/data_manifest.h"
 #include "core/transformer.h"
 #include "outer_optimizer/screening.h"
-#include "peers/blob_pool.h"
-#include "peers/staged_write.h"
-#include "peers/checkpoint_writer.h"
+#include "peers/host_checkpoints.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 #include "peers/moment_sync.h"
 #include "peers/rate_limit.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
+#include "peers/state_shipping.h"
 #include "privacy/gaussian_mechanism.h"
 #include "privacy/privacy_budget.h"
 
@@ -140,33 +139,7 @@ private:
     void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
     bool within_budget(const LinkEvent& e);  // hello and message budgets; logs what goes over
-    // Checkpoints (host_checkpoint.cpp, peers/checkpoint_writer.h), written in the background: a change
-    // of the island map always wants one, an update when run.checkpoint_every / checkpoint_minutes say
-    // so; pump_checkpoint (the event loop) logs finished writes and starts a wanted one once the writer
-    // is free; final_checkpoint (the run's end, a stop) writes whatever is newer, on this thread.
-    void open_checkpoints();  // the folder and the writer
-    void want_checkpoint(bool always);
-    void pump_checkpoint();
-    void final_checkpoint();
-    void fill_snapshot(CheckpointSnapshot& s);
-    bool take_snapshot();  // fills the writer's snapshot; false (and logged) when the disk refused it
-    // The outer state goes into the snapshot's file a bounded amount a turn of the event loop
-    // (peers/staged_write.h): true once it is all there with its checksum (the writer may start);
-    // false while some is left, or when the disk refused it (logged, the snapshot dropped).
-    bool advance_staging(std::size_t budget);
-    void finish_staging();  // before the outer step moves the momentum: the rest at once, and the writer starts
-    static constexpr std::size_t kStageBytes = 4u << 20;
-    struct Staging {
-        diloco::Checksum sum;  // of host.state's bytes in order, up to where the staged write is
-        std::unique_ptr<StagedWrite> write;
-    };
-    std::unique_ptr<Staging> staging_;  // a snapshot whose outer state is still being written
-    // The state of the current θ (StateMeta, then GlobalModel::save_replica_state at state_offset_): one
-    // copy, made once per θ, which every joiner and the checkpoint writer share.
-    SharedBlob state_of_theta();
-    void retire_state();  // θ moved on: the state is let go of, and withdrawn when a joiner needs the new one
-    void log_checkpoint(const CheckpointWriter::Result& r) const;
-    bool load_checkpoint();
+    HostCheckpoints::Source checkpoint_source();  // what a checkpoint taken now holds
     float evaluate();
     void log(const std::string& line) const;
     void publish(const std::string& key, uint64_t up = 0, uint64_t down = 0);  // PeerState -> options_.status
@@ -184,25 +157,16 @@ private:
     DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
     std::map<std::string, PeerState> peers_;      // by key
-    SharedBlob state_blob_;                       // the one copy of the state every peer that needs it gets
-    std::shared_ptr<BlobPool> state_pool_ = BlobPool::make();  // its memory, back once nobody holds it
-    // States of older θs: each alive only while a queue sends it or the checkpoint writer writes it.
-    std::vector<std::weak_ptr<const std::vector<std::byte>>> stale_states_;
-    std::string state_blob_of_;                   // the θ hash it was made from
-    std::size_t state_offset_ = 0;                // where save_replica_state's bytes start in it
+    StateShipping shipping_;                      // the state of θ for joiners and the checkpoint
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
-    std::map<std::string, std::string> awaiting_state_;  // peers a state was sent to, not yet in sync: the θ hash it holds
     std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
     std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
     std::unique_ptr<MomentPool> moments_;         // DES-LOC (outer.sync_moments_every > 0), else null
-    std::unique_ptr<CheckpointWriter> checkpoints_;
-    bool checkpoint_wanted_ = false;  // a snapshot is due and not taken yet
-    uint64_t updates_since_checkpoint_ = 0;
-    Clock::time_point last_checkpoint_{};  // the last snapshot taken
+    std::unique_ptr<HostCheckpoints> checkpoints_;
     std::unique_ptr<privacy::PrivacyBudget> privacy_;  // [privacy] on, else null
     std::unique_ptr<privacy::NoiseSource> noise_;       // central mode: the host's noise
     Clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)

@@ -57,8 +57,8 @@ void Host::make_update(Link& link) {
     // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
     // the pool once the update is encoded, to become the next state: beside θ and the momentum the
     // host holds the current state and this one buffer, not a scratch buffer as well.
-    finish_staging();  // the checkpoint's copy of the momentum is on disk before the step moves it
-    std::vector<std::byte> room = state_pool_->take();
+    checkpoints_->before_step();  // the checkpoint's copy of the momentum is on disk before the step moves it
+    std::vector<std::byte> room = shipping_.borrow();
     room.resize(global_->fragment(fragment).size * sizeof(float));
     const std::span<float> scratch(reinterpret_cast<float*>(room.data()), room.size() / sizeof(float));
     try {
@@ -67,13 +67,13 @@ void Host::make_update(Link& link) {
         if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
         // An aggregator may refuse (trimmed, with too few).
         update = held.empty() ? global_->make_update(cs, fragment, scratch) : global_->make_update(held, fragment, scratch);
-        state_pool_->keep(std::move(room));
+        shipping_.give_back(std::move(room));
         aggregate_s = real.seconds_since(t);
         t = real.now();
         global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
         step_s = real.seconds_since(t);
     } catch (const Error& e) {
-        if (!room.empty()) state_pool_->keep(std::move(room));
+        if (!room.empty()) shipping_.give_back(std::move(room));
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
         return again(std::string(": ") + e.what() + " (contributions from " + who + ")");
@@ -86,14 +86,13 @@ void Host::make_update(Link& link) {
     recent_theta_.emplace_back(round_, global_->hash());
     // The state of the old θ (P) lives on only while a queue still sends it (a joiner catches up with
     // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
-    retire_state();
+    shipping_.retire();
     while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
     sync_deadline_ = clock_.after(2 * options_.config.heartbeat_timeout_s);
     const Clock& real = Clock::real();
     Clock::time_point t = real.now();
-    ++updates_since_checkpoint_;
-    want_checkpoint(false);
-    pump_checkpoint();  // the snapshot, when one is due and the writer free: the write is the writer's
+    checkpoints_->updated();
+    checkpoints_->pump([this] { return checkpoint_source(); });  // the snapshot, when one is due and the writer free: the write is the writer's
     const double checkpoint_s = real.seconds_since(t);
     t = real.now();
     const float val = evaluate();

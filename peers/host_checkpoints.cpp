@@ -1,9 +1,6 @@
-// peers/host_checkpoint.cpp: the host's checkpoint (docs/protocol.md, "Failures"): host.state holds the
-// round, the key -> island map and the global state (θ and the outer optimizer's) with an XXH3-128
-// checksum, written atomically beside model.bin (core/checkpoint.h: llm.c's format for GPT-2,
-// safetensors for the Llama family); a restarted host resumes from it. Written in the background from a
-// snapshot (peers/checkpoint_writer.h) at run.checkpoint_every / checkpoint_minutes, after every change
-// of the island map, and at the run's end or stop.
+// peers/host_checkpoints.cpp: HostCheckpoints.
+#include "peers/host_checkpoints.h"
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,8 +10,7 @@
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "peers/host.h"
-#include "peers/staged_write.h"
+#include "peers/protocol.h"
 
 namespace arch {
 
@@ -50,12 +46,13 @@ void write_checkpoint_files(const std::string& dir, const ModelConfig& model, co
 }
 }  // namespace
 
-void Host::open_checkpoints() {
-    const RunConfig& c = options_.config;
-    std::filesystem::create_directories(c.checkpoint_dir);
-    checkpoints_ = std::make_unique<CheckpointWriter>(
-        [dir = c.checkpoint_dir, model = model_config_](const CheckpointSnapshot& s) { write_checkpoint_files(dir, model, s); });
-    last_checkpoint_ = clock_.now();
+HostCheckpoints::HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock,
+                                 std::function<void(const std::string&)> log)
+    : config_(config), clock_(clock), log_(std::move(log)) {
+    std::filesystem::create_directories(config.checkpoint_dir);
+    writer_ = std::make_unique<CheckpointWriter>(
+        [dir = config.checkpoint_dir, model](const CheckpointSnapshot& s) { write_checkpoint_files(dir, model, s); });
+    last_ = clock_.now();
 }
 
 // host.state is the magic, the round, the island map, the state (GlobalModel::save_state's layout: θ
@@ -63,11 +60,11 @@ void Host::open_checkpoints() {
 // but θ: the header now, the outer state staged from where it lies (the next outer step changes it:
 // advance_staging), and the checksum after it, θ checksummed from the state blob, which never
 // changes; the writer puts θ in later.
-void Host::fill_snapshot(CheckpointSnapshot& s) {
-    s.round = round_;
-    s.islands = island_of_;
-    s.blob = state_of_theta();
-    s.state_offset = state_offset_;
+void HostCheckpoints::fill_snapshot(CheckpointSnapshot& s, const Source& source) {
+    s.round = source.round;
+    s.islands = source.islands;
+    s.blob = source.state;
+    s.state_offset = source.state_offset;
     const std::span<const std::byte> theta = theta_part(s);
     protocol::Writer w;
     for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
@@ -77,99 +74,104 @@ void Host::fill_snapshot(CheckpointSnapshot& s) {
         w.str(key);
         w.u32(island);
     }
-    w.u64(theta.size() + global_->outer_state_bytes());  // what protocol::Writer::bytes puts before a blob
+    w.u64(theta.size() + source.global->outer_state_bytes());  // what protocol::Writer::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
-    s.state_file = std::make_unique<AtomicFile>(options_.config.checkpoint_dir + "/host.state");
+    s.state_file = std::make_unique<AtomicFile>(config_.checkpoint_dir + "/host.state");
     s.state_file->write_at(0, bytes(head));
     s.theta_offset = head.size();
     staging_ = std::make_unique<Staging>();
     staging_->sum.add(head);
     staging_->sum.add(theta);
     staging_->write = std::make_unique<StagedWrite>(*s.state_file, head.size() + theta.size(), staging_->sum);
-    global_->write_outer_state([&](std::span<const std::byte> part) { staging_->write->add(part); });
+    source.global->write_outer_state([&](std::span<const std::byte> part) { staging_->write->add(part); });
 }
 
-bool Host::advance_staging(std::size_t budget) {
-    CheckpointSnapshot& s = checkpoints_->snapshot();
+bool HostCheckpoints::advance_staging(std::size_t budget) {
+    CheckpointSnapshot& s = writer_->snapshot();
     try {
         if (!staging_->write->advance(budget)) return false;
         protocol::Writer tail;
         tail.str(staging_->sum.hex());
         s.state_file->write_at(staging_->write->end(), bytes(tail.take()));
-    } catch (const Error& e) {  // a full disk or a read-only folder is no reason to stop serving
-        staging_.reset();
-        s.state_file.reset();
-        s.blob.reset();
-        log_checkpoint({s.round, 0, e.what()});
+    } catch (const Error& e) {
+        drop_snapshot(s.round, e.what());
         return false;
     }
     staging_.reset();
     return true;
 }
 
-void Host::finish_staging() {
-    if (staging_ && advance_staging(SIZE_MAX)) checkpoints_->start();
+void HostCheckpoints::drop_snapshot(uint64_t round, const std::string& why) {
+    CheckpointSnapshot& s = writer_->snapshot();
+    staging_.reset();
+    s.state_file.reset();
+    s.blob.reset();
+    log_result({round, 0, why});
 }
 
-void Host::want_checkpoint(bool always) {
-    const RunConfig& c = options_.config;
-    const bool minutes = c.checkpoint_minutes > 0 &&
-                         clock_.seconds_since(last_checkpoint_) >= 60 * c.checkpoint_minutes;
-    if (always || minutes || updates_since_checkpoint_ >= static_cast<uint64_t>(c.checkpoint_every)) checkpoint_wanted_ = true;
+void HostCheckpoints::before_step() {
+    if (staging_ && advance_staging(SIZE_MAX)) writer_->start();
 }
 
-void Host::pump_checkpoint() {
-    if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
+void HostCheckpoints::want_by_cadence() {
+    const bool minutes = config_.checkpoint_minutes > 0 && clock_.seconds_since(last_) >= 60 * config_.checkpoint_minutes;
+    if (minutes || updates_since_ >= static_cast<uint64_t>(config_.checkpoint_every)) wanted_ = true;
+}
+
+void HostCheckpoints::updated() {
+    ++updates_since_;
+    want_by_cadence();
+}
+
+void HostCheckpoints::pump(const SourceFn& source) {
+    if (std::optional<CheckpointWriter::Result> r = writer_->take_result()) log_result(*r);
     if (staging_) {
-        if (advance_staging(kStageBytes)) checkpoints_->start();
+        if (advance_staging(kStageBytes)) writer_->start();
         return;
     }
-    if (!checkpoint_wanted_ || checkpoints_->busy()) return;
-    if (!take_snapshot()) return;
-    checkpoint_wanted_ = false;
-    updates_since_checkpoint_ = 0;
-    last_checkpoint_ = clock_.now();
-    if (advance_staging(kStageBytes)) checkpoints_->start();
+    if (!wanted_ || writer_->busy()) return;
+    if (!take_snapshot(source)) return;
+    wanted_ = false;
+    updates_since_ = 0;
+    last_ = clock_.now();
+    if (advance_staging(kStageBytes)) writer_->start();
 }
 
-void Host::final_checkpoint() {
-    finish_staging();
-    checkpoints_->wait();
-    if (std::optional<CheckpointWriter::Result> r = checkpoints_->take_result()) log_checkpoint(*r);
-    if (!checkpoint_wanted_ && updates_since_checkpoint_ == 0) return;  // the last one written holds it all
-    if (!take_snapshot()) return;
-    checkpoint_wanted_ = false;
-    updates_since_checkpoint_ = 0;
-    if (advance_staging(SIZE_MAX)) log_checkpoint(checkpoints_->write_now());
+void HostCheckpoints::finish(const SourceFn& source) {
+    before_step();
+    writer_->wait();
+    if (std::optional<CheckpointWriter::Result> r = writer_->take_result()) log_result(*r);
+    if (!wanted_ && updates_since_ == 0) return;  // the last one written holds it all
+    if (!take_snapshot(source)) return;
+    wanted_ = false;
+    updates_since_ = 0;
+    if (advance_staging(SIZE_MAX)) log_result(writer_->write_now());
 }
 
-bool Host::take_snapshot() {
-    CheckpointSnapshot& s = checkpoints_->snapshot();
+bool HostCheckpoints::take_snapshot(const SourceFn& source) {
+    const Source from = source();
     try {
-        fill_snapshot(s);
+        fill_snapshot(writer_->snapshot(), from);
         return true;
     } catch (const Error& e) {  // a full disk or a read-only folder is no reason to stop serving
-        staging_.reset();
-        s.state_file.reset();
-        s.blob.reset();
-        log_checkpoint({round_, 0, e.what()});
+        drop_snapshot(from.round, e.what());
         return false;
     }
 }
 
-void Host::log_checkpoint(const CheckpointWriter::Result& r) const {
+void HostCheckpoints::log_result(const CheckpointWriter::Result& r) const {
     char took[64];
     std::snprintf(took, sizeof(took), "%.2f s", r.seconds);
     if (r.error.empty())
-        log("checkpoint at round " + std::to_string(r.round) + " written in " + took);
+        log_("checkpoint at round " + std::to_string(r.round) + " written in " + took);
     else  // a full disk or a read-only folder is no reason to stop serving
-        log("could not write the checkpoint at round " + std::to_string(r.round) +
-            " (the run goes on; the next one tries again): " + r.error);
+        log_("could not write the checkpoint at round " + std::to_string(r.round) +
+             " (the run goes on; the next one tries again): " + r.error);
 }
 
-bool Host::load_checkpoint() {
-    const std::string path = options_.config.checkpoint_dir + "/host.state";
-    if (!file_exists(path)) return false;
+std::optional<HostCheckpoints::Loaded> HostCheckpoints::load(diloco::GlobalModel& global) const {
+    const std::string path = config_.checkpoint_dir + "/host.state";
+    if (!file_exists(path)) return std::nullopt;
     const std::vector<uint8_t> raw = read_file(path);
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
     protocol::Reader r(bytes, path.c_str());
@@ -177,23 +179,21 @@ bool Host::load_checkpoint() {
     for (char& ch : magic) ch = static_cast<char>(r.u8());
     const bool v1 = std::memcmp(magic, kStateMagicV1, 8) == 0;
     if (!v1 && std::memcmp(magic, kStateMagic, 8) != 0) throw Error("'" + path + "' is not a host checkpoint");
-    const uint64_t round = r.u64();
+    Loaded loaded;
+    loaded.round = r.u64();
     const uint32_t n = r.u32();
     if (n > 1024) throw Error("'" + path + "' is corrupt: " + std::to_string(n) + " islands");
-    std::map<std::string, uint32_t> islands;
     for (uint32_t i = 0; i < n; ++i) {
         std::string key = r.str(64);
-        islands[key] = r.u32();
+        loaded.islands[key] = r.u32();
     }
     const std::vector<std::byte> state = r.bytes(bytes.size());
     const std::string hash = r.str(64);
     r.finish();
     const std::span<const std::byte> hashed[] = {bytes.first(bytes.size() - (4 + hash.size()))};
     if (checksum(hashed, v1) != hash) throw Error("host checkpoint '" + path + "' is corrupt: checksum mismatch");
-    global_->load_state(state);
-    round_ = round;
-    island_of_ = std::move(islands);
-    return true;
+    global.load_state(state);
+    return loaded;
 }
 
 }  // namespace arch
