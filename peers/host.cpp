@@ -27,8 +27,6 @@ namespace arch {
 using protocol::Type;
 
 namespace {
-std::string short_key(const std::string& key) { return key.substr(0, 8); }
-
 // θ of a warm start: model.init's llm.c checkpoint or model.init_hf's Hugging Face folder, which must
 // hold the run's model (the peers build theirs from run.toml). Errors name the key.
 std::vector<float> warm_start_theta(const RunConfig& c, const ModelConfig& model) {
@@ -45,7 +43,10 @@ std::vector<float> warm_start_theta(const RunConfig& c, const ModelConfig& model
 }
 }  // namespace
 
-Host::Host(HostOptions options) : options_(std::move(options)), clock_(*options_.clock) {
+Host::Host(HostOptions options)
+    : options_(std::move(options)),
+      clock_(*options_.clock),
+      roster_(options_.config.islands, clock_, [this](const std::string& line) { log(line); }) {
     const RunConfig& c = options_.config;
     int vocab = 0;
     std::string train = c.train_data;
@@ -84,7 +85,7 @@ Host::Host(HostOptions options) : options_(std::move(options)), clock_(*options_
     checkpoints_ = std::make_unique<HostCheckpoints>(c, model_config_, clock_, [this](const std::string& line) { log(line); });
     if (std::optional<HostCheckpoints::Loaded> loaded = checkpoints_->load(*global_)) {
         round_ = loaded->round;
-        island_of_ = std::move(loaded->islands);
+        roster_.restore(std::move(loaded->islands));
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
     } else if (!c.init.empty() || !c.init_hf.empty())
         log("warm start: round 0 starts from " + (c.init.empty() ? c.init_hf : c.init) + ", θ " + global_->hash().substr(0, 12));
@@ -131,7 +132,7 @@ void Host::log(const std::string& line) const {
 
 void Host::publish(const std::string& key, uint64_t up, uint64_t down) {
     if (!options_.status) return;
-    const PeerState& p = peers_[key];
+    const PeerState& p = roster_[key];
     options_.status->peer(key, [&](PeerRow& row) {
         if (row.fingerprint.empty()) row.fingerprint = net::fingerprint(key);
         row.name = p.name;
@@ -160,18 +161,18 @@ void Host::publish_run(Link& link) {
     s.traffic(link);
     const RunConfig& c = options_.config;
     double tokens_per_s = 0;  // every connected island's measured steps/s times its tokens per step
-    for (const auto& [key, p] : peers_)
+    for (const auto& [key, p] : roster_.peers())
         if (p.connected) tokens_per_s += p.steps_per_s * static_cast<double>(c.batch) * c.seq_len * c.grad_accum;
     s.set_tokens_per_s(tokens_per_s);
     if (privacy_) s.set_privacy(PrivacyFigures::of(*privacy_, round_));
-    for (const auto& [key, p] : peers_) publish(key);
+    for (const auto& [key, p] : roster_.peers()) publish(key);
     published_ = Clock::real().now();
 }
 
 HostCheckpoints::Source Host::checkpoint_source() {
     HostCheckpoints::Source s;
     s.round = round_;
-    s.islands = island_of_;
+    s.islands = roster_.islands();
     s.state = shipping_.current(round_, *global_);
     s.state_offset = shipping_.offset();
     s.global = global_.get();
@@ -182,21 +183,21 @@ void Host::send_state(Link& link, const std::string& key) {
     const std::vector<std::string> waiting = shipping_.withdraw_stale(link, key, global_->hash());
     const SharedBlob state = shipping_.current(round_, *global_);
     if (!link.send_blob(key, Type::state, round_, state)) {
-        log(peers_[key].name + " is too far behind (its queue is full); dropping what waits for it");
+        log(roster_[key].name + " is too far behind (its queue is full); dropping what waits for it");
         link.forget(key);
         if (!link.send_blob(key, Type::state, round_, state)) return;
     }
-    peers_[key].queued_from = round_;  // the state, then every update after it
+    roster_[key].queued_from = round_;  // the state, then every update after it
     if (shipping_.queued_for(key)) {
         down_bytes_round_ += state->size();
         publish(key, 0, state->size());
-        log("sending the global state of round " + std::to_string(round_) + " to " + peers_[key].name);
+        log("sending the global state of round " + std::to_string(round_) + " to " + roster_[key].name);
     }
     for (const std::string& other : waiting) send_state(link, other);
 }
 
 void Host::serve_data(Link& link, const std::string& key, const protocol::DataRequest& request) {
-    const PeerState& p = peers_[key];
+    const PeerState& p = roster_[key];
     const std::vector<DataChunk>& mine = assignment_.at(p.island);
     uint64_t tokens = 0;
     for (uint32_t i : request.chunks) {
@@ -225,7 +226,7 @@ void Host::serve_data(Link& link, const std::string& key, const protocol::DataRe
 }
 
 void Host::send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob) {
-    PeerState& p = peers_[key];
+    PeerState& p = roster_[key];
     p.in_sync = false;  // until its hash report comes back
     if (!p.connected) {  // nothing piles up for a peer that is away: back, it says hello and gets the state
         p.queued_from = UINT64_MAX;
@@ -239,25 +240,9 @@ void Host::send_update(Link& link, const std::string& key, uint64_t round, const
     publish(key, 0, blob->size());
 }
 
-bool Host::within_budget(const LinkEvent& e) {
-    auto it = peers_.find(e.peer);
-    if (it == peers_.end()) {  // not admitted yet: only its hello is looked at, and that is rate-limited too
-        if (peers_.size() >= static_cast<std::size_t>(4 * options_.config.islands + 16)) return false;
-        it = peers_.emplace(e.peer, PeerState{}).first;
-    }
-    PeerState& p = it->second;
-    TokenBucket& bucket = e.type == Type::hello ? p.hellos : p.messages;
-    if (bucket.take(clock_.now())) return true;
-    if (p.over_budget++ % 1000 == 0)
-        log("dropped a " + std::string(protocol::type_name(e.type)) + " from " +
-            (p.name.empty() ? short_key(e.peer) : p.name) + ": over its message budget (" +
-            std::to_string(p.over_budget) + " dropped so far)");
-    return false;
-}
-
 rounds::RunSnapshot Host::view(Link& link) {
     view_.clear();
-    for (const auto& [key, p] : peers_) {
+    for (const auto& [key, p] : roster_.peers()) {
         if (!p.welcomed) continue;
         rounds::IslandView i;
         i.key = key;
@@ -286,9 +271,9 @@ void Host::start_island(Link& link, const rounds::Start& start) {
     // After the last update no island is started again: it would train a round nobody waits for, and
     // miss the host's bye while sending it.
     if (round_ >= last_update()) return;
-    const auto it = peers_.find(start.key);
-    if (it == peers_.end() || !it->second.welcomed) return;
-    PeerState& p = it->second;
+    PeerState* found = roster_.find(start.key);
+    if (!found || !found->welcomed) return;
+    PeerState& p = *found;
     p.busy = true;
     p.started_round = round_;
     p.started_at = clock_.now();
@@ -311,14 +296,10 @@ void Host::offer_round(Link& link, const std::string& key) {
 
 bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
     const RunConfig& c = options_.config;
-    int ready = 0, connected = 0;
-    for (const auto& [key, p] : peers_) {
-        connected += p.connected && p.welcomed;
-        ready += p.connected && p.welcomed && p.in_sync;
-    }
+    const int ready = roster_.ready(), connected = roster_.connected();
     // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
     // or an island revoked) every round waits as after any update, for the connected ones.
-    const bool first_wait = (round_ == 0 || island_of_.size() < static_cast<std::size_t>(c.islands)) &&
+    const bool first_wait = (round_ == 0 || roster_.islands().size() < static_cast<std::size_t>(c.islands)) &&
                             clock_.now() <= join_deadline;
     const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
     // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
@@ -344,20 +325,16 @@ void Host::start_round(Link& link) {
 
 void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h) {
     const RunConfig& c = options_.config;
-    if (!island_of_.count(key)) {
-        if (island_of_.size() >= static_cast<std::size_t>(c.islands)) {
-            link.send(key, Type::reject, round_, protocol::encode({protocol::ReasonCode::run_full, "the run is full (" + std::to_string(c.islands) + " islands)"}));
-            log("refused " + h.name + " (" + short_key(key) + "): the run is full");
-            return;
-        }
-        uint32_t next = 0;  // the lowest free index: a revoked island's goes to the next newcomer
-        while (std::any_of(island_of_.begin(), island_of_.end(), [&](const auto& kv) { return kv.second == next; })) ++next;
-        island_of_[key] = next;
-        checkpoints_->island_map_changed();
+    const std::optional<HostRoster::Seat> seat = roster_.seat(key);
+    if (!seat) {
+        link.send(key, Type::reject, round_, protocol::encode({protocol::ReasonCode::run_full, "the run is full (" + std::to_string(c.islands) + " islands)"}));
+        log("refused " + h.name + " (" + short_key(key) + "): the run is full");
+        return;
     }
-    PeerState& p = peers_[key];
+    if (seat->newcomer) checkpoints_->island_map_changed();
+    PeerState& p = roster_[key];
     p.name = h.name;
-    p.island = island_of_[key];
+    p.island = seat->island;
     p.connected = true;
     p.welcomed = true;
     p.busy = false;  // a peer that says hello has no round in progress
@@ -379,12 +356,11 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
 }
 
 void Host::revoke(Link& link, const std::string& key) {
-    const auto it = peers_.find(key);
-    const auto index = island_of_.find(key);
-    if (it == peers_.end() && index == island_of_.end()) return;  // never admitted: the allow-list was all it had
-    const std::string who = (it != peers_.end() ? it->second.name : std::string("a peer")) + " (" + short_key(key) + ")";
-    if (it != peers_.end()) {
-        PeerState& p = it->second;
+    PeerState* found = roster_.find(key);
+    if (!found && !roster_.islands().count(key)) return;  // never admitted: the allow-list was all it had
+    const std::string who = (found ? found->name : std::string("a peer")) + " (" + short_key(key) + ")";
+    if (found) {
+        PeerState& p = *found;
         link.forget(key);  // what waits for it is freed, and cannot hold back the bye
         if (p.welcomed) link.send(key, Type::bye, round_, protocol::encode({protocol::ReasonCode::revoked, "revoked"}));
         p.connected = p.welcomed = p.busy = p.in_sync = false;
@@ -394,18 +370,16 @@ void Host::revoke(Link& link, const std::string& key) {
     if (moments_) moments_->drop(key);
     const bool in_round = policy_->on_gone(key, true);  // what it sent that is not applied yet goes with it
     std::string freed;
-    if (index != island_of_.end()) {
-        const uint32_t island = index->second;
-        island_of_.erase(index);
+    if (const std::optional<uint32_t> island = roster_.release(key)) {
         checkpoints_->island_map_changed();
-        freed = "; island " + std::to_string(island) + " is free for a later invitee";
+        freed = "; island " + std::to_string(*island) + " is free for a later invitee";
     }
     log("revoked " + who + freed + (in_round ? "; round " + std::to_string(round_) + " goes on without it" : ""));
 }
 
 void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds) {
     const RunConfig& c = options_.config;
-    PeerState& p = peers_[key];
+    PeerState& p = roster_[key];
     protocol::Reader r(blob, "pseudo_grad");
     const protocol::PseudoGradMeta meta = protocol::decode_pseudo_grad(r.bytes(4096));
     const std::span<const std::byte> payload = r.view(blob.size());
@@ -491,9 +465,7 @@ double Host::held_norm(const compression::HeldPayload& held, float scale) {
 }
 
 void Host::note_update_held() {
-    if (phases_.update_round == UINT64_MAX) return;
-    for (const auto& [key, p] : peers_)
-        if (p.connected && p.welcomed && !p.in_sync) return;
+    if (phases_.update_round == UINT64_MAX || !roster_.every_island_in_sync()) return;
     char line[160];
     std::snprintf(line, sizeof(line), "round %llu update held by every island %.2f s after it was sent",
                   static_cast<unsigned long long>(phases_.update_round), clock_.seconds_since(phases_.update_sent));
@@ -503,39 +475,39 @@ void Host::note_update_held() {
 
 void Host::on_moments(const std::string& key, std::span<const std::byte> blob) {
     if (!moments_) throw Error("moments in a run that syncs none (outer.sync_moments_every = 0)");
-    const PeerState& p = peers_[key];
+    const PeerState& p = roster_[key];
     moments_->accept(key, blob, p.busy, p.started_round, round_);  // role, round, size, finite: or nothing is kept
     raw_bytes_round_ += static_cast<double>(blob.size());          // fp32 already: the round's ratio counts them as sent
     publish(key, blob.size(), 0);
 }
 
 void Host::handle(Link& link, const LinkEvent& e) {
-    auto it = peers_.find(e.peer);
+    PeerState* found = roster_.find(e.peer);
     if (e.kind == LinkEvent::Kind::connected) {
-        if (it != peers_.end()) it->second.connected = true;
+        if (found) found->connected = true;
         return;
     }
     if (e.kind == LinkEvent::Kind::disconnected) {
-        if (it == peers_.end()) return;
-        it->second.connected = false;
+        if (!found) return;
+        found->connected = false;
         publish(e.peer);
         if (policy_->on_gone(e.peer, false)) {
-            log("island " + std::to_string(it->second.island) + " (" + it->second.name + ") disconnected; round " +
+            log("island " + std::to_string(found->island) + " (" + found->name + ") disconnected; round " +
                 std::to_string(round_) + " goes on without it");
         }
         return;
     }
-    if (!within_budget(e)) return;
-    it = peers_.find(e.peer);
+    if (!roster_.within_budget(e)) return;
+    found = roster_.find(e.peer);
     if (e.type == Type::hello) {
         on_hello(link, e.peer, protocol::decode_hello(e.payload));
         return;
     }
-    if (it == peers_.end() || !it->second.welcomed) {
+    if (!found || !found->welcomed) {
         link.send(e.peer, Type::reject, round_, protocol::encode({protocol::ReasonCode::say_hello_first, "say hello first"}));
         return;
     }
-    PeerState& p = it->second;
+    PeerState& p = *found;
     p.connected = true;
     switch (e.type) {
         case Type::pseudo_grad:
@@ -602,8 +574,8 @@ bool Host::barrier_passed(Link& link) const {
     if (clock_.now() <= sync_deadline_) return false;
     // An island still receiving the update (or that just has: its hash report is on the way) is waited
     // for, as long as the transfer moves and is within its bytes at the link's measured rate.
-    for (const auto& [key, p] : peers_) {
-        if (!p.connected || !p.welcomed || p.in_sync) continue;
+    for (const auto& [key, p] : roster_.peers()) {
+        if (!p.waits()) continue;
         const LinkStats s = link.stats(key);
         if (transfer_alive(s, s.sending, s.send_bytes_per_s, s.sending_since)) return false;
     }
@@ -637,9 +609,8 @@ void Host::run(Link& link) {
             try {
                 handle(link, *e);
             } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
-                const auto it = peers_.find(e->peer);
-                log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " +
-                    (it != peers_.end() ? it->second.name : short_key(e->peer)) + ": " + err.what());
+                log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " + roster_.who(e->peer) +
+                    ": " + err.what());
             }
         }
         checkpoints_->pump([this] { return checkpoint_source(); });
@@ -655,13 +626,8 @@ void Host::run(Link& link) {
     checkpoints_->at_end();
     // Let the last update reach every connected island (and its hash come back) before saying bye.
     const Clock::time_point drain_until = clock_.after(2 * c.heartbeat_timeout_s + 5);
-    auto all_synced = [&] {
-        for (const auto& [key, p] : peers_)
-            if (p.connected && p.welcomed && !p.in_sync) return false;
-        return true;
-    };
     // An island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
-    while (!stop_ && !all_synced() && (clock_.now() < drain_until || !barrier_passed(link))) {
+    while (!stop_ && !roster_.every_island_in_sync() && (clock_.now() < drain_until || !barrier_passed(link))) {
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 if (e->type != Type::pseudo_grad && e->type != Type::moments) handle(link, *e);
@@ -672,7 +638,7 @@ void Host::run(Link& link) {
         checkpoints_->pump([this] { return checkpoint_source(); });
     }
     checkpoints_->finish([this] { return checkpoint_source(); });
-    for (const auto& [key, p] : peers_) {
+    for (const auto& [key, p] : roster_.peers()) {
         if (!p.welcomed) continue;
         link.forget(key);  // what is still queued for it (a stale state, an update it gave up on) must not hold back the bye
         link.send(key, Type::bye, round_, protocol::encode({protocol::ReasonCode::run_finished, "the run is finished"}));

@@ -26,10 +26,10 @@
 #include "core/transformer.h"
 #include "outer_optimizer/screening.h"
 #include "peers/host_checkpoints.h"
+#include "peers/host_roster.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 #include "peers/moment_sync.h"
-#include "peers/rate_limit.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
 #include "peers/state_shipping.h"
@@ -78,23 +78,6 @@ public:
     const diloco::GlobalModel& global() const { return *global_; }
 
 private:
-    struct PeerState {
-        std::string name;
-        uint32_t island = 0;
-        bool connected = false;
-        bool welcomed = false;
-        bool in_sync = false;      // last reported hash equals the host's
-        bool busy = false;         // has a round_start it has not answered yet
-        uint64_t started_round = 0;  // the round of its last round_start: the only one it may answer
-        Clock::time_point started_at{};  // when that round_start was sent
-        uint32_t started_steps = 0;                           // and the inner steps it asked for
-        float steps_per_s = 0;     // measured by the host: H over the time from round_start to its Δ
-        uint64_t last_round = 0;   // last round it contributed to
-        uint64_t queued_from = UINT64_MAX;  // every update since this round is queued for it (after a state or an in-sync hello)
-        TokenBucket hellos{1.0, 3};     // hellos a second (each may queue a welcome and the state)
-        TokenBucket messages{10.0, 50};  // every other control message (an honest peer sends a few a round)
-        uint64_t over_budget = 0;  // messages dropped for going over a budget
-    };
     void handle(Link& link, const LinkEvent& e);
     void on_hello(Link& link, const std::string& key, const protocol::Hello& h);
     // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
@@ -138,7 +121,6 @@ private:
     void send_state(Link& link, const std::string& key);
     void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
-    bool within_budget(const LinkEvent& e);  // hello and message budgets; logs what goes over
     HostCheckpoints::Source checkpoint_source();  // what a checkpoint taken now holds
     float evaluate();
     void log(const std::string& line) const;
@@ -156,11 +138,10 @@ private:
     std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
     DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
-    std::map<std::string, PeerState> peers_;      // by key
+    HostRoster roster_;                           // the peers, their islands and budgets
     StateShipping shipping_;                      // the state of θ for joiners and the checkpoint
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
-    std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy

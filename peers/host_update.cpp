@@ -98,7 +98,7 @@ void Host::make_update(Link& link) {
     const float val = evaluate();
     const double eval_s = real.seconds_since(t);
     const SharedBlob blob = encode_update(ended, all, std::move(applied), val, update);
-    for (auto& [key, p] : peers_)
+    for (auto& [key, p] : roster_.peers())
         if (p.welcomed) send_update(link, key, ended, blob);
     char phases[256];
     std::snprintf(phases, sizeof(phases),

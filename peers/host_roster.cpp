@@ -1,0 +1,70 @@
+// peers/host_roster.cpp: HostRoster.
+#include "peers/host_roster.h"
+
+#include <algorithm>
+
+namespace arch {
+
+std::string short_key(const std::string& key) { return key.substr(0, 8); }
+
+HostRoster::HostRoster(int islands, const Clock& clock, std::function<void(const std::string&)> log)
+    : islands_(islands), clock_(clock), log_(std::move(log)) {}
+
+bool HostRoster::within_budget(const LinkEvent& e) {
+    auto it = peers_.find(e.peer);
+    if (it == peers_.end()) {  // not admitted yet: only its hello is looked at, and that is rate-limited too
+        if (peers_.size() >= static_cast<std::size_t>(4 * islands_ + 16)) return false;
+        it = peers_.emplace(e.peer, PeerState{}).first;
+    }
+    PeerState& p = it->second;
+    TokenBucket& bucket = e.type == protocol::Type::hello ? p.hellos : p.messages;
+    if (bucket.take(clock_.now())) return true;
+    if (p.over_budget++ % 1000 == 0)
+        log_("dropped a " + std::string(protocol::type_name(e.type)) + " from " + who(e.peer) +
+             ": over its message budget (" + std::to_string(p.over_budget) + " dropped so far)");
+    return false;
+}
+
+std::optional<HostRoster::Seat> HostRoster::seat(const std::string& key) {
+    if (const auto it = island_of_.find(key); it != island_of_.end()) return Seat{it->second, false};
+    if (island_of_.size() >= static_cast<std::size_t>(islands_)) return std::nullopt;
+    uint32_t next = 0;  // the lowest free index: a revoked island's goes to the next newcomer
+    while (std::any_of(island_of_.begin(), island_of_.end(), [&](const auto& kv) { return kv.second == next; })) ++next;
+    island_of_[key] = next;
+    return Seat{next, true};
+}
+
+std::optional<uint32_t> HostRoster::release(const std::string& key) {
+    const auto it = island_of_.find(key);
+    if (it == island_of_.end()) return std::nullopt;
+    const uint32_t island = it->second;
+    island_of_.erase(it);
+    return island;
+}
+
+PeerState* HostRoster::find(const std::string& key) {
+    const auto it = peers_.find(key);
+    return it == peers_.end() ? nullptr : &it->second;
+}
+
+std::string HostRoster::who(const std::string& key) const {
+    const auto it = peers_.find(key);
+    return it == peers_.end() || it->second.name.empty() ? short_key(key) : it->second.name;
+}
+
+bool HostRoster::every_island_in_sync() const {
+    return std::none_of(peers_.begin(), peers_.end(), [](const auto& kv) { return kv.second.waits(); });
+}
+
+int HostRoster::connected() const {
+    return static_cast<int>(std::count_if(peers_.begin(), peers_.end(),
+                                          [](const auto& kv) { return kv.second.connected && kv.second.welcomed; }));
+}
+
+int HostRoster::ready() const {
+    return static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const auto& kv) {
+        return kv.second.connected && kv.second.welcomed && kv.second.in_sync;
+    }));
+}
+
+}  // namespace arch
