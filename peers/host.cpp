@@ -74,14 +74,12 @@ Host::Host(HostOptions options)
     eval_params_ = std::make_unique<ViewParamStore>(ParamLayout(model_config_));
     eval_model_ = make_transformer(model_config_, *backend_, eval_params_.get());
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
-    screen_ = std::make_unique<outer::NormScreen>(
-        outer::ScreenPolicy{outer::parse_screen_action(c.outer.screen), c.outer.screen_factor});
     if (c.sync_moments_every > 0) moments_ = std::make_unique<MomentPool>(c, global_->theta().size());
     if (c.privacy.on()) {
         privacy_ = std::make_unique<privacy::PrivacyBudget>(c.privacy, run_updates(c));
-        if (!c.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
         log_privacy_plan();
     }
+    deltas_ = std::make_unique<HostDeltas>(c, *global_, privacy_.get(), [this](const std::string& line) { log(line); });
     checkpoints_ = std::make_unique<HostCheckpoints>(c, model_config_, clock_, [this](const std::string& line) { log(line); });
     if (std::optional<HostCheckpoints::Loaded> loaded = checkpoints_->load(*global_)) {
         round_ = loaded->round;
@@ -413,18 +411,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
                     (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
     const Clock::time_point decode_start = Clock::real().now();
     rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
-    if (holds_deltas_encoded()) {
-        contribution.held = std::make_shared<const compression::HeldPayload>(payload, expected);  // validated whole
-        contribution.norm = held_norm(*contribution.held, 1.0f);
-    } else {
-        std::vector<float>& delta = contribution.delta;
-        if (!spare_deltas_.empty()) {
-            delta = std::move(spare_deltas_.back());
-            spare_deltas_.pop_back();
-        }
-        delta.resize(expected);
-        compression::decode(payload, delta, decode_scratch_);
-    }
+    deltas_->take_in(payload, expected, contribution);
     phases_.decode_s += Clock::real().seconds_since(decode_start);
     phases_.last_arrival = clock_.now();
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
@@ -438,30 +425,6 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const rounds::Arrival a = policy_->on_arrival(view(link), std::move(contribution));
     if (!a.note.empty()) log(a.note);
     if (a.restart) start_island(link, *a.restart);
-}
-
-bool Host::holds_deltas_encoded() const {
-    // Sync rounds, where no policy rescales a Δ, with an aggregator that works coordinate by
-    // coordinate; differential privacy clips and noises whole Δs, so it decodes them.
-    return options_.config.mode == RunMode::sync && !privacy_ && global_->aggregates_per_coordinate();
-}
-
-double Host::held_norm(const compression::HeldPayload& held, float scale) {
-    // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, in
-    // the same order, a slice at a time.
-    const uint64_t n = held.count(), slice = compression::slice_length(held.alignment());
-    double sum = 0;
-    for (uint64_t first = 0; first < n; first += slice) {
-        const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
-        if (norm_slice_.size() < len) norm_slice_.resize(len);
-        const std::span<float> values = std::span(norm_slice_).first(len);
-        held.decode(first, values);
-        for (const float x : values) {
-            const float y = x * scale;
-            sum += static_cast<double>(y) * y;
-        }
-    }
-    return std::sqrt(sum);
 }
 
 void Host::note_update_held() {

@@ -24,8 +24,8 @@
 #include "core/clock.h"
 #include "core/data_manifest.h"
 #include "core/transformer.h"
-#include "outer_optimizer/screening.h"
 #include "peers/host_checkpoints.h"
+#include "peers/host_deltas.h"
 #include "peers/host_roster.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
@@ -33,7 +33,6 @@
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
 #include "peers/state_shipping.h"
-#include "privacy/gaussian_mechanism.h"
 #include "privacy/privacy_budget.h"
 
 namespace arch {
@@ -84,10 +83,6 @@ private:
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
     void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
-    // Whether a pseudo-gradient is held encoded until the update (rounds::Contribution::held), and
-    // aggregated slice by slice, instead of decoded on arrival.
-    bool holds_deltas_encoded() const;
-    double held_norm(const compression::HeldPayload& held, float scale);  // of its values times scale
     void note_update_held();  // a hash report in sync: logs when the last update has reached every island
     static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments
     // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
@@ -111,10 +106,6 @@ private:
     SharedBlob encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
                              std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update);
     void finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val);  // the round's RoundRow
-    void screen(std::vector<rounds::Contribution>& all);  // clips or drops Δs far above the median norm, logged by name
-    // Differential privacy instead of screening: clips every Δ and, in central mode, adds the noise.
-    // False (and logged) when the round cannot carry the whole noise: fewer Δs than privacy.honest.
-    bool privatize(std::vector<rounds::Contribution>& all);
     // The updates this run makes: run_updates(), or fewer when the privacy budget covers fewer.
     uint64_t last_update() const;
     void log_privacy_plan() const;
@@ -145,11 +136,10 @@ private:
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
-    std::unique_ptr<outer::NormScreen> screen_;   // outer.screen: Δ norms against the round's median
     std::unique_ptr<MomentPool> moments_;         // DES-LOC (outer.sync_moments_every > 0), else null
     std::unique_ptr<HostCheckpoints> checkpoints_;
     std::unique_ptr<privacy::PrivacyBudget> privacy_;  // [privacy] on, else null
-    std::unique_ptr<privacy::NoiseSource> noise_;       // central mode: the host's noise
+    std::unique_ptr<HostDeltas> deltas_;               // the round's pseudo-gradients: taken in, vetted
     Clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
     Clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
     Clock::time_point sync_deadline_;  // after an update: start without islands silent by then
@@ -165,11 +155,6 @@ private:
         Clock::time_point update_sent{};
         uint64_t update_round = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX
     } phases_;
-    // Decoded pseudo-gradients' buffers, back from the last update: the next round decodes into them
-    // rather than into fresh memory the kernel must clear (at most one a run's island).
-    std::vector<std::vector<float>> spare_deltas_;
-    std::vector<std::byte> decode_scratch_;  // a pseudo-gradient's payload, out of its zstd stage
-    std::vector<float> norm_slice_;          // a slice of a held Δ, decoded for its norm
     std::atomic<bool> stop_{false};
     Clock::time_point published_{};  // these two by the real clock: the event loop's own chores
     Clock::time_point revoked_checked_{};  // last call of options_.revoked

@@ -20,34 +20,23 @@ using protocol::Type;
 void Host::make_update(Link& link) {
     std::vector<rounds::Contribution> all = policy_->take_update();
     struct Recycle {  // every way out hands the Δ buffers back for the next round
+        HostDeltas& deltas;
         std::vector<rounds::Contribution>& all;
-        std::vector<std::vector<float>>& spare;
-        std::size_t most;
-        ~Recycle() {
-            for (rounds::Contribution& c : all)
-                if (spare.size() < most && c.delta.capacity() > 0) spare.push_back(std::move(c.delta));
-        }
-    } recycle{all, spare_deltas_, static_cast<std::size_t>(std::max(options_.config.islands, 1))};
+        ~Recycle() { deltas.recycle(all); }
+    } recycle{*deltas_, all};
     auto again = [&](const std::string& why) {
         log("round " + std::to_string(round_) + why + "; starting it again");
         start_islands(link, policy_->after_update(view(link), false));
     };
     if (all.empty()) return again(" has no pseudo-gradients");
-    if (privacy_) {
-        if (!privatize(all))
-            return again(": " + std::to_string(all.size()) + " pseudo-gradients cannot carry the whole noise, whose shares come "
-                         "from privacy.honest = " + std::to_string(options_.config.privacy.honest) + " islands");
-    } else {
-        screen(all);
-        if (all.empty()) return again(": every pseudo-gradient was rejected");
-    }
+    if (const std::string why = deltas_->vet(all, round_); !why.empty()) return again(why);
     std::vector<outer::WeightedDelta> cs;
     std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
     std::vector<protocol::Applied> applied;
     double loss = 0;
     for (const rounds::Contribution& c : all) {
         if (c.held) held.push_back({c.held.get(), c.tokens, c.scale});
-        else cs.push_back({c.delta, privacy_ ? 1.0 : c.tokens});  // DP-FedAvg's mean counts every island the same
+        else cs.push_back({c.delta, deltas_->weight(c)});
         applied.push_back({c.island, c.round});
         loss += c.loss / static_cast<double>(all.size());
     }
@@ -158,61 +147,6 @@ void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double lo
         options_.status->add_round(row);
         publish_run(link);
     }
-}
-
-void Host::screen(std::vector<rounds::Contribution>& all) {
-    std::vector<outer::ScreenVerdict> verdicts;
-    if (!all.empty() && all.front().held) {  // held encoded: judged on their norms, clipped as aggregated
-        std::vector<double> norms;
-        for (const rounds::Contribution& c : all) norms.push_back(c.norm);
-        verdicts = screen_->judge(norms);
-        for (std::size_t i = 0; i < all.size(); ++i) {
-            const outer::ScreenVerdict& v = verdicts[i];
-            if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
-            all[i].scale = v.scale;
-            screen_->remember(v.outcome == outer::ScreenVerdict::Outcome::clipped ? held_norm(*all[i].held, v.scale) : v.norm);
-        }
-    } else {
-        std::vector<std::span<float>> deltas;
-        for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
-        verdicts = screen_->screen(deltas);
-    }
-    std::vector<rounds::Contribution> kept;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-        const outer::ScreenVerdict& v = verdicts[i];
-        if (v.outcome != outer::ScreenVerdict::Outcome::kept) {
-            char figures[96];
-            std::snprintf(figures, sizeof(figures), "norm %.3g, above %.3g (%.3g x the median)", v.norm, v.limit,
-                          options_.config.outer.screen_factor);
-            log(std::string(v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected") +
-                " the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name + ") for round " +
-                std::to_string(round_) + ": " + figures);
-        }
-        if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
-    }
-    all = std::move(kept);
-}
-
-bool Host::privatize(std::vector<rounds::Contribution>& all) {
-    const privacy::DpSettings& d = options_.config.privacy;
-    const double sigma = privacy_->noise_multiplier();
-    if (d.distributed() && all.size() < static_cast<std::size_t>(d.honest)) return false;
-    // Central: the bound is the clip. Distributed: each Δ arrives clipped and noised, so the bound is
-    // the clip plus its share's norm, N(0, s^2) over d coordinates: s (sqrt(d) + 8) lies more than ten
-    // standard deviations of that norm above its mean. An island that sent more is cut to it.
-    const double share = sigma * d.clip / std::sqrt(static_cast<double>(std::max(d.honest, 1)));
-    for (rounds::Contribution& c : all) {
-        const double bound = d.distributed() ? d.clip + share * (std::sqrt(static_cast<double>(c.delta.size())) + 8) : d.clip;
-        const double norm = privacy::clip_l2(c.delta, bound);
-        if (d.distributed() && norm > bound) {
-            char figures[96];
-            std::snprintf(figures, sizeof(figures), "norm %.4g, above %.4g (the clip and its noise share)", norm, bound);
-            log("clipped the pseudo-gradient of island " + std::to_string(c.island) + " (" + c.name + ") for round " +
-                std::to_string(round_) + ": " + figures);
-        }
-    }
-    if (noise_) privacy::add_central_noise(all.front().delta, d.clip, sigma, *noise_);
-    return true;
 }
 
 float Host::evaluate() {

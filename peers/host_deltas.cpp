@@ -1,0 +1,131 @@
+// peers/host_deltas.cpp: HostDeltas.
+#include "peers/host_deltas.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+namespace arch {
+
+HostDeltas::HostDeltas(const RunConfig& config, const diloco::GlobalModel& global, const privacy::PrivacyBudget* privacy,
+                       std::function<void(const std::string&)> log)
+    : config_(config),
+      global_(global),
+      privacy_(privacy),
+      log_(std::move(log)),
+      screen_(outer::ScreenPolicy{outer::parse_screen_action(config.outer.screen), config.outer.screen_factor}) {
+    if (privacy_ && !config.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
+}
+
+void HostDeltas::take_in(std::span<const std::byte> payload, std::size_t values, rounds::Contribution& c) {
+    if (holds_encoded()) {
+        c.held = std::make_shared<const compression::HeldPayload>(payload, values);  // validated whole
+        c.norm = held_norm(*c.held, 1.0f);
+        return;
+    }
+    if (!spare_.empty()) {
+        c.delta = std::move(spare_.back());
+        spare_.pop_back();
+    }
+    c.delta.resize(values);
+    compression::decode(payload, c.delta, decode_scratch_);
+}
+
+std::string HostDeltas::vet(std::vector<rounds::Contribution>& all, uint64_t round) {
+    if (privacy_) {
+        if (!privatize(all, round))
+            return ": " + std::to_string(all.size()) + " pseudo-gradients cannot carry the whole noise, whose shares come "
+                   "from privacy.honest = " + std::to_string(config_.privacy.honest) + " islands";
+        return "";
+    }
+    screen(all, round);
+    return all.empty() ? ": every pseudo-gradient was rejected" : "";
+}
+
+void HostDeltas::recycle(std::vector<rounds::Contribution>& all) {
+    const std::size_t most = static_cast<std::size_t>(std::max(config_.islands, 1));
+    for (rounds::Contribution& c : all)
+        if (spare_.size() < most && c.delta.capacity() > 0) spare_.push_back(std::move(c.delta));
+}
+
+bool HostDeltas::holds_encoded() const {
+    // Sync rounds, where no policy rescales a Δ, with an aggregator that works coordinate by
+    // coordinate; differential privacy clips and noises whole Δs, so it decodes them.
+    return config_.mode == RunMode::sync && !privacy_ && global_.aggregates_per_coordinate();
+}
+
+double HostDeltas::held_norm(const compression::HeldPayload& held, float scale) {
+    // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, in
+    // the same order, a slice at a time.
+    const uint64_t n = held.count(), slice = compression::slice_length(held.alignment());
+    double sum = 0;
+    for (uint64_t first = 0; first < n; first += slice) {
+        const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
+        if (norm_slice_.size() < len) norm_slice_.resize(len);
+        const std::span<float> values = std::span(norm_slice_).first(len);
+        held.decode(first, values);
+        for (const float x : values) {
+            const float y = x * scale;
+            sum += static_cast<double>(y) * y;
+        }
+    }
+    return std::sqrt(sum);
+}
+
+void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) {
+    std::vector<outer::ScreenVerdict> verdicts;
+    if (!all.empty() && all.front().held) {  // held encoded: judged on their norms, clipped as aggregated
+        std::vector<double> norms;
+        for (const rounds::Contribution& c : all) norms.push_back(c.norm);
+        verdicts = screen_.judge(norms);
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            const outer::ScreenVerdict& v = verdicts[i];
+            if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
+            all[i].scale = v.scale;
+            screen_.remember(v.outcome == outer::ScreenVerdict::Outcome::clipped ? held_norm(*all[i].held, v.scale) : v.norm);
+        }
+    } else {
+        std::vector<std::span<float>> deltas;
+        for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
+        verdicts = screen_.screen(deltas);
+    }
+    std::vector<rounds::Contribution> kept;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const outer::ScreenVerdict& v = verdicts[i];
+        if (v.outcome != outer::ScreenVerdict::Outcome::kept) {
+            char figures[96];
+            std::snprintf(figures, sizeof(figures), "norm %.3g, above %.3g (%.3g x the median)", v.norm, v.limit,
+                          config_.outer.screen_factor);
+            log_(std::string(v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected") +
+                " the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name + ") for round " +
+                std::to_string(round) + ": " + figures);
+        }
+        if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
+    }
+    all = std::move(kept);
+}
+
+bool HostDeltas::privatize(std::vector<rounds::Contribution>& all, uint64_t round) {
+    const privacy::DpSettings& d = config_.privacy;
+    const double sigma = privacy_->noise_multiplier();
+    if (d.distributed() && all.size() < static_cast<std::size_t>(d.honest)) return false;
+    // Central: the bound is the clip. Distributed: each Δ arrives clipped and noised, so the bound is
+    // the clip plus its share's norm, N(0, s^2) over d coordinates: s (sqrt(d) + 8) lies more than ten
+    // standard deviations of that norm above its mean. An island that sent more is cut to it.
+    const double share = sigma * d.clip / std::sqrt(static_cast<double>(std::max(d.honest, 1)));
+    for (rounds::Contribution& c : all) {
+        const double bound = d.distributed() ? d.clip + share * (std::sqrt(static_cast<double>(c.delta.size())) + 8) : d.clip;
+        const double norm = privacy::clip_l2(c.delta, bound);
+        if (d.distributed() && norm > bound) {
+            char figures[96];
+            std::snprintf(figures, sizeof(figures), "norm %.4g, above %.4g (the clip and its noise share)", norm, bound);
+            log_("clipped the pseudo-gradient of island " + std::to_string(c.island) + " (" + c.name + ") for round " +
+                std::to_string(round) + ": " + figures);
+        }
+    }
+    if (noise_) privacy::add_central_noise(all.front().delta, d.clip, sigma, *noise_);
+    return true;
+}
+
+}  // namespace arch

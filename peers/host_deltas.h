@@ -1,0 +1,61 @@
+// peers/host_deltas.h: the islands' pseudo-gradients on the host, from arrival to the aggregator.
+// Each is taken in decoded into a buffer a past round used (no fresh memory for the kernel to clear),
+// or, in sync rounds whose aggregator works coordinate by coordinate, held encoded with its norm and
+// aggregated slice by slice later. Before the outer step they are vetted: screened against the
+// round's median norm (outer.screen: clipped or rejected, logged by island), or with differential
+// privacy on clipped, and in central mode noised by the host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compression/codec.h"
+#include "compression/held_payload.h"
+#include "outer_optimizer/screening.h"
+#include "peers/diloco/global_model.h"
+#include "peers/rounds/round_policy.h"
+#include "peers/run_config.h"
+#include "privacy/gaussian_mechanism.h"
+#include "privacy/privacy_budget.h"
+
+namespace arch {
+
+class HostDeltas {
+public:
+    // `privacy`: the run's budget when [privacy] is on (it sets the noise), else null. Both outlive this.
+    HostDeltas(const RunConfig& config, const diloco::GlobalModel& global, const privacy::PrivacyBudget* privacy,
+               std::function<void(const std::string&)> log);
+
+    // The payload of a pseudo-gradient of `values` values (its size already checked) into c: decoded,
+    // or held encoded with its norm. Throws arch::Error for a payload that does not decode.
+    void take_in(std::span<const std::byte> payload, std::size_t values, rounds::Contribution& c);
+    // Screens `all` (round `round`'s), or with privacy on clips and noises it. Empty: the update may go
+    // on; else why the round starts again (": every pseudo-gradient was rejected", ...).
+    std::string vet(std::vector<rounds::Contribution>& all, uint64_t round);
+    // A Δ's weight in the mean: its tokens, or the same for every island under DP-FedAvg.
+    double weight(const rounds::Contribution& c) const { return privacy_ ? 1.0 : c.tokens; }
+    void recycle(std::vector<rounds::Contribution>& all);  // the decoded buffers, back for the next round
+
+private:
+    bool holds_encoded() const;
+    double held_norm(const compression::HeldPayload& held, float scale);  // of its values times scale
+    void screen(std::vector<rounds::Contribution>& all, uint64_t round);
+    bool privatize(std::vector<rounds::Contribution>& all, uint64_t round);  // false: too few to carry the noise
+
+    const RunConfig& config_;
+    const diloco::GlobalModel& global_;
+    const privacy::PrivacyBudget* privacy_;
+    std::function<void(const std::string&)> log_;
+    outer::NormScreen screen_;                    // outer.screen: Δ norms against the round's median
+    std::unique_ptr<privacy::NoiseSource> noise_;  // central mode: the host's noise
+    std::vector<std::vector<float>> spare_;        // decoded Δs' buffers (at most one a run's island)
+    std::vector<std::byte> decode_scratch_;        // a payload, out of its zstd stage
+    std::vector<float> norm_slice_;                // a slice of a held Δ, decoded for its norm
+};
+
+}  // namespace arch
