@@ -87,7 +87,7 @@ Host::Host(HostOptions options)
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
     } else if (!c.init.empty() || !c.init_hf.empty())
         log("warm start: round 0 starts from " + (c.init.empty() ? c.init_hf : c.init) + ", θ " + global_->hash().substr(0, 12));
-    recent_theta_.emplace_back(round_, global_->hash());
+    ledger_.theta(round_, global_->hash());
 }
 
 Host::~Host() = default;
@@ -187,7 +187,7 @@ void Host::send_state(Link& link, const std::string& key) {
     }
     roster_[key].queued_from = round_;  // the state, then every update after it
     if (shipping_.queued_for(key)) {
-        down_bytes_round_ += state->size();
+        ledger_.sent_down(state->size());
         publish(key, 0, state->size());
         log("sending the global state of round " + std::to_string(round_) + " to " + roster_[key].name);
     }
@@ -234,7 +234,7 @@ void Host::send_update(Link& link, const std::string& key, uint64_t round, const
         send_state(link, key);  // too many blobs already wait for it: its queue goes, the state replaces it
         return;
     }
-    down_bytes_round_ += blob->size();
+    ledger_.sent_down(blob->size());
     publish(key, 0, blob->size());
 }
 
@@ -260,7 +260,7 @@ rounds::RunSnapshot Host::view(Link& link) {
     rounds::RunSnapshot v;
     v.round = round_;
     v.rounds = run_updates(options_.config);  // the schedule's length, even when a privacy budget ends the run sooner
-    v.seconds_open = clock_.seconds_since(round_started_);
+    v.seconds_open = ledger_.seconds_open();
     v.islands = view_;
     return v;
 }
@@ -309,9 +309,7 @@ bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
 }
 
 void Host::start_round(Link& link) {
-    raw_bytes_round_ = 0;
-    round_started_ = row_started_ = clock_.now();
-    bytes_up_mark_ = uplink_bytes(link);
+    ledger_.open(uplink_bytes(link));
     const rounds::RoundPolicy::Opening opening = policy_->open_round(view(link));
     start_islands(link, opening.starts);
     log("round " + std::to_string(round_) + " started with " + std::to_string(opening.islands) + " islands");
@@ -412,8 +410,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const Clock::time_point decode_start = Clock::real().now();
     rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
     deltas_->take_in(payload, expected, contribution);
-    phases_.decode_s += Clock::real().seconds_since(decode_start);
-    phases_.last_arrival = clock_.now();
+    ledger_.decoded(Clock::real().seconds_since(decode_start));
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's.
     const double took = clock_.seconds_since(p.started_at) - transfer_seconds;
@@ -421,26 +418,22 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     p.last_round = meta.round;
     p.busy = false;
     publish(key, blob.size(), 0);
-    raw_bytes_round_ += static_cast<double>(expected) * sizeof(float);
+    ledger_.took_in(static_cast<double>(expected) * sizeof(float));
     const rounds::Arrival a = policy_->on_arrival(view(link), std::move(contribution));
     if (!a.note.empty()) log(a.note);
     if (a.restart) start_island(link, *a.restart);
 }
 
 void Host::note_update_held() {
-    if (phases_.update_round == UINT64_MAX || !roster_.every_island_in_sync()) return;
-    char line[160];
-    std::snprintf(line, sizeof(line), "round %llu update held by every island %.2f s after it was sent",
-                  static_cast<unsigned long long>(phases_.update_round), clock_.seconds_since(phases_.update_sent));
-    log(line);
-    phases_.update_round = UINT64_MAX;
+    if (!roster_.every_island_in_sync()) return;
+    if (std::optional<std::string> line = ledger_.update_held()) log(*line);
 }
 
 void Host::on_moments(const std::string& key, std::span<const std::byte> blob) {
     if (!moments_) throw Error("moments in a run that syncs none (outer.sync_moments_every = 0)");
     const PeerState& p = roster_[key];
     moments_->accept(key, blob, p.busy, p.started_round, round_);  // role, round, size, finite: or nothing is kept
-    raw_bytes_round_ += static_cast<double>(blob.size());          // fp32 already: the round's ratio counts them as sent
+    ledger_.took_in(static_cast<double>(blob.size()));  // fp32 already: the round's ratio counts them as sent
     publish(key, blob.size(), 0);
 }
 
@@ -515,9 +508,9 @@ void Host::handle(Link& link, const LinkEvent& e) {
 
 bool Host::catching_up(const PeerState& p, const protocol::HashReport& h) const {
     if (h.round >= round_ || h.round < p.queued_from) return false;
-    for (const auto& [round, hash] : recent_theta_)
-        if (round == h.round) return hash == h.theta_hash;
-    return false;  // further behind than the updates that may wait in its queue: the state it is
+    // Further back than the updates that may wait in its queue: the state it is.
+    const std::optional<std::string> then = ledger_.theta_at(h.round);
+    return then && *then == h.theta_hash;
 }
 
 bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {

@@ -30,6 +30,7 @@
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 #include "peers/moment_sync.h"
+#include "peers/round_ledger.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
 #include "peers/state_shipping.h"
@@ -38,17 +39,6 @@
 namespace arch {
 
 class RunStatus;  // peers/control/run_status.h
-
-struct RoundRow {
-    uint64_t round = 0;
-    int islands = 0;
-    float mean_inner_loss = 0;
-    float val_loss = -1;
-    uint64_t bytes_up = 0, bytes_down = 0;
-    double compression_ratio = 0;  // fp32 size of the pseudo-gradients received / bytes received for them
-    double seconds = 0;
-    double epsilon = -1;  // differential privacy: ε spent after this round (-1: the run has none)
-};
 
 struct HostOptions {
     RunConfig config;
@@ -129,10 +119,10 @@ private:
     std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
     DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks
+    static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
+    RoundLedger ledger_{clock_, kCatchUpUpdates};  // rows, host seconds, recent θ hashes
     HostRoster roster_;                           // the peers, their islands and budgets
     StateShipping shipping_;                      // the state of θ for joiners and the checkpoint
-    static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
-    std::deque<std::pair<uint64_t, std::string>> recent_theta_;  // (round, θ hash at its start), the last few
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
@@ -140,21 +130,8 @@ private:
     std::unique_ptr<HostCheckpoints> checkpoints_;
     std::unique_ptr<privacy::PrivacyBudget> privacy_;  // [privacy] on, else null
     std::unique_ptr<HostDeltas> deltas_;               // the round's pseudo-gradients: taken in, vetted
-    Clock::time_point round_started_;  // the round's opening (a policy's deadline runs from it)
-    Clock::time_point row_started_;    // the last update or opening: the RoundRow's seconds
     Clock::time_point sync_deadline_;  // after an update: start without islands silent by then
     Link* link_ = nullptr;                                  // during run(): what publish() reads the link figures from
-    uint64_t bytes_up_mark_ = 0;
-    uint64_t down_bytes_round_ = 0;
-    double raw_bytes_round_ = 0;
-    // Where a round's time goes on the host, logged once a round ("host seconds: ...", read by
-    // bench_rounds): the last Δ's arrival, the decoding of every Δ, and the update's way to the islands.
-    struct Phases {
-        Clock::time_point last_arrival{};
-        double decode_s = 0;
-        Clock::time_point update_sent{};
-        uint64_t update_round = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX
-    } phases_;
     std::atomic<bool> stop_{false};
     Clock::time_point published_{};  // these two by the real clock: the event loop's own chores
     Clock::time_point revoked_checked_{};  // last call of options_.revoked

@@ -42,7 +42,7 @@ void Host::make_update(Link& link) {
     }
     std::vector<std::byte> update;
     const int fragment = round_fragment(options_.config, round_);
-    double aggregate_s = 0, step_s = 0;
+    UpdateSeconds seconds;
     // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
     // the pool once the update is encoded, to become the next state: beside θ and the momentum the
     // host holds the current state and this one buffer, not a scratch buffer as well.
@@ -57,10 +57,10 @@ void Host::make_update(Link& link) {
         // An aggregator may refuse (trimmed, with too few).
         update = held.empty() ? global_->make_update(cs, fragment, scratch) : global_->make_update(held, fragment, scratch);
         shipping_.give_back(std::move(room));
-        aggregate_s = real.seconds_since(t);
+        seconds.aggregate = real.seconds_since(t);
         t = real.now();
         global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
-        step_s = real.seconds_since(t);
+        seconds.step = real.seconds_since(t);
     } catch (const Error& e) {
         if (!room.empty()) shipping_.give_back(std::move(room));
         std::string who;
@@ -72,34 +72,23 @@ void Host::make_update(Link& link) {
     if (global_->fragments() > 1)
         log("round " + std::to_string(ended) + " updated fragment " + std::to_string(fragment) + " (" +
             std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
-    recent_theta_.emplace_back(round_, global_->hash());
+    ledger_.theta(round_, global_->hash());
     // The state of the old θ (P) lives on only while a queue still sends it (a joiner catches up with
     // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
     shipping_.retire();
-    while (recent_theta_.size() > kCatchUpUpdates + 1) recent_theta_.pop_front();
     sync_deadline_ = clock_.after(2 * options_.config.heartbeat_timeout_s);
     const Clock& real = Clock::real();
     Clock::time_point t = real.now();
     checkpoints_->updated();
     checkpoints_->pump([this] { return checkpoint_source(); });  // the snapshot, when one is due and the writer free: the write is the writer's
-    const double checkpoint_s = real.seconds_since(t);
+    seconds.checkpoint = real.seconds_since(t);
     t = real.now();
     const float val = evaluate();
-    const double eval_s = real.seconds_since(t);
+    seconds.eval = real.seconds_since(t);
     const SharedBlob blob = encode_update(ended, all, std::move(applied), val, update);
     for (auto& [key, p] : roster_.peers())
         if (p.welcomed) send_update(link, key, ended, blob);
-    char phases[256];
-    std::snprintf(phases, sizeof(phases),
-                  "round %llu host seconds: receive %.2f, decode %.2f, aggregate+encode %.2f, outer step %.2f, "
-                  "checkpoint %.2f, eval %.2f",
-                  static_cast<unsigned long long>(ended),
-                  std::max(0.0, std::chrono::duration<double>(phases_.last_arrival - row_started_).count()),
-                  phases_.decode_s, aggregate_s, step_s, checkpoint_s, eval_s);
-    log(phases);
-    phases_.decode_s = 0;
-    phases_.update_sent = clock_.now();
-    phases_.update_round = ended;
+    log(ledger_.update_sent(ended, seconds));
     finish_row(link, ended, all.size(), loss, val);
     start_islands(link, policy_->after_update(view(link), true));
 }
@@ -128,20 +117,8 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
 }
 
 void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val) {
-    RoundRow row;
-    row.round = ended;
-    row.islands = static_cast<int>(islands);
-    row.mean_inner_loss = static_cast<float>(loss);
-    row.val_loss = val;
-    row.bytes_up = uplink_bytes(link) - bytes_up_mark_;
-    row.bytes_down = down_bytes_round_;  // update (and state) payloads queued for the islands this round
-    down_bytes_round_ = 0;
-    row.compression_ratio = row.bytes_up > 0 ? raw_bytes_round_ / static_cast<double>(row.bytes_up) : 0;
-    row.seconds = clock_.seconds_since(row_started_);
+    RoundRow row = ledger_.close(ended, islands, loss, val, uplink_bytes(link));
     if (privacy_) row.epsilon = privacy_->spent(round_);
-    bytes_up_mark_ = uplink_bytes(link);  // the next row counts from here
-    raw_bytes_round_ = 0;
-    row_started_ = clock_.now();
     if (options_.on_round) options_.on_round(row);
     if (options_.status) {
         options_.status->add_round(row);
