@@ -18,7 +18,6 @@
 #include "core/token_shard.h"
 #include "core/tokenizer.h"
 #include "core/trainer.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "net/keys.h"
 #include "peers/control/run_status.h"
 
@@ -49,14 +48,12 @@ Host::Host(HostOptions options)
       roster_(options_.config.islands, clock_, [this](const std::string& line) { log(line); }) {
     const RunConfig& c = options_.config;
     int vocab = 0;
-    std::string train = c.train_data;
+    std::string train = c.train_data, val = c.val_data;
     if (c.train_data.empty()) {
         const PreparedCorpus corpus = ensure_bundled_corpus();
         vocab = Tokenizer::load(corpus.tokenizer_path).vocab_size();
         train = corpus.train_pattern;
-        val_pattern_ = corpus.val_pattern;
-    } else {
-        val_pattern_ = c.val_data;
+        val = corpus.val_pattern;
     }
     model_config_ = run_model_config(c, vocab);
     // The data set, named by content for the peers (none of them opens these paths), and each
@@ -69,10 +66,7 @@ Host::Host(HostOptions options)
     std::vector<float> theta = c.init.empty() && c.init_hf.empty() ? init_params(model_config_, c.seed)
                                                                     : warm_start_theta(c, model_config_);
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_config_));
-    // The evaluation reads θ where it lies: no copy of the parameters, and no gradients.
-    backend_ = make_cpu_backend();
-    eval_params_ = std::make_unique<ViewParamStore>(ParamLayout(model_config_));
-    eval_model_ = make_transformer(model_config_, *backend_, eval_params_.get());
+    eval_ = std::make_unique<GlobalEval>(c, model_config_, std::move(val));
     policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
     if (c.sync_moments_every > 0) moments_ = std::make_unique<MomentPool>(c, global_->theta().size());
     if (c.privacy.on()) {

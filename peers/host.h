@@ -1,17 +1,24 @@
 // peers/host.h: the host of a DiLoCo run: admits peers (their keys are already on the allow-list;
 // identity is the authenticated key), assigns each a stable island index (its data slice), runs
-// the event loop of the rounds, checks and decodes pseudo-gradients, screens and aggregates them
-// through outer_optimizer, sends the update everyone applies (naming the contributions it used),
-// checks the islands' θ hashes, checkpoints every round, and brings late joiners and restarted peers
-// up to date with the full state. With DES-LOC on, the updates of its rounds also carry the mean of
-// the islands' AdamW moments (peers/moment_sync.h). How rounds go (which islands start, with how many steps, what an
-// update holds) is its round policy's (peers/rounds/round_policy.h): the host knows no mode.
+// the event loop of the rounds, checks pseudo-gradients, aggregates them through outer_optimizer,
+// sends the update everyone applies (naming the contributions it used), checks the islands' θ
+// hashes, and brings late joiners and restarted peers up to date with the full state. With DES-LOC
+// on, the updates of its rounds also carry the mean of the islands' AdamW moments
+// (peers/moment_sync.h). How rounds go (which islands start, with how many steps, what an update
+// holds) is its round policy's (peers/rounds/round_policy.h): the host knows no mode.
+// The Host is the event loop and the protocol's handlers (host.cpp) and the outer step
+// (host_update.cpp); each concern beside them is a part of its own:
+// - HostRoster (host_roster.h): the peers, their island indexes and message budgets;
+// - StateShipping (state_shipping.h): the state of θ for joiners, one copy per θ;
+// - HostDeltas (host_deltas.h): the pseudo-gradients, taken in and vetted (screen, privacy);
+// - RoundLedger (round_ledger.h): the rounds' rows and timings, the recent θ hashes;
+// - HostCheckpoints (host_checkpoints.h): when to checkpoint, the snapshot, and resuming from it;
+// - GlobalEval (global_eval.h): the validation loss of θ.
 // Restart: a host started on the same checkpoint folder resumes from the last finished round.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,14 +27,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/backend.h"
 #include "core/clock.h"
 #include "core/data_manifest.h"
-#include "core/transformer.h"
 #include "peers/host_checkpoints.h"
 #include "peers/host_deltas.h"
 #include "peers/host_roster.h"
 #include "peers/diloco/global_model.h"
+#include "peers/global_eval.h"
 #include "peers/link.h"
 #include "peers/moment_sync.h"
 #include "peers/round_ledger.h"
@@ -103,7 +109,6 @@ private:
     void serve_data(Link& link, const std::string& key, const protocol::DataRequest& request);
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
     HostCheckpoints::Source checkpoint_source();  // what a checkpoint taken now holds
-    float evaluate();
     void log(const std::string& line) const;
     void publish(const std::string& key, uint64_t up = 0, uint64_t down = 0);  // PeerState -> options_.status
     void publish_run(Link& link);
@@ -112,10 +117,7 @@ private:
     const Clock& clock_;  // *options_.clock
     ModelConfig model_config_;
     std::unique_ptr<diloco::GlobalModel> global_;
-    std::unique_ptr<Backend> backend_;
-    std::unique_ptr<ViewParamStore> eval_params_;  // the evaluation's parameters: global θ, in place
-    std::unique_ptr<Transformer> eval_model_;
-    std::string val_pattern_;
+    std::unique_ptr<GlobalEval> eval_;            // the validation loss of θ after each update
     std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
     DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks

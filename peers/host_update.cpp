@@ -83,7 +83,7 @@ void Host::make_update(Link& link) {
     checkpoints_->pump([this] { return checkpoint_source(); });  // the snapshot, when one is due and the writer free: the write is the writer's
     seconds.checkpoint = real.seconds_since(t);
     t = real.now();
-    const float val = evaluate();
+    const float val = eval_->loss(global_->theta());
     seconds.eval = real.seconds_since(t);
     const SharedBlob blob = encode_update(ended, all, std::move(applied), val, update);
     for (auto& [key, p] : roster_.peers())
@@ -124,14 +124,6 @@ void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double lo
         options_.status->add_round(row);
         publish_run(link);
     }
-}
-
-float Host::evaluate() {
-    if (val_pattern_.empty()) return -1.0f;
-    const RunConfig& c = options_.config;
-    eval_params_->view(global_->theta());
-    DataLoader val(val_pattern_, c.batch, c.seq_len, DataOrder::sequential, 0);
-    return mean_loss(*eval_model_, val, c.batch, c.seq_len, c.val_batches);
 }
 
 }  // namespace arch
