@@ -532,9 +532,7 @@ bool Host::barrier_passed(Link& link) const {
     return true;
 }
 
-void Host::run(Link& link) {
-    const RunConfig& c = options_.config;
-    link_ = &link;
+void Host::accept_blobs(Link& link) {
     // Peers send the host two kinds of blob: a pseudo-gradient, at most twice its fp32 size (topk with a
     // large frac stores an index beside each value; zstd's worst case and the headers fit in the
     // margin), and with DES-LOC on its moments: exactly m and v in fp32 and a 16-byte header. A
@@ -543,41 +541,37 @@ void Host::run(Link& link) {
     std::map<Type, uint64_t> accepted{{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}};
     if (moments_) accepted[Type::moments] = protocol::moments_bytes(global_->theta().size());
     link.accept_blobs(accepted);
-    const Clock::time_point join_deadline = clock_.after(c.join_timeout_s);
-    const uint64_t updates = last_update();
-    log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
-        std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
-    publish_run(link);
-    while (!stop_ && round_ < updates) {
-        if (options_.status && options_.status->leave_requested()) stop_ = true;
-        if (options_.status && Clock::real().now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
-        if (options_.revoked && Clock::real().now() - revoked_checked_ > std::chrono::seconds(1)) {
-            revoked_checked_ = Clock::real().now();
-            for (const std::string& key : options_.revoked()) revoke(link, key);
-        }
-        if (std::optional<LinkEvent> e = link.poll(50)) {
-            try {
-                handle(link, *e);
-            } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
-                log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " + roster_.who(e->peer) +
-                    ": " + err.what());
-            }
-        }
-        checkpoints_->pump([this] { return checkpoint_source(); });
-        if (!policy_->open()) {
-            // Paused: no new round starts until resume.
-            if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
-        } else if (policy_->update_due(view(link))) {
-            make_update(link);
+}
+
+void Host::turn(Link& link, Clock::time_point join_deadline) {
+    if (options_.status && options_.status->leave_requested()) stop_ = true;
+    if (options_.status && Clock::real().now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
+    if (options_.revoked && Clock::real().now() - revoked_checked_ > std::chrono::seconds(1)) {
+        revoked_checked_ = Clock::real().now();
+        for (const std::string& key : options_.revoked()) revoke(link, key);
+    }
+    if (std::optional<LinkEvent> e = link.poll(50)) {
+        try {
+            handle(link, *e);
+        } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
+            log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " + roster_.who(e->peer) +
+                ": " + err.what());
         }
     }
-    // The last checkpoint is written while the last update drains: the writer takes it once it is free,
-    // and finish below waits for it (or, after a stop, writes it at once).
-    checkpoints_->at_end();
-    // Let the last update reach every connected island (and its hash come back) before saying bye.
-    const Clock::time_point drain_until = clock_.after(2 * c.heartbeat_timeout_s + 5);
-    // An island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
-    while (!stop_ && !roster_.every_island_in_sync() && (clock_.now() < drain_until || !barrier_passed(link))) {
+    checkpoints_->pump([this] { return checkpoint_source(); });
+    if (!policy_->open()) {
+        // Paused: no new round starts until resume.
+        if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
+    } else if (policy_->update_due(view(link))) {
+        make_update(link);
+    }
+}
+
+void Host::drain(Link& link) {
+    // Let the last update reach every connected island (and its hash come back) before saying bye; an
+    // island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
+    const Clock::time_point until = clock_.after(2 * options_.config.heartbeat_timeout_s + 5);
+    while (!stop_ && !roster_.every_island_in_sync() && (clock_.now() < until || !barrier_passed(link))) {
         if (std::optional<LinkEvent> e = link.poll(50)) {
             try {
                 if (e->type != Type::pseudo_grad && e->type != Type::moments) handle(link, *e);
@@ -587,7 +581,9 @@ void Host::run(Link& link) {
         }
         checkpoints_->pump([this] { return checkpoint_source(); });
     }
-    checkpoints_->finish([this] { return checkpoint_source(); });
+}
+
+void Host::say_goodbye(Link& link) {
     for (const auto& [key, p] : roster_.peers()) {
         if (!p.welcomed) continue;
         link.forget(key);  // what is still queued for it (a stale state, an update it gave up on) must not hold back the bye
@@ -601,6 +597,24 @@ void Host::run(Link& link) {
             traffic += std::string(" ") + protocol::type_name(t) + " " + std::to_string(link.bytes_sent(t)) + "/" +
                        std::to_string(link.bytes_received(t));
     log(traffic);
+}
+
+void Host::run(Link& link) {
+    const RunConfig& c = options_.config;
+    link_ = &link;
+    accept_blobs(link);
+    const Clock::time_point join_deadline = clock_.after(c.join_timeout_s);
+    const uint64_t updates = last_update();
+    log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
+        std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
+    publish_run(link);
+    while (!stop_ && round_ < updates) turn(link, join_deadline);
+    // The last checkpoint is written while the last update drains: the writer takes it once it is free,
+    // and finish below waits for it (or, after a stop, writes it at once).
+    checkpoints_->at_end();
+    drain(link);
+    checkpoints_->finish([this] { return checkpoint_source(); });
+    say_goodbye(link);
     publish_run(link);
     link_ = nullptr;
     if (round_ >= updates && updates < run_updates(c)) {

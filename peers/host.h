@@ -93,11 +93,18 @@ private:
     bool catching_up(const PeerState& p, const protocol::HashReport& h) const;
     bool gathered(Link& link, Clock::time_point join_deadline) const;  // the islands are here to open a round
     rounds::RunSnapshot view(Link& link);        // what the policy sees; valid until the next call
+    void accept_blobs(Link& link);  // the pseudo-gradients' and moments' largest sizes
+    void turn(Link& link, Clock::time_point join_deadline);  // one turn of the event loop
+    void drain(Link& link);        // the run's end: until the last update reached every island (or its deadline)
+    void say_goodbye(Link& link);  // bye to every island, and the traffic by message type logged
     void start_round(Link& link);
     void start_island(Link& link, const rounds::Start& start);
     void start_islands(Link& link, const std::vector<rounds::Start>& starts);
     void offer_round(Link& link, const std::string& key);  // an island just got ready: the policy may start it
     void make_update(Link& link);            // the update the policy says is due: screen, aggregate, apply, send
+    // The round's update, aggregated from `all` and applied to θ (fragment `fragment`'s): its bytes.
+    // Throws arch::Error, changing nothing, when the aggregator refuses or θ would not stay finite.
+    std::vector<std::byte> step(const std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds);
     // The update's message: its meta, the encoded aggregate and, in a DES-LOC round, the moments' mean.
     SharedBlob encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
                              std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update);

@@ -30,45 +30,17 @@ void Host::make_update(Link& link) {
     };
     if (all.empty()) return again(" has no pseudo-gradients");
     if (const std::string why = deltas_->vet(all, round_); !why.empty()) return again(why);
-    std::vector<outer::WeightedDelta> cs;
-    std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
-    std::vector<protocol::Applied> applied;
-    double loss = 0;
-    for (const rounds::Contribution& c : all) {
-        if (c.held) held.push_back({c.held.get(), c.tokens, c.scale});
-        else cs.push_back({c.delta, deltas_->weight(c)});
-        applied.push_back({c.island, c.round});
-        loss += c.loss / static_cast<double>(all.size());
-    }
-    std::vector<std::byte> update;
     const int fragment = round_fragment(options_.config, round_);
     UpdateSeconds seconds;
-    // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
-    // the pool once the update is encoded, to become the next state: beside θ and the momentum the
-    // host holds the current state and this one buffer, not a scratch buffer as well.
-    checkpoints_->before_step();  // the checkpoint's copy of the momentum is on disk before the step moves it
-    std::vector<std::byte> room = shipping_.borrow();
-    room.resize(global_->fragment(fragment).size * sizeof(float));
-    const std::span<float> scratch(reinterpret_cast<float*>(room.data()), room.size() / sizeof(float));
+    std::vector<std::byte> update;
     try {
-        const Clock& real = Clock::real();  // the host's own work: real seconds
-        Clock::time_point t = real.now();
-        if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
-        // An aggregator may refuse (trimmed, with too few).
-        update = held.empty() ? global_->make_update(cs, fragment, scratch) : global_->make_update(held, fragment, scratch);
-        shipping_.give_back(std::move(room));
-        seconds.aggregate = real.seconds_since(t);
-        t = real.now();
-        global_->apply_update(update, fragment);      // θ must stay finite, or nothing changes
-        seconds.step = real.seconds_since(t);
+        update = step(all, fragment, seconds);
     } catch (const Error& e) {
-        if (!room.empty()) shipping_.give_back(std::move(room));
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
         return again(std::string(": ") + e.what() + " (contributions from " + who + ")");
     }
-    const uint64_t ended = round_;
-    ++round_;
+    const uint64_t ended = round_++;
     if (global_->fragments() > 1)
         log("round " + std::to_string(ended) + " updated fragment " + std::to_string(fragment) + " (" +
             std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
@@ -77,7 +49,7 @@ void Host::make_update(Link& link) {
     // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
     shipping_.retire();
     sync_deadline_ = clock_.after(2 * options_.config.heartbeat_timeout_s);
-    const Clock& real = Clock::real();
+    const Clock& real = Clock::real();  // the host's own work: real seconds
     Clock::time_point t = real.now();
     checkpoints_->updated();
     checkpoints_->pump([this] { return checkpoint_source(); });  // the snapshot, when one is due and the writer free: the write is the writer's
@@ -85,12 +57,50 @@ void Host::make_update(Link& link) {
     t = real.now();
     const float val = eval_->loss(global_->theta());
     seconds.eval = real.seconds_since(t);
+    std::vector<protocol::Applied> applied;
+    double loss = 0;
+    for (const rounds::Contribution& c : all) {
+        applied.push_back({c.island, c.round});
+        loss += c.loss / static_cast<double>(all.size());
+    }
     const SharedBlob blob = encode_update(ended, all, std::move(applied), val, update);
     for (auto& [key, p] : roster_.peers())
         if (p.welcomed) send_update(link, key, ended, blob);
     log(ledger_.update_sent(ended, seconds));
     finish_row(link, ended, all.size(), loss, val);
     start_islands(link, policy_->after_update(view(link), true));
+}
+
+std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds) {
+    std::vector<outer::WeightedDelta> cs;
+    std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
+    for (const rounds::Contribution& c : all) {
+        if (c.held) held.push_back({c.held.get(), c.tokens, c.scale});
+        else cs.push_back({c.delta, deltas_->weight(c)});
+    }
+    if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
+    // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
+    // the pool once the update is encoded, to become the next state: beside θ and the momentum the
+    // host holds the current state and this one buffer, not a scratch buffer as well.
+    checkpoints_->before_step();  // the checkpoint's copy of the momentum is on disk before the step moves it
+    std::vector<std::byte> room = shipping_.borrow();
+    room.resize(global_->fragment(fragment).size * sizeof(float));
+    const std::span<float> scratch(reinterpret_cast<float*>(room.data()), room.size() / sizeof(float));
+    const Clock& real = Clock::real();
+    Clock::time_point t = real.now();
+    std::vector<std::byte> update;
+    try {  // an aggregator may refuse (trimmed, with too few)
+        update = held.empty() ? global_->make_update(cs, fragment, scratch) : global_->make_update(held, fragment, scratch);
+    } catch (const Error&) {
+        shipping_.give_back(std::move(room));
+        throw;
+    }
+    shipping_.give_back(std::move(room));
+    seconds.aggregate = real.seconds_since(t);
+    t = real.now();
+    global_->apply_update(update, fragment);  // θ must stay finite, or nothing changes
+    seconds.step = real.seconds_since(t);
+    return update;
 }
 
 SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,

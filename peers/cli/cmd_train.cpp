@@ -143,6 +143,51 @@ struct Loop {
     }
 };
 
+void log_island(const Island& island, const std::string& device, Parallel parallel, int global_rows) {
+    const auto mem = island.memory();
+    log::get("island")->info("{} {} devices, {}, global batch {} rows per step", mem.size(),
+                             diloco::parse_device(device).cuda ? "GPU" : "cpu", parallel_name(parallel), global_rows);
+    for (std::size_t r = 0; r < mem.size(); ++r)
+        log::get("island")->info("device {}: params {:.2f} MB, grads {:.2f} MB, optimizer {:.2f} MB", r,
+                                 mem[r].params_bytes / 1e6, mem[r].grads_bytes / 1e6, mem[r].optimizer_bytes / 1e6);
+}
+
+// Where a step's progress goes: a line (rewritten in place on a terminal) and, with --log-format
+// jsonl, one JSON object a step on stdout.
+struct Progress {
+    std::FILE* out;
+    bool live, jsonl;
+};
+
+void report_step(const Progress& p, const StepStats& s, int steps, double eta, std::optional<float> val) {
+    std::fprintf(p.out, "%sstep %5d/%d | loss %.4f | lr %.2e | norm %.2f | %.0f tok/s | ETA %s%s", p.live ? "\r" : "",
+                 s.step, steps, s.loss, s.lr, s.grad_norm, s.tokens_per_s, format_eta(eta).c_str(), p.live ? "   " : "\n");
+    std::fflush(p.out);
+    if (val) {
+        if (p.live) std::fputs("\n", p.out);
+        log::get("train")->info("step {:5d} | val loss {:.4f}", s.step, *val);
+    }
+    if (p.jsonl) {
+        nlohmann::ordered_json row{{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                                   {"tokens_per_s", s.tokens_per_s}};
+        if (val) row["val_loss"] = *val;
+        std::printf("%s\n", row.dump().c_str());
+        std::fflush(stdout);
+    }
+}
+
+void print_sample(Model& model, const Tokenizer& tok, int tokens, std::FILE* out) {
+    SamplingConfig sc;
+    sc.max_new_tokens = tokens;
+    sc.stop_token = tok.eot_token();
+    std::fprintf(out, "sample:\n");
+    generate(model, {tok.eot_token()}, sc, [&](int t) {
+        if (t != tok.eot_token()) std::fputs(tok.decode_token(t).c_str(), out);
+        std::fflush(out);
+    });
+    std::fprintf(out, "\n");
+}
+
 void run_train(const TrainFlags& f, const CLI::App& cmd) {
     log::configure(f.log);
     const Data data = resolve_data(f);
@@ -183,15 +228,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
     lg->info("model {}, {:.2f}M params | B={} T={} accum={} | {} steps from step {} | device {}", describe(model_config),
              model.num_params() / 1e6, train_config.B, train_config.T, train_config.grad_accum, train_config.steps,
              trainer.steps_done(), devices == 1 ? model.device_name() : device);
-    if (trainer.many) {
-        const auto mem = trainer.many->memory();
-        log::get("island")->info("{} {} devices, {}, global batch {} rows per step", devices,
-                                 diloco::parse_device(device).cuda ? "GPU" : "cpu", parallel_name(parallel),
-                                 train_config.B * train_config.grad_accum * devices);
-        for (std::size_t r = 0; r < mem.size(); ++r)
-            log::get("island")->info("device {}: params {:.2f} MB, grads {:.2f} MB, optimizer {:.2f} MB", r,
-                                     mem[r].params_bytes / 1e6, mem[r].grads_bytes / 1e6, mem[r].optimizer_bytes / 1e6);
-    }
+    if (trainer.many) log_island(*trainer.many, device, parallel, train_config.B * train_config.grad_accum * devices);
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec) throw Error("cannot create the output folder '" + out + "': " + ec.message());
@@ -210,22 +247,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
         std::optional<float> val;
         if (trainer.has_val() && val_every > 0 && (s.step % val_every == 0 || s.step == train_config.steps))
             val = trainer.evaluate();
-        const double eta = elapsed / steps_this_run * (train_config.steps - s.step);
-        std::fprintf(progress, "%sstep %5d/%d | loss %.4f | lr %.2e | norm %.2f | %.0f tok/s | ETA %s%s", live ? "\r" : "",
-                     s.step, train_config.steps, s.loss, s.lr, s.grad_norm, s.tokens_per_s, format_eta(eta).c_str(),
-                     live ? "   " : "\n");
-        std::fflush(progress);
-        if (val) {
-            if (live) std::fputs("\n", progress);
-            lg->info("step {:5d} | val loss {:.4f}", s.step, *val);
-        }
-        if (jsonl) {
-            nlohmann::ordered_json row{{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                                       {"tokens_per_s", s.tokens_per_s}};
-            if (val) row["val_loss"] = *val;
-            std::printf("%s\n", row.dump().c_str());
-            std::fflush(stdout);
-        }
+        report_step(Progress{progress, live, jsonl}, s, train_config.steps, elapsed / steps_this_run * (train_config.steps - s.step), val);
         if (save_every > 0 && s.step % save_every == 0) save();
         if (stop_after > 0 && steps_this_run >= stop_after) break;
     }
@@ -235,16 +257,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
 
     if (sample_tokens > 0 && !data.tokenizer.empty()) {
         trainer.sync_model();
-        const Tokenizer tok = Tokenizer::load(data.tokenizer);
-        SamplingConfig sc;
-        sc.max_new_tokens = sample_tokens;
-        sc.stop_token = tok.eot_token();
-        std::fprintf(progress, "sample:\n");
-        generate(model, {tok.eot_token()}, sc, [&](int t) {
-            if (t != tok.eot_token()) std::fputs(tok.decode_token(t).c_str(), progress);
-            std::fflush(progress);
-        });
-        std::fprintf(progress, "\n");
+        print_sample(model, Tokenizer::load(data.tokenizer), sample_tokens, progress);
     }
 }
 
