@@ -1,7 +1,5 @@
 // gui/main.cpp: archipelago-gui's entry: settings (QSettings, then command-line overrides), the
 // main window, and the daemon hook-up. `archipelago-gui --help` lists the options.
-// ARCH_GUI_SCREENSHOT=PATH [ARCH_GUI_SCREENSHOT_ROUNDS=N] saves the window once N rounds show, then
-// exits.
 #include <QApplication>
 #include <cstdio>
 
@@ -30,9 +28,6 @@ int main(int argc, char** argv) {
         return 2;
     }
     arch::gui::MainWindow window(settings);
-    if (const QByteArray shot = qgetenv("ARCH_GUI_SCREENSHOT"); !shot.isEmpty())
-        window.screenshot_when(QString::fromLocal8Bit(shot),
-                               qEnvironmentVariableIntValue("ARCH_GUI_SCREENSHOT_ROUNDS"));
     window.show();
     window.connect_daemon();
     return QApplication::exec();

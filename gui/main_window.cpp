@@ -13,9 +13,7 @@
 #include <QPushButton>
 #include <QStackedWidget>
 #include <QStatusBar>
-#include <QTimer>
 #include <QVBoxLayout>
-#include <cstdio>
 
 #include "gui/host_wizard.h"
 #include "gui/join_dialog.h"
@@ -89,18 +87,7 @@ MainWindow::MainWindow(AppSettings settings, QWidget* parent)
         }
     });
     connect(&client_, &DaemonClient::peers_received, run_view_, &RunView::show_peers);
-    connect(&client_, &DaemonClient::rounds_received, this, [this](const QList<RoundInfo>& rounds) {
-        run_view_->show_rounds(rounds);
-        if (!screenshot_path_.isEmpty() && rounds.size() >= screenshot_rounds_) {
-            const QString path = std::exchange(screenshot_path_, QString());
-            QTimer::singleShot(1500, this, [this, path] {  // let the charts and the log repaint
-                const bool ok = grab().save(path);
-                std::fprintf(stderr, "archipelago-gui: %s %s\n", ok ? "saved" : "could not save",
-                             qPrintable(path));
-                QApplication::exit(ok ? 0 : 1);
-            });
-        }
-    });
+    connect(&client_, &DaemonClient::rounds_received, run_view_, &RunView::show_rounds);
     connect(&client_, &DaemonClient::log_received, run_view_, &RunView::show_log);
     connect(&client_, &DaemonClient::command_finished, this, &MainWindow::on_command);
     connect(&daemon_, &LocalDaemon::ready, this,
@@ -159,11 +146,6 @@ void MainWindow::show_join_dialog() {
 
 void MainWindow::show_run_view() {
     stack_->setCurrentWidget(run_view_);
-}
-
-void MainWindow::screenshot_when(const QString& path, int rounds) {
-    screenshot_path_ = path;
-    screenshot_rounds_ = rounds;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -35,9 +35,6 @@ class MainWindow : public QMainWindow {
     QLabel* banner() const { return banner_; }
     const AppSettings& settings() const { return settings_; }
 
-    // Saves the window to PATH once the run view shows at least ROUNDS rounds, then quits the app
-    // (scripts/gui_screenshot.sh sets ARCH_GUI_SCREENSHOT and ARCH_GUI_SCREENSHOT_ROUNDS).
-    void screenshot_when(const QString& path, int rounds);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -54,8 +51,6 @@ class MainWindow : public QMainWindow {
     RunView* run_view_;
     QLabel* banner_;
     QPushButton* retry_;
-    QString screenshot_path_;
-    int screenshot_rounds_ = 0;
     bool auto_switched_ = false;
 };
 
