@@ -6,6 +6,7 @@
 // explains every column.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -108,8 +109,9 @@ int main(int argc, char** argv) {
     app.add_option("--batch", s.B, "batch size B per island step")->check(at_least_one());
     app.add_option("--seq-len", s.T, "sequence length T")->check(at_least_one());
     app.add_option("--lr", s.lr, "inner AdamW peak learning rate");
+    std::map<std::string, InnerOptimizer> inner_optimizers(inner_optimizer_names().begin(), inner_optimizer_names().end());
     app.add_option("--inner-optimizer", s.optimizer, "every row's inner optimizer: adamw, or muon for the blocks' matmul weights (MuLoCo)")
-        ->check(CLI::IsMember({"adamw", "muon"}));
+        ->transform(CLI::CheckedTransformer(inner_optimizers));
     app.add_option("--outer-lr", s.outer.lr, "outer Nesterov learning rate");
     app.add_option("--outer-momentum", s.outer.momentum, "outer Nesterov momentum");
     app.add_option("--outer-final-lr", s.outer.final_lr, "cosine-decay the outer lr to this at the last round (<0: constant)");
@@ -169,7 +171,7 @@ int main(int argc, char** argv) {
         s.link.step_s = step_s > 0 ? step_s : measure_step_s(s);
         const double tokens = static_cast<double>(s.rounds) * s.H * s.islands * s.B * s.T;
         const std::string warm = (s.warm_steps > 0 ? ", warm start " + std::to_string(s.warm_steps) + " steps" : "") +
-                                 (s.optimizer != "adamw" ? ", inner " + s.optimizer : "");
+                                 (s.optimizer != InnerOptimizer::adamw ? ", inner " + name_in(inner_optimizer_names(), s.optimizer) : "");
         char settings[512];
         std::snprintf(settings, sizeof(settings),
                       "bench_convergence: model %s, %d islands (%s), H=%d, %d rounds, B=%d T=%d, %.2fM tokens each run of "

@@ -448,7 +448,7 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
         }
     }
     OuterConfig oc = s.outer;
-    oc.optimizer = "delayed-nesterov";
+    oc.optimizer = diloco::OuterOptimizerKind::delayed_nesterov;
     oc.period = static_cast<uint32_t>(n);
     oc.down_codec = codec;
     oc.total_updates = order.size();

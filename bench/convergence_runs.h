@@ -11,6 +11,7 @@
 
 #include "bench/convergence_data.h"
 #include "core/model_config.h"
+#include "core/trainer.h"
 #include "peers/diloco/global_model.h"
 
 namespace arch::bench {
@@ -29,7 +30,7 @@ struct Setup {
     ModelConfig model;
     int B = 8, T = 64, H = 50, islands = 4, rounds = 40;
     float lr = 2e-3f;               // inner AdamW peak
-    std::string optimizer = "adamw";  // inner: adamw, or muon for the matmul weights (core/muon.h), every row
+    InnerOptimizer optimizer = InnerOptimizer::adamw;  // inner: AdamW, or Muon for the matmul weights (core/muon.h), every row
     diloco::OuterConfig outer;      // lr, momentum and the outer lr schedule of the DiLoCo rows
     std::string val;
     BenchData data;

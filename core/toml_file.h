@@ -10,6 +10,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/named_enum.h"
+
 namespace arch::toml_file {
 
 toml::table parse(const std::string& text, const std::string& source);  // throws arch::Error
@@ -27,6 +29,15 @@ public:
     // Each leaves `out` unchanged when the key is absent; throws arch::Error on a wrong type or range.
     void text(const std::string& key, std::string& out);
     void text_choice(const std::string& key, std::string& out, const std::vector<std::string>& choices);
+    // A text choice read into an enum (core/named_enum.h): one of `names`' texts.
+    template <class E>
+    void choice(const std::string& key, E& out, const EnumNames<E>& names) {
+        std::vector<std::string> texts;
+        for (const auto& [text, value] : names) texts.push_back(text);
+        std::string v = name_in(names, out);
+        text_choice(key, v, texts);
+        out = parse_named(names, v, qualified(key));
+    }
     void boolean(const std::string& key, bool& out);
     void integer(const std::string& key, int64_t& out, int64_t lo, int64_t hi);
     void integer(const std::string& key, int& out, int lo, int hi);

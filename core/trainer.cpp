@@ -11,6 +11,11 @@
 
 namespace arch {
 
+const EnumNames<InnerOptimizer>& inner_optimizer_names() {
+    static const EnumNames<InnerOptimizer> names{{"adamw", InnerOptimizer::adamw}, {"muon", InnerOptimizer::muon}};
+    return names;
+}
+
 void check_train_config(const TrainConfig& config, const ModelConfig& model) {
     if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
         throw Error("train config: B, T, grad accumulation and steps must be positive");
@@ -18,8 +23,6 @@ void check_train_config(const TrainConfig& config, const ModelConfig& model) {
         throw Error("sequence length T=" + std::to_string(config.T) + " exceeds the model's max T=" +
                     std::to_string(model.max_seq_len));
     if (config.train_pattern.empty()) throw Error("train config: no training data given");
-    if (config.optimizer != "adamw" && config.optimizer != "muon")
-        throw Error("train config: optimizer '" + config.optimizer + "' (expected adamw or muon)");
 }
 
 float mean_loss(Model& model, DataLoader& loader, int B, int T, int batches) {
@@ -41,7 +44,7 @@ Trainer::Trainer(Model& model, const TrainConfig& config) : model_(model), confi
         val_ = std::make_unique<DataLoader>(config.val_pattern, config.B, config.T, DataOrder::sequential, 0,
                                             mc.vocab_size);
     if (val_) val_start_ = val_->cursor();
-    if (config.optimizer == "muon") muon_ = std::make_unique<Muon>(ParamLayout(mc), config.muon);
+    if (config.optimizer == InnerOptimizer::muon) muon_ = std::make_unique<Muon>(ParamLayout(mc), config.muon);
     inputs_.resize(static_cast<std::size_t>(config.B) * config.T);
     targets_.resize(inputs_.size());
 }

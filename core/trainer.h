@@ -11,8 +11,14 @@
 #include "core/data_loader.h"
 #include "core/model.h"
 #include "core/muon.h"
+#include "core/named_enum.h"
 
 namespace arch {
+
+// The inner optimizer: AdamW, or Muon for the blocks' matmul weights (core/muon.h; its momentum is
+// not saved) with AdamW for the rest. Named "adamw" and "muon" (run.toml's inner.optimizer).
+enum class InnerOptimizer { adamw, muon };
+const EnumNames<InnerOptimizer>& inner_optimizer_names();
 
 struct TrainConfig {
     int B = 4;
@@ -21,7 +27,7 @@ struct TrainConfig {
     int steps = 100;     // total optimizer steps (the schedule's length)
     LrSchedule schedule;
     AdamWConfig adamw;
-    std::string optimizer = "adamw";  // adamw | muon (the blocks' matmul weights by Muon, core/muon.h; not saved)
+    InnerOptimizer optimizer = InnerOptimizer::adamw;
     MuonConfig muon;
     uint64_t seed = 1337;
     DataOrder order = DataOrder::shuffled;

@@ -123,13 +123,13 @@ void read_inner(toml_file::Fields& inner, RunConfig& c) {
     inner.number("weight_decay", c.weight_decay, 0.0, 10.0);
     inner.number("grad_clip", c.grad_clip, 0.0, 1e9);
     inner.integer("warmup", c.warmup, 0, 1'000'000'000);
-    inner.text_choice("optimizer", c.optimizer, {"adamw", "muon"});
+    inner.choice("optimizer", c.optimizer, inner_optimizer_names());
     inner.integer("val_batches", c.val_batches, 1, 1'000'000);
     inner.finish();
 }
 
 void read_outer(toml_file::Fields& outer, RunConfig& c) {
-    outer.text_choice("optimizer", c.outer.optimizer, {"nesterov", "average", "delayed-nesterov"});
+    outer.choice("optimizer", c.outer.optimizer, diloco::outer_optimizer_names());
     outer.number("lr", c.outer.lr, 0.0, 100.0, true);
     outer.number("momentum", c.outer.momentum, 0.0, 0.999999);
     // The outer lr schedule: warmup over lr_warmup updates, cosine to final_lr at the last round.
@@ -223,11 +223,11 @@ void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::F
                         "median or centered_clip");
         // Its optimizer is Delayed Nesterov, one step per island's Δ (period: the islands); the
         // default in async mode. Another one written in run.toml is refused, never replaced.
-        if (outer.has("optimizer") && c.outer.optimizer != "delayed-nesterov")
-            throw Error(outer.where("optimizer") + ": outer.optimizer = \"" + c.outer.optimizer +
+        if (outer.has("optimizer") && c.outer.optimizer != diloco::OuterOptimizerKind::delayed_nesterov)
+            throw Error(outer.where("optimizer") + ": outer.optimizer = \"" + name_in(diloco::outer_optimizer_names(), c.outer.optimizer) +
                         "\" is not for async mode, which applies each pseudo-gradient as it lands; use "
                         "\"delayed-nesterov\" (the async default), or leave it out");
-        c.outer.optimizer = "delayed-nesterov";
+        c.outer.optimizer = diloco::OuterOptimizerKind::delayed_nesterov;
         c.outer.period = static_cast<uint32_t>(c.islands);
     }
     if (c.mode == RunMode::streaming) {

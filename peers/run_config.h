@@ -52,8 +52,8 @@ struct RunConfig {
     int batch = 8, seq_len = 64, grad_accum = 1;
     float lr = 2e-3f, weight_decay = 0.1f, grad_clip = 1.0f;
     int warmup = 20;
-    // adamw | muon (core/muon.h, one-device islands only); why AdamW is the default: docs/run-config.md.
-    std::string optimizer = "adamw";
+    // AdamW, or Muon (core/muon.h, one-device islands only); why AdamW is the default: docs/run-config.md.
+    InnerOptimizer optimizer = InnerOptimizer::adamw;
     // [outer]
     // Outer momentum 0.5, not DiLoCo's 0.9 (tuned for H = 500): docs/run-config.md says why.
     diloco::OuterConfig outer{.momentum = 0.5f};

@@ -26,13 +26,24 @@ std::string to_hex(const unsigned char* bytes, std::size_t n) {
 }
 
 std::unique_ptr<outer::OuterOptimizer> make_optimizer(std::size_t n, const OuterConfig& c) {
-    if (c.optimizer == "nesterov") return std::make_unique<outer::Nesterov>(n, outer::NesterovOptions{c.lr, c.momentum});
-    if (c.optimizer == "average") return std::make_unique<outer::Nesterov>(outer::make_averaging(n));
-    if (c.optimizer == "delayed-nesterov")
-        return std::make_unique<outer::DelayedNesterov>(n, outer::DelayedNesterovOptions{c.lr, c.momentum, c.period, 0.0f});
-    throw Error("unknown outer optimizer '" + c.optimizer + "': expected nesterov, average or delayed-nesterov");
+    switch (c.optimizer) {
+        case OuterOptimizerKind::nesterov:
+            return std::make_unique<outer::Nesterov>(n, outer::NesterovOptions{c.lr, c.momentum});
+        case OuterOptimizerKind::average:
+            return std::make_unique<outer::Nesterov>(outer::make_averaging(n));
+        case OuterOptimizerKind::delayed_nesterov:
+            return std::make_unique<outer::DelayedNesterov>(n, outer::DelayedNesterovOptions{c.lr, c.momentum, c.period, 0.0f});
+    }
+    throw Error("an outer optimizer with no kind");
 }
 }  // namespace
+
+const EnumNames<OuterOptimizerKind>& outer_optimizer_names() {
+    static const EnumNames<OuterOptimizerKind> names{{"nesterov", OuterOptimizerKind::nesterov},
+                                                     {"average", OuterOptimizerKind::average},
+                                                     {"delayed-nesterov", OuterOptimizerKind::delayed_nesterov}};
+    return names;
+}
 
 void check_outer_config(const OuterConfig& config) {
     make_optimizer(1, config);
@@ -171,7 +182,7 @@ std::vector<std::byte> GlobalModel::step_and_encode(int p, std::span<float> aggr
     const Fragment& f = fragment(p);
     outer::OuterOptimizer& optimizer = *optimizers_[static_cast<std::size_t>(p)];
     // Only "average" ignores the lr; every other optimizer follows the schedule.
-    if (config_.optimizer != "average") optimizer.set_lr(next_lr(p));
+    if (config_.optimizer != OuterOptimizerKind::average) optimizer.set_lr(next_lr(p));
     const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_.size();
     std::span<const float> params(theta_.values());
     if (!whole) {

@@ -18,6 +18,7 @@
 
 #include "compression/codec.h"
 #include "compression/held_payload.h"
+#include "core/named_enum.h"
 #include "core/float_store.h"
 #include "outer_optimizer/aggregator.h"
 #include "outer_optimizer/outer_optimizer.h"
@@ -25,8 +26,14 @@
 
 namespace arch::diloco {
 
+// The outer optimizer (outer_optimizer/): Nesterov momentum, plain averaging (θ minus the mean Δ), or
+// Delayed Nesterov (async mode: momentum every `period` updates). Named "nesterov", "average" and
+// "delayed-nesterov" (run.toml's outer.optimizer).
+enum class OuterOptimizerKind { nesterov, average, delayed_nesterov };
+const EnumNames<OuterOptimizerKind>& outer_optimizer_names();
+
 struct OuterConfig {
-    std::string optimizer = "nesterov";  // nesterov | average | delayed-nesterov
+    OuterOptimizerKind optimizer = OuterOptimizerKind::nesterov;
     float lr = 0.7f;
     float momentum = 0.9f;
     uint32_t period = 1;                 // delayed-nesterov: momentum every `period` updates

@@ -19,8 +19,8 @@ IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, c
         trainer_ = std::make_unique<Trainer>(*model_, train);
         return;
     }
-    if (train.optimizer != "adamw")
-        throw Error("inner.optimizer = \"" + train.optimizer + "\" runs on one device only; this island has " +
+    if (train.optimizer != InnerOptimizer::adamw)
+        throw Error("inner.optimizer = \"" + name_in(inner_optimizer_names(), train.optimizer) + "\" runs on one device only; this island has " +
                     std::to_string(devices) + " (use adamw, or --devices 1)");
     island_ = make_island(model, train, devices, parallel, device, options);
 }

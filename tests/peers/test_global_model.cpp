@@ -61,9 +61,9 @@ TEST_CASE("an outer step that overflows θ is refused; θ and the optimizer stay
 }
 
 TEST_CASE("the check before the step holds for every outer optimizer and for a fragment of θ") {
-    for (const char* optimizer : {"nesterov", "delayed-nesterov", "average"}) {
+    for (const auto& [name, optimizer] : arch::diloco::outer_optimizer_names()) {
         for (int fragments : {1, 2}) {
-            CAPTURE(optimizer, fragments);
+            CAPTURE(name, fragments);
             OuterConfig config;
             config.optimizer = optimizer;
             config.period = 2;
