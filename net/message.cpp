@@ -33,10 +33,10 @@ void encode_header(const Header& h, uint8_t* out) {
     out[4] = kVersion;
     out[5] = h.flags;
     put<uint16_t>(out + 6, h.type);
-    put<uint32_t>(out + 8, h.round);
-    put<uint32_t>(out + 12, h.payload_bytes);
-    put<uint64_t>(out + 16, h.run_id);
-    put<uint64_t>(out + 24, h.sequence);
+    put<uint64_t>(out + 8, h.round);
+    put<uint32_t>(out + 16, h.payload_bytes);
+    put<uint64_t>(out + 20, h.run_id);
+    put<uint64_t>(out + 28, h.sequence);
 }
 
 std::vector<uint8_t> encode_message(Header header, std::span<const uint8_t> payload) {
@@ -67,10 +67,10 @@ std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string&
     Header h;
     h.flags = p[5];
     h.type = get<uint16_t>(p + 6);
-    h.round = get<uint32_t>(p + 8);
-    h.payload_bytes = get<uint32_t>(p + 12);
-    h.run_id = get<uint64_t>(p + 16);
-    h.sequence = get<uint64_t>(p + 24);
+    h.round = get<uint64_t>(p + 8);
+    h.payload_bytes = get<uint32_t>(p + 16);
+    h.run_id = get<uint64_t>(p + 20);
+    h.sequence = get<uint64_t>(p + 28);
     const std::size_t body = frame.size() - kHeaderBytes;
     if (body != h.payload_bytes) {
         error = "length mismatch: header says " + std::to_string(h.payload_bytes) +

@@ -1,4 +1,4 @@
-// net/message.h: the fixed 32-byte header that starts every message on the wire, and its codec.
+// net/message.h: the fixed 36-byte header that starts every message on the wire, and its codec.
 // It does not know what a message means: types below 0x0100 are reserved for net/ (transfers),
 // everything else belongs to the run protocol (peers/). All integers are little-endian.
 // decode_header never throws and never reads past the frame: a bad frame yields a reason string.
@@ -14,8 +14,9 @@
 namespace arch::net {
 
 inline constexpr uint32_t kMagic = 0x48435241;  // "ARCH" as bytes on the wire
-inline constexpr uint8_t kVersion = 1;
-inline constexpr std::size_t kHeaderBytes = 32;
+// Version 2 carries the round as a u64, as the run counts rounds (version 1 had a u32 there).
+inline constexpr uint8_t kVersion = 2;
+inline constexpr std::size_t kHeaderBytes = 36;
 
 // Message types owned by net/ (transfer.h). The run protocol uses types >= kFirstProtocolType.
 enum MessageType : uint16_t {
@@ -29,24 +30,24 @@ enum MessageType : uint16_t {
     kFirstProtocolType = 0x0100,
 };
 
-// Layout (byte offsets): 0 magic u32 | 4 version u8 | 5 flags u8 | 6 type u16 | 8 round u32 |
-// 12 payload_bytes u32 | 16 run_id u64 | 24 sequence u64.
+// Layout (byte offsets): 0 magic u32 | 4 version u8 | 5 flags u8 | 6 type u16 | 8 round u64 |
+// 16 payload_bytes u32 | 20 run_id u64 | 28 sequence u64.
 struct Header {
     uint16_t type = 0;
     uint8_t flags = 0;  // meaning defined by the type's owner; net/ leaves it alone
-    uint32_t round = 0;
+    uint64_t round = 0;
     uint32_t payload_bytes = 0;  // bytes that follow the header in the same frame
     uint64_t run_id = 0;
     uint64_t sequence = 0;  // per-sender counter, set by the caller (or the socket if 0)
 };
 
-// Writes the 32 header bytes (magic and version included) into out[0..32).
+// Writes the 36 header bytes (magic and version included) into out[0..32).
 void encode_header(const Header& header, uint8_t* out);
 
 // One frame = header + payload. payload_bytes in the header is set from payload.size().
 std::vector<uint8_t> encode_message(Header header, std::span<const uint8_t> payload);
 
-// Checks magic, version, and that the frame holds exactly 32 + payload_bytes bytes.
+// Checks magic, version, and that the frame holds exactly 36 + payload_bytes bytes.
 // Returns the header, or nullopt with `error` saying what was wrong.
 std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string& error);
 

@@ -1,6 +1,6 @@
 // net/socket_types.h: what HostSocket and PeerSocket share: the limits every socket applies, what a
 // poll returns, per-type traffic counters and the log callback.
-// Bytes are counted as message bytes (32-byte header + payload); CURVE adds about 40 bytes per
+// Bytes are counted as message bytes (36-byte header + payload); CURVE adds about 40 bytes per
 // message plus the handshake and heartbeats on the wire, which these counters leave out.
 #pragma once
 

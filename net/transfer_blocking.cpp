@@ -34,7 +34,7 @@ std::optional<TransferMessage> next_transfer_message(Socket& socket, const std::
 
 }  // namespace
 
-TransferLink link_to_host(PeerSocket& socket, uint32_t round) {
+TransferLink link_to_host(PeerSocket& socket, uint64_t round) {
     TransferLink link;
     link.send = [&socket, round](const Outbound& m) {
         Header h;
@@ -48,7 +48,7 @@ TransferLink link_to_host(PeerSocket& socket, uint32_t round) {
     return link;
 }
 
-TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint32_t round) {
+TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint64_t round) {
     TransferLink link;
     link.send = [&socket, peer_key, round](const Outbound& m) {
         Header h;

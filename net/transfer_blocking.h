@@ -26,8 +26,8 @@ struct TransferLink {
     std::function<std::optional<TransferMessage>(int timeout_ms)> receive;  // nullopt on timeout
 };
 
-TransferLink link_to_host(PeerSocket& socket, uint32_t round = 0);
-TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint32_t round = 0);
+TransferLink link_to_host(PeerSocket& socket, uint64_t round = 0);
+TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint64_t round = 0);
 
 // Sends begin(), then answers the receiver until done. With no reply for retry_ms it sends begin()
 // again (the receiver answers with what it holds, so nothing is sent twice on purpose). Returns

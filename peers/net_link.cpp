@@ -30,7 +30,7 @@ bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::
                    protocol::Type counted_as) {
     net::Header h;
     h.type = type;
-    h.round = static_cast<uint32_t>(round);
+    h.round = round;
     const bool ok = send_socket(peer, h, payload);
     if (ok) {
         sent_[static_cast<uint16_t>(counted_as)] += net::kHeaderBytes + payload.size();
