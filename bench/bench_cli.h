@@ -9,8 +9,10 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/named_enum.h"
 #include "peers/cli/parse_error.h"
 
 namespace arch::bench {
@@ -35,6 +37,13 @@ int run_main(CLI::App& app, int argc, char** argv, Body&& body) {
         return 1;
     }
     return 0;
+}
+
+// A flag whose value is one of an enum's names (core/named_enum.h).
+template <class E>
+CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& out, const EnumNames<E>& names, const std::string& help) {
+    const std::map<std::string, E> by_name(names.begin(), names.end());
+    return app.add_option(flag, out, help)->transform(CLI::CheckedTransformer(by_name));
 }
 
 // For a count that must be at least 1 (steps, repetitions, islands); --help shows it as POSITIVE.

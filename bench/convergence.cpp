@@ -6,7 +6,6 @@
 // explains every column.
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -109,9 +108,8 @@ int main(int argc, char** argv) {
     app.add_option("--batch", s.B, "batch size B per island step")->check(at_least_one());
     app.add_option("--seq-len", s.T, "sequence length T")->check(at_least_one());
     app.add_option("--lr", s.lr, "inner AdamW peak learning rate");
-    std::map<std::string, InnerOptimizer> inner_optimizers(inner_optimizer_names().begin(), inner_optimizer_names().end());
-    app.add_option("--inner-optimizer", s.optimizer, "every row's inner optimizer: adamw, or muon for the blocks' matmul weights (MuLoCo)")
-        ->transform(CLI::CheckedTransformer(inner_optimizers));
+    add_choice(app, "--inner-optimizer", s.optimizer, inner_optimizer_names(),
+               "every row's inner optimizer: adamw, or muon for the blocks' matmul weights (MuLoCo)");
     app.add_option("--outer-lr", s.outer.lr, "outer Nesterov learning rate");
     app.add_option("--outer-momentum", s.outer.momentum, "outer Nesterov momentum");
     app.add_option("--outer-final-lr", s.outer.final_lr, "cosine-decay the outer lr to this at the last round (<0: constant)");
@@ -134,7 +132,7 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--max-staleness", s.max_staleness, "async: updates a pseudo-gradient may be behind")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--stale", s.stale, "async: what happens to an older one")->check(CLI::IsMember({"downweight", "refuse"}));
+    add_choice(app, "--stale", s.stale, rounds::stale_action_names(), "async: what happens to an older one");
     app.add_option("--step-s", step_s, "simulated seconds per inner step (0: measured here)")->check(CLI::NonNegativeNumber);
     app.add_option("--uplink-mbps", uplink_mbps, "simulated island uplink, Mbit/s")->check(CLI::PositiveNumber);
     app.add_option("--downlink-mbps", downlink_mbps, "simulated island downlink, Mbit/s")->check(CLI::PositiveNumber);
@@ -148,8 +146,8 @@ int main(int argc, char** argv) {
     app.add_option("--sweep-lr", sweep_lr, "outer learning rates of --sweep")->delimiter(',');
     app.add_option("--sweep-momentum", sweep_momentum, "outer momenta of --sweep")->delimiter(',');
     app.add_option("--only", only, "runs to do, comma-separated")->delimiter(',')->check(CLI::IsMember(concat(names, extra)))->default_str("all");
-    app.add_option("--merge", s.merge, "streaming: mix (by --alpha) or carry (θ_global plus the island's progress since it sent)")
-        ->check(CLI::IsMember({"mix", "carry"}));
+    add_choice(app, "--merge", s.merge, diloco::streaming_merge_names(),
+               "streaming: mix (by --alpha) or carry (θ_global plus the island's progress since it sent)");
     app.add_option("--dp-clip", s.dp_clip, "dp-* rows: the L2 clip of each pseudo-gradient")->check(CLI::PositiveNumber);
     app.add_option("--streaming-codec", streaming_codec, "streaming: the codec both ways (the paper's: fp4, no error feedback)");
     return run_main(app, argc, argv, [&] {

@@ -313,7 +313,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
     GlobalModel global(initial_theta(s), oc, fragments);
     auto islands = make_islands(s, std::vector<int>(s.islands, steps), codec);
     for (auto& w : islands) w->set_params(global.theta());
-    const diloco::StreamingMerge rule = diloco::parse_streaming_merge(s.merge);
+    const diloco::StreamingMerge rule = s.merge;
     struct Pending {
         int fragment, apply_at;
         std::vector<std::byte> update;
@@ -408,7 +408,7 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
     const double vmax = *std::ranges::max_element(s.speeds);
     std::vector<int> H(n);
     for (int i = 0; i < n; ++i) H[i] = static_cast<int>(rounds::local_steps(static_cast<uint32_t>(s.H), s.speeds[i], vmax));
-    const rounds::StalenessRule rule{static_cast<uint64_t>(s.max_staleness), rounds::parse_stale_action(s.stale)};
+    const rounds::StalenessRule rule{static_cast<uint64_t>(s.max_staleness), s.stale};
     const double budget = static_cast<double>(s.rounds) * s.H * n * tokens_per_step(s);
     const std::size_t num_params = ParamLayout(s.model).num_params();
     const double up_bytes = static_cast<double>(compression::make_codec(codec)->encode(std::vector<float>(num_params, 0.0f)).size());

@@ -13,6 +13,8 @@
 #include "core/model_config.h"
 #include "core/trainer.h"
 #include "peers/diloco/global_model.h"
+#include "peers/diloco/streaming_merge.h"
+#include "peers/rounds/staleness.h"
 
 namespace arch::bench {
 
@@ -38,10 +40,10 @@ struct Setup {
     int eval_every = 100;           // the one-island run's val loss curve
     int fragments = 4, tau = 5;     // streaming: P fragments, update applied τ inner steps after sending
     float alpha = 0.5f;             // streaming merge: θ_local <- α θ_local + (1 - α) θ_global
-    std::string merge = "mix";      // streaming: mix (by α), or carry: θ_local <- θ_global + the progress since sending
+    diloco::StreamingMerge merge = diloco::StreamingMerge::mix;  // streaming: mix (by α), or carry: θ_local <- θ_global + the progress since sending
     int desloc = 0;                 // DiLoCo rows: average the islands' AdamW m and v every this many rounds (0: never)
     int max_staleness = 4;          // async
-    std::string stale = "downweight";
+    rounds::StaleAction stale = rounds::StaleAction::downweight;
     std::vector<double> speeds;     // async and the sync rows' heterogeneous clock: 1, 1, 0.5, 0.25
     LinkModel link;
     int warm_steps = 0;             // data-parallel steps on the warm shard before every row (0: none)

@@ -57,11 +57,12 @@ uint64_t DataManifest::total_tokens() const {
     return n;
 }
 
-DataAssign parse_data_assign(const std::string& name) {
-    if (name == "interleaved") return DataAssign::interleaved;
-    if (name == "contiguous") return DataAssign::contiguous;
-    throw Error("data.assign must be \"interleaved\" or \"contiguous\", not \"" + name + "\"");
+const EnumNames<DataAssign>& data_assign_names() {
+    static const EnumNames<DataAssign> names{{"interleaved", DataAssign::interleaved}, {"contiguous", DataAssign::contiguous}};
+    return names;
 }
+
+DataAssign parse_data_assign(const std::string& name) { return parse_named(data_assign_names(), name, "data.assign"); }
 
 uint64_t choose_chunk_tokens(uint64_t total_tokens, int islands) {
     const uint64_t per = total_tokens / (64 * static_cast<uint64_t>(std::max(1, islands)));

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/named_enum.h"
+
 namespace arch {
 
 struct ManifestShard {
@@ -34,7 +36,8 @@ struct DataManifest {
 };
 
 enum class DataAssign { interleaved, contiguous };
-DataAssign parse_data_assign(const std::string& name);  // "interleaved" | "contiguous"
+const EnumNames<DataAssign>& data_assign_names();  // "interleaved", "contiguous" (run.toml's data.assign)
+DataAssign parse_data_assign(const std::string& name);  // throws arch::Error naming the choices
 
 constexpr uint64_t kMaxChunkTokens = 1 << 20;  // 2 MiB of tokens: one chunk is always cheap to hold
 

@@ -18,12 +18,13 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-ScreenPolicy::Action parse_screen_action(const std::string& name) {
-    if (name == "off") return ScreenPolicy::Action::off;
-    if (name == "clip") return ScreenPolicy::Action::clip;
-    if (name == "reject") return ScreenPolicy::Action::reject;
-    throw Error("screening must be off, clip or reject, got '" + name + "'");
+const EnumNames<ScreenPolicy::Action>& screen_action_names() {
+    static const EnumNames<ScreenPolicy::Action> names{
+        {"clip", ScreenPolicy::Action::clip}, {"reject", ScreenPolicy::Action::reject}, {"off", ScreenPolicy::Action::off}};
+    return names;
 }
+
+ScreenPolicy::Action parse_screen_action(const std::string& name) { return parse_named(screen_action_names(), name, "screening"); }
 
 double l2_norm(std::span<const float> x) {
     double sum = 0;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/named_enum.h"
+
 namespace arch::outer {
 
 struct ScreenPolicy {
@@ -19,7 +21,8 @@ struct ScreenPolicy {
     double factor = 10.0;  // > 1: how far above the median norm a Δ may go
 };
 
-ScreenPolicy::Action parse_screen_action(const std::string& name);  // off | clip | reject; throws arch::Error
+const EnumNames<ScreenPolicy::Action>& screen_action_names();  // "clip", "reject", "off" (run.toml's outer.screen)
+ScreenPolicy::Action parse_screen_action(const std::string& name);  // throws arch::Error naming the choices
 
 struct ScreenVerdict {
     enum class Outcome { kept, clipped, rejected };

@@ -61,7 +61,7 @@ Host::Host(HostOptions options)
     shard_paths_ = shard_paths(train);
     manifest_ = build_manifest(train, choose_chunk_tokens(count_tokens(shard_paths_), c.islands));
     for (int i = 0; i < c.islands; ++i)
-        assignment_.push_back(assign_chunks(manifest_, c.islands, i, parse_data_assign(c.assign),
+        assignment_.push_back(assign_chunks(manifest_, c.islands, i, c.assign,
                                             static_cast<uint64_t>(c.batch) * c.seq_len + 1));
     std::vector<float> theta = c.init.empty() && c.init_hf.empty() ? init_params(model_config_, c.seed)
                                                                     : warm_start_theta(c, model_config_);

@@ -14,7 +14,7 @@ HostDeltas::HostDeltas(const RunConfig& config, const diloco::GlobalModel& globa
       global_(global),
       privacy_(privacy),
       log_(std::move(log)),
-      screen_(outer::ScreenPolicy{outer::parse_screen_action(config.outer.screen), config.outer.screen_factor}) {
+      screen_(outer::ScreenPolicy{config.outer.screen, config.outer.screen_factor}) {
     if (privacy_ && !config.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
 }
 

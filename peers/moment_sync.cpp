@@ -25,7 +25,7 @@ std::string moments_hash(std::span<const float> m, std::span<const float> v) {
 namespace {
 // outer.screen = off turns this screen off too; clip or reject: moments far above are left out.
 outer::ScreenPolicy moments_screen(const RunConfig& c) {
-    const bool off = outer::parse_screen_action(c.outer.screen) == outer::ScreenPolicy::Action::off;
+    const bool off = c.outer.screen == outer::ScreenPolicy::Action::off;
     return {off ? outer::ScreenPolicy::Action::off : outer::ScreenPolicy::Action::reject, c.outer.screen_factor};
 }
 }  // namespace

@@ -197,7 +197,7 @@ void Peer::data_ready(Link& link) {
     } else if (c.privacy.on()) {
         log("privacy: central; the host clips and noises the pseudo-gradients, and sees this island's as it is sent");
     }
-    if (c.mode == RunMode::streaming) stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, diloco::parse_streaming_merge(c.merge));
+    if (c.mode == RunMode::streaming) stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, c.merge);
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 
@@ -399,7 +399,7 @@ void Peer::stream_turn(Link& link) {
         const auto [fragments, overlapped] = stream_->merge(*replica_);
         std::string which;
         for (const int f : fragments) which += (which.empty() ? "" : ", ") + std::to_string(f);
-        const std::string rule = config_->merge == "mix" ? "mix, alpha " + std::to_string(config_->alpha) : config_->merge;
+        const std::string rule = config_->merge == diloco::StreamingMerge::mix ? "mix, alpha " + std::to_string(config_->alpha) : "carry";
         log("fragment " + which + " merged into this island's θ (" + rule + ") after " +
             std::to_string(overlapped) + " overlapped steps");
     }

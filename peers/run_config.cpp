@@ -24,11 +24,11 @@ void check_privacy_composes(RunConfig& c, const toml_file::Fields& privacy, cons
         refuse(outer.where("aggregator"), "outer.aggregator '" + c.outer.aggregator +
                                               "' is not a mean of clipped pseudo-gradients, whose noise the accountant counts; "
                                               "use mean (the privacy clip already bounds what any island can move)");
-    if (screen_set && c.outer.screen != "off")
+    if (screen_set && c.outer.screen != outer::ScreenPolicy::Action::off)
         refuse(outer.where("screen"), "outer.screen measures each Δ against the round's median, which makes one island's "
                                       "fate depend on the others' data; privacy.clip bounds every Δ exactly instead "
                                       "(leave outer.screen out)");
-    c.outer.screen = "off";
+    c.outer.screen = outer::ScreenPolicy::Action::off;
     if (moments_set && c.sync_moments_every > 0)
         refuse(outer.where("sync_moments_every"), "DES-LOC's AdamW moments would reach every island un-noised; set "
                                                   "outer.sync_moments_every = 0, or leave it out");
@@ -109,7 +109,7 @@ void read_model(toml_file::Fields& model, RunConfig& c) {
 void read_data(toml_file::Fields& data, RunConfig& c) {
     data.text("train", c.train_data);
     data.text("val", c.val_data);
-    data.text_choice("assign", c.assign, {"interleaved", "contiguous"});
+    data.choice("assign", c.assign, data_assign_names());
     data.boolean("serve", c.serve);
     data.finish();
 }
@@ -138,7 +138,7 @@ void read_outer(toml_file::Fields& outer, RunConfig& c) {
     outer.integer("lr_warmup", lr_warmup, 0, 10'000'000);
     c.outer.lr_warmup = static_cast<uint32_t>(lr_warmup);
     outer.text("aggregator", c.outer.aggregator);
-    outer.text_choice("screen", c.outer.screen, {"clip", "reject", "off"});
+    outer.choice("screen", c.outer.screen, outer::screen_action_names());
     outer.number("screen_factor", c.outer.screen_factor, 1.0, 1e9, true);
     outer.integer("sync_moments_every", c.sync_moments_every, 0, 1'000'000);
     outer.finish();
@@ -146,7 +146,7 @@ void read_outer(toml_file::Fields& outer, RunConfig& c) {
 
 void read_async(toml_file::Fields& async, RunConfig& c) {
     async.integer("max_staleness", c.max_staleness, 0, 1'000'000);
-    async.text_choice("stale", c.stale, {"downweight", "refuse"});
+    async.choice("stale", c.stale, rounds::stale_action_names());
     async.finish();
 }
 
@@ -154,7 +154,7 @@ void read_streaming(toml_file::Fields& streaming, RunConfig& c) {
     streaming.integer("fragments", c.fragments, 1, 1024);
     streaming.integer("tau", c.tau, 0, 1'000'000);
     streaming.number("alpha", c.alpha, 0.0, 1.0);
-    streaming.text_choice("merge", c.merge, {"mix", "carry"});
+    streaming.choice("merge", c.merge, diloco::streaming_merge_names());
     streaming.finish();
 }
 

@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "core/data_manifest.h"
 #include "core/model_config.h"
 #include "core/trainer.h"
 #include "peers/diloco/global_model.h"
+#include "peers/diloco/streaming_merge.h"
+#include "peers/rounds/staleness.h"
 #include "privacy/privacy_budget.h"
 
 namespace arch {
@@ -45,7 +48,7 @@ struct RunConfig {
     // [data]
     std::string train_data;  // the host's shards (a glob); empty: the bundled corpus. Peers never open it.
     std::string val_data;    // the host's; only the host evaluates
-    std::string assign = "interleaved";  // interleaved | contiguous (core/data_manifest.h)
+    DataAssign assign = DataAssign::interleaved;  // core/data_manifest.h
     bool serve = true;       // the host sends peers the chunks they cannot find in their own --data
     // [inner]
     int steps_per_round = 50;  // H
@@ -63,7 +66,7 @@ struct RunConfig {
     int sync_moments_every = 4;
     // [async] (peers/rounds/staleness.h)
     int max_staleness = 4;            // updates a pseudo-gradient may lag behind θ and still count in full
-    std::string stale = "downweight";  // downweight | refuse: what happens to one that lags more
+    rounds::StaleAction stale = rounds::StaleAction::downweight;  // what happens to one that lags more
     // [streaming] (Streaming DiLoCo, peers/diloco/fragments.h, streaming_island.h)
     int fragments = 4;    // P: the model in P strided fragments, one synced every H / P steps
     // τ 1 and the carry merge are the defaults for the reason docs/run-config.md gives.
@@ -71,7 +74,7 @@ struct RunConfig {
     float alpha = 0.5f;   // the mix merge: θ_i = α θ_i + (1 − α) θ, on the fragment, τ steps after its send
     // The merge, τ steps after the send (peers/diloco/streaming_island.h): mix (by alpha, the paper's)
     // or carry (θ plus the island's progress since the send).
-    std::string merge = "carry";
+    diloco::StreamingMerge merge = diloco::StreamingMerge::carry;
     // [wire]
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]

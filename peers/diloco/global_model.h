@@ -23,6 +23,7 @@
 #include "outer_optimizer/aggregator.h"
 #include "outer_optimizer/outer_optimizer.h"
 #include "peers/diloco/fragments.h"
+#include "outer_optimizer/screening.h"
 
 namespace arch::diloco {
 
@@ -39,7 +40,7 @@ struct OuterConfig {
     uint32_t period = 1;                 // delayed-nesterov: momentum every `period` updates
     std::string aggregator = "mean";     // outer_optimizer/aggregator.h spec
     std::string down_codec = "fp32";     // how the aggregated update travels to the islands
-    std::string screen = "clip";         // off | clip | reject: a Δ far above the round's median norm
+    outer::ScreenPolicy::Action screen = outer::ScreenPolicy::Action::clip;  // a Δ far above the round's median norm
     double screen_factor = 5.0;          // how far above the median norm a Δ may go
     // Outer lr schedule (outer_optimizer.h outer_lr_at), counted in each fragment's own updates:
     // warmup over lr_warmup updates, then cosine from lr to final_lr (< 0: constant) at total_updates.

@@ -8,23 +8,6 @@
 
 namespace arch::diloco {
 
-StreamingMerge parse_streaming_merge(const std::string& name) {
-    if (name == "mix") return StreamingMerge::mix;
-    if (name == "carry") return StreamingMerge::carry;
-    throw Error("unknown streaming merge '" + name + "' (mix or carry)");
-}
-
-void merge_fragment(StreamingMerge rule, float alpha, std::span<float> mine, std::span<const float> global,
-                    std::span<const float> sent) {
-    if (rule == StreamingMerge::mix) {
-        for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = alpha * mine[k] + (1.0f - alpha) * global[k];
-    } else if (!sent.empty()) {
-        for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = global[k] + (mine[k] - sent[k]);
-    } else {
-        std::copy(global.begin(), global.end(), mine.begin());
-    }
-}
-
 StreamingIsland::StreamingIsland(IslandWorker& worker, int tau, float alpha, StreamingMerge rule)
     : worker_(worker), tau_(tau), alpha_(alpha), rule_(rule), full_(worker.num_params()) {}
 

@@ -17,15 +17,9 @@
 
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/island_worker.h"
+#include "peers/diloco/streaming_merge.h"
 
 namespace arch::diloco {
-
-enum class StreamingMerge { mix, carry };
-StreamingMerge parse_streaming_merge(const std::string& name);  // "mix" | "carry"
-// One fragment's merge, in place on mine (θ_i,p): mix, α mine + (1 − α) global; carry, global +
-// (mine − sent), or global alone when sent is empty (the island did not send this fragment).
-void merge_fragment(StreamingMerge rule, float alpha, std::span<float> mine, std::span<const float> global,
-                    std::span<const float> sent);
 
 class StreamingIsland {
 public:

@@ -16,7 +16,7 @@ std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, std::function
         case RunMode::sync: return std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(log));
         case RunMode::async:
             return std::make_unique<AsyncPolicy>(
-                H, StalenessRule{static_cast<uint64_t>(c.max_staleness), parse_stale_action(c.stale)}, std::move(log));
+                H, StalenessRule{static_cast<uint64_t>(c.max_staleness), c.stale}, std::move(log));
         case RunMode::streaming:
             return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(log));
     }

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/named_enum.h"
+
 namespace arch::rounds {
 
 enum class StaleAction { downweight, refuse };
@@ -30,9 +32,11 @@ inline StaleVerdict judge_staleness(uint64_t staleness, const StalenessRule& rul
     return {false, static_cast<float>(static_cast<double>(rule.max_staleness + 1) / static_cast<double>(staleness + 1))};
 }
 
-// "downweight" | "refuse" (run.toml's async.stale, checked by peers/run_config.cpp).
-inline StaleAction parse_stale_action(const std::string& name) {
-    return name == "refuse" ? StaleAction::refuse : StaleAction::downweight;
+// "downweight", "refuse" (run.toml's async.stale).
+inline const EnumNames<StaleAction>& stale_action_names() {
+    static const EnumNames<StaleAction> names{{"downweight", StaleAction::downweight}, {"refuse", StaleAction::refuse}};
+    return names;
 }
+inline StaleAction parse_stale_action(const std::string& name) { return parse_named(stale_action_names(), name, "async.stale"); }
 
 }  // namespace arch::rounds

@@ -113,13 +113,13 @@ straggler = "fold"
     CHECK(c.weight_decay == 0.0f);
     CHECK(c.outer.lr == 1.0f);
     CHECK(c.outer.aggregator == "median");
-    CHECK(c.outer.screen == "reject");
+    CHECK(c.outer.screen == arch::outer::ScreenPolicy::Action::reject);
     CHECK(c.outer.screen_factor == 3.0);
     CHECK(c.round_timeout_s == 2.5);
     CHECK(c.join_timeout_s == 5.0);
     CHECK(c.fold_stragglers);
     CHECK(c.max_staleness == 2);
-    CHECK(c.stale == "refuse");
+    CHECK(c.stale == arch::rounds::StaleAction::refuse);
     CHECK(c.optimizer == arch::InnerOptimizer::muon);
     CHECK(arch::run_train_config(c, "t", "v", 1).optimizer == arch::InnerOptimizer::muon);
 }
@@ -138,7 +138,7 @@ TEST_CASE("warm starts and the inner optimizer: defaults and refusals") {
 TEST_CASE("async staleness keys: defaults, ranges and choices") {
     const arch::RunConfig d = parse_run_config("", "run.toml");
     CHECK(d.max_staleness == 4);
-    CHECK(d.stale == "downweight");
+    CHECK(d.stale == arch::rounds::StaleAction::downweight);
     CHECK(refused("[async]\nmax_staleness = -1\n") == "run.toml:2: async.max_staleness must be in [0, 1000000], found -1");
     CHECK(refused("[async]\nstale = \"drop\"\n") ==
           "run.toml:2: async.stale must be one of downweight, refuse, found 'drop'");
@@ -156,7 +156,7 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     CHECK(d.fragments == 4);
     CHECK(d.tau == 1);
     CHECK(d.alpha == 0.5f);
-    CHECK(d.merge == "carry");
+    CHECK(d.merge == arch::diloco::StreamingMerge::carry);
     CHECK(d.outer.momentum == 0.5f);  // the bench's winner at H = 50 (docs/run-config.md)
     CHECK(arch::run_updates(d) == 10);  // sync: one update a round
     const arch::RunConfig s = parse_run_config("[run]\nrounds = 3\nmode = \"streaming\"\n[wire]\ncodec = \"fp4+zstd:1\"\n"
@@ -173,7 +173,7 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     CHECK_THAT(refused("[run]\nmode = \"streaming\"\n[wire]\ncodec = \"fp4\"\n[deadlines]\nstraggler = \"fold\"\n"),
                Contains("run.toml:6: deadlines.straggler = \"fold\""));
     CHECK(refused("[streaming]\nalpha = 1.5\n") == "run.toml:2: streaming.alpha must be in [0, 1], found 1.5");
-    CHECK(parse_run_config("[streaming]\nmerge = \"mix\"\n", "run.toml").merge == "mix");
+    CHECK(parse_run_config("[streaming]\nmerge = \"mix\"\n", "run.toml").merge == arch::diloco::StreamingMerge::mix);
     CHECK_THAT(refused("[streaming]\nmerge = \"cary\"\n"), Contains("streaming.merge") && Contains("cary"));
     // More fragments than the model has blocks: refused when the model is known.
     const arch::RunConfig many = parse_run_config("[run]\nmode = \"streaming\"\n[model]\nlayers = 2\n[wire]\ncodec = \"fp4\"\n"
@@ -254,7 +254,7 @@ TEST_CASE("[privacy]: off by default; its keys read, σ derived from the budget,
     CHECK(arch::privacy::PrivacyBudget(c.privacy, 40).noise_multiplier() ==
           Approx(arch::privacy::noise_for_epsilon(1, 40, 8, 1e-5)));
     // The clip is the screen and DES-LOC's moments would travel un-noised: both off when unset.
-    CHECK(c.outer.screen == "off");
+    CHECK(c.outer.screen == arch::outer::ScreenPolicy::Action::off);
     CHECK(c.sync_moments_every == 0);
     const arch::RunConfig d = parse_run_config(
         "[run]\nislands = 4\n[privacy]\nmode = \"distributed\"\nclip = 1\nepsilon = 2\ndelta = 1e-6\nnoise_multiplier = 3\nhonest = 3\n",
