@@ -74,7 +74,8 @@ Host::Host(HostOptions options)
         log_privacy_plan();
     }
     deltas_ = std::make_unique<HostDeltas>(c, *global_, privacy_.get(), [this](const std::string& line) { log(line); });
-    checkpoints_ = std::make_unique<HostCheckpoints>(c, model_config_, clock_, [this](const std::string& line) { log(line); });
+    checkpoints_ = std::make_unique<HostCheckpoints>(
+        c, model_config_, clock_, [this] { return checkpoint_source(); }, [this](const std::string& line) { log(line); });
     if (std::optional<HostCheckpoints::Loaded> loaded = checkpoints_->load(*global_)) {
         round_ = loaded->round;
         roster_.restore(std::move(loaded->islands));
@@ -558,7 +559,7 @@ void Host::turn(Link& link, Clock::time_point join_deadline) {
                 ": " + err.what());
         }
     }
-    checkpoints_->pump([this] { return checkpoint_source(); });
+    checkpoints_->pump();
     if (!policy_->open()) {
         // Paused: no new round starts until resume.
         if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
@@ -579,7 +580,7 @@ void Host::drain(Link& link) {
                 log(std::string("rejected a message while finishing: ") + err.what());
             }
         }
-        checkpoints_->pump([this] { return checkpoint_source(); });
+        checkpoints_->pump();
     }
 }
 
@@ -613,7 +614,7 @@ void Host::run(Link& link) {
     // and finish below waits for it (or, after a stop, writes it at once).
     checkpoints_->at_end();
     drain(link);
-    checkpoints_->finish([this] { return checkpoint_source(); });
+    checkpoints_->finish();
     say_goodbye(link);
     publish_run(link);
     link_ = nullptr;

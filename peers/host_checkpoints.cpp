@@ -46,9 +46,9 @@ void write_checkpoint_files(const std::string& dir, const ModelConfig& model, co
 }
 }  // namespace
 
-HostCheckpoints::HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock,
+HostCheckpoints::HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock, SourceFn source,
                                  std::function<void(const std::string&)> log)
-    : config_(config), clock_(clock), log_(std::move(log)) {
+    : config_(config), clock_(clock), source_(std::move(source)), log_(std::move(log)) {
     std::filesystem::create_directories(config.checkpoint_dir);
     writer_ = std::make_unique<CheckpointWriter>(
         [dir = config.checkpoint_dir, model](const CheckpointSnapshot& s) { write_checkpoint_files(dir, model, s); });
@@ -123,33 +123,33 @@ void HostCheckpoints::updated() {
     want_by_cadence();
 }
 
-void HostCheckpoints::pump(const SourceFn& source) {
+void HostCheckpoints::pump() {
     if (std::optional<CheckpointWriter::Result> r = writer_->take_result()) log_result(*r);
     if (staging_) {
         if (advance_staging(kStageBytes)) writer_->start();
         return;
     }
     if (!wanted_ || writer_->busy()) return;
-    if (!take_snapshot(source)) return;
+    if (!take_snapshot()) return;
     wanted_ = false;
     updates_since_ = 0;
     last_ = clock_.now();
     if (advance_staging(kStageBytes)) writer_->start();
 }
 
-void HostCheckpoints::finish(const SourceFn& source) {
+void HostCheckpoints::finish() {
     before_step();
     writer_->wait();
     if (std::optional<CheckpointWriter::Result> r = writer_->take_result()) log_result(*r);
     if (!wanted_ && updates_since_ == 0) return;  // the last one written holds it all
-    if (!take_snapshot(source)) return;
+    if (!take_snapshot()) return;
     wanted_ = false;
     updates_since_ = 0;
     if (advance_staging(SIZE_MAX)) log_result(writer_->write_now());
 }
 
-bool HostCheckpoints::take_snapshot(const SourceFn& source) {
-    const Source from = source();
+bool HostCheckpoints::take_snapshot() {
+    const Source from = source_();
     try {
         fill_snapshot(writer_->snapshot(), from);
         return true;

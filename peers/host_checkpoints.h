@@ -45,8 +45,9 @@ public:
         std::map<std::string, uint32_t> islands;
     };
 
-    // Creates the folder and starts the writer. log gets one line per checkpoint written or refused.
-    HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock,
+    // Creates the folder and starts the writer. `source` is asked what a checkpoint holds whenever
+    // one is taken; log gets one line per checkpoint written or refused.
+    HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock, SourceFn source,
                     std::function<void(const std::string&)> log);
     // The folder's checkpoint loaded into `global`: its round and island map; none when the folder has
     // none. Throws arch::Error for a file that is not a host checkpoint or is corrupt.
@@ -54,14 +55,14 @@ public:
 
     void island_map_changed() { wanted_ = true; }
     void updated();  // an update was applied: one is wanted when the cadence says so
-    void pump(const SourceFn& source);  // a turn of the event loop: logs finished writes, advances or starts one
+    void pump();  // a turn of the event loop: logs finished writes, advances or starts one
     void before_step();                 // the outer step is about to move the momentum: staging finishes now
     void at_end() { wanted_ = wanted_ || updates_since_ > 0; }  // the last one is wanted while the run drains
-    void finish(const SourceFn& source);  // the run's end or a stop: whatever is newer, written on this thread
+    void finish();  // the run's end or a stop: whatever is newer, written on this thread
 
 private:
     void want_by_cadence();
-    bool take_snapshot(const SourceFn& source);  // false (and logged) when the disk refused it
+    bool take_snapshot();  // false (and logged) when the disk refused it
     void fill_snapshot(CheckpointSnapshot& s, const Source& source);
     // True once the outer state is all in the file with its checksum (the writer may start); false
     // while some is left, or when the disk refused it (logged, the snapshot dropped).
@@ -72,6 +73,7 @@ private:
     static constexpr std::size_t kStageBytes = 4u << 20;
     const RunConfig& config_;
     const Clock& clock_;
+    SourceFn source_;
     std::function<void(const std::string&)> log_;
     std::unique_ptr<CheckpointWriter> writer_;
     bool wanted_ = false;  // a snapshot is due and not taken yet

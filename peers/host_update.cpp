@@ -2,20 +2,13 @@
 // contributions the round policy hands over, aggregate and apply them, checkpoint, evaluate, and send
 // every island the same update, naming the contributions it used and, in a DES-LOC round, carrying the
 // mean of their AdamW moments (peers/moment_sync.h). The event loop around it is host.cpp's.
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <utility>
 
-#include "core/data_loader.h"
 #include "core/error.h"
-#include "core/trainer.h"
 #include "peers/control/run_status.h"
 #include "peers/host.h"
 
 namespace arch {
-
-using protocol::Type;
 
 void Host::make_update(Link& link) {
     std::vector<rounds::Contribution> all = policy_->take_update();
@@ -52,7 +45,7 @@ void Host::make_update(Link& link) {
     const Clock& real = Clock::real();  // the host's own work: real seconds
     Clock::time_point t = real.now();
     checkpoints_->updated();
-    checkpoints_->pump([this] { return checkpoint_source(); });  // the snapshot, when one is due and the writer free: the write is the writer's
+    checkpoints_->pump();  // the snapshot, when one is due and the writer free: the write is the writer's
     seconds.checkpoint = real.seconds_since(t);
     t = real.now();
     const float val = eval_->loss(global_->theta());
