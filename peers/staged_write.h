@@ -2,7 +2,7 @@
 // bounded amount at a time so the thread that owns them stays responsive. The host stages the outer
 // optimizer's state into its checkpoint this way: the momentum is written where it lies (no copy of
 // it), 4 MiB per turn of the event loop, and the next outer step finishes whatever is left before it
-// moves the momentum (peers/host_checkpoint.cpp). The parts are hashed as they are written, in order.
+// moves the momentum (peers/host_checkpoints.cpp). The parts are hashed as they are written, in order.
 #pragma once
 
 #include <cstddef>
