@@ -41,7 +41,7 @@ struct Header {
     uint64_t sequence = 0;  // per-sender counter, set by the caller (or the socket if 0)
 };
 
-// Writes the 36 header bytes (magic and version included) into out[0..32).
+// Writes the kHeaderBytes header bytes (magic and version included) into out.
 void encode_header(const Header& header, uint8_t* out);
 
 // One frame = header + payload. payload_bytes in the header is set from payload.size().

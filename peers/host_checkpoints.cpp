@@ -113,27 +113,20 @@ void HostCheckpoints::before_step() {
     if (staging_ && advance_staging(SIZE_MAX)) writer_->start();
 }
 
-void HostCheckpoints::want_by_cadence() {
+void HostCheckpoints::updated() {
+    ++updates_since_;
     const bool minutes = config_.checkpoint_minutes > 0 && clock_.seconds_since(last_) >= 60 * config_.checkpoint_minutes;
     if (minutes || updates_since_ >= static_cast<uint64_t>(config_.checkpoint_every)) wanted_ = true;
 }
 
-void HostCheckpoints::updated() {
-    ++updates_since_;
-    want_by_cadence();
-}
-
 void HostCheckpoints::pump() {
     if (std::optional<CheckpointWriter::Result> r = writer_->take_result()) log_result(*r);
-    if (staging_) {
-        if (advance_staging(kStageBytes)) writer_->start();
-        return;
+    if (!staging_) {  // none under way: a new one when it is due and the writer is free
+        if (!wanted_ || writer_->busy() || !take_snapshot()) return;
+        wanted_ = false;
+        updates_since_ = 0;
+        last_ = clock_.now();
     }
-    if (!wanted_ || writer_->busy()) return;
-    if (!take_snapshot()) return;
-    wanted_ = false;
-    updates_since_ = 0;
-    last_ = clock_.now();
     if (advance_staging(kStageBytes)) writer_->start();
 }
 

@@ -61,7 +61,6 @@ public:
     void finish();  // the run's end or a stop: whatever is newer, written on this thread
 
 private:
-    void want_by_cadence();
     bool take_snapshot();  // false (and logged) when the disk refused it
     void fill_snapshot(CheckpointSnapshot& s, const Source& source);
     // True once the outer state is all in the file with its checksum (the writer may start); false

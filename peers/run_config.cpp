@@ -60,9 +60,7 @@ void read_run(toml_file::Fields& run, RunConfig& c) {
     run.text("name", c.name);
     run.integer("rounds", c.rounds, 1, 10'000'000);
     run.integer("islands", c.islands, 1, 1024);
-    std::string mode = mode_name(c.mode);
-    run.text_choice("mode", mode, {"sync", "async", "streaming"});
-    c.mode = mode == "async" ? RunMode::async : mode == "streaming" ? RunMode::streaming : RunMode::sync;
+    run.choice("mode", c.mode, run_mode_names());
     run.text("bind", c.bind);
     run.text("checkpoint_dir", c.checkpoint_dir);
     run.integer("checkpoint_every", c.checkpoint_every, 1, 10'000'000);
@@ -298,14 +296,12 @@ uint64_t run_updates(const RunConfig& c) {
 
 int run_fragment_count(const RunConfig& c) { return c.mode == RunMode::streaming ? c.fragments : 1; }
 
-const char* mode_name(RunMode mode) {
-    switch (mode) {
-        case RunMode::sync: return "sync";
-        case RunMode::async: return "async";
-        case RunMode::streaming: return "streaming";
-    }
-    return "?";
+const EnumNames<RunMode>& run_mode_names() {
+    static const EnumNames<RunMode> names{{"sync", RunMode::sync}, {"async", RunMode::async}, {"streaming", RunMode::streaming}};
+    return names;
 }
+
+const char* mode_name(RunMode mode) { return name_in(run_mode_names(), mode).c_str(); }
 
 std::vector<diloco::Fragment> run_fragments(const RunConfig& c, const ModelConfig& model) {
     if (run_fragment_count(c) == 1) return {};

@@ -8,6 +8,7 @@
 
 #include "core/data_manifest.h"
 #include "core/model_config.h"
+#include "core/named_enum.h"
 #include "core/trainer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/streaming_merge.h"
@@ -18,6 +19,7 @@ namespace arch {
 
 // run.mode: the round policy (peers/rounds/, docs/rounds.md). Parsed once; the name is for messages.
 enum class RunMode { sync, async, streaming };
+const EnumNames<RunMode>& run_mode_names();  // "sync", "async", "streaming"
 const char* mode_name(RunMode mode);
 
 struct RunConfig {
