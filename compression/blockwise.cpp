@@ -66,7 +66,7 @@ inline void quantize_uniform(const float* x, std::uint64_t len, float s, float q
 // Validates the scales of a payload: finite and >= 0.
 void check_scales(ByteSpan payload, std::uint64_t nb, std::string_view codec) {
     for (std::uint64_t b = 0; b < nb; ++b) {
-        const float s = load<float>(payload.data() + 4 * b);
+        const float s = load_le<float>(payload.data() + 4 * b);
         if (!(std::isfinite(s) && s >= 0.0f)) {
             throw Error("corrupt payload: " + std::string(codec) + " block " + std::to_string(b) +
                         " has scale " + std::to_string(s) + " (expected finite and >= 0)");
@@ -89,7 +89,7 @@ Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t c
 #pragma omp atomic write
             bad = 1;
         }
-        store(scales + 4 * b, s);
+        store_le(scales + 4 * b, s);
     });
     if (bad) throw_non_finite(x, codec);
     return out;
@@ -129,7 +129,7 @@ void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     check_blockwise(CodecId::int8, payload, block, n);
     const auto* q = reinterpret_cast<const std::int8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load<float>(payload.data() + 4 * b);
+        const float s = load_le<float>(payload.data() + 4 * b);
         float* y = out.data() + first;
         const std::int8_t* qb = q + first;
 #pragma omp simd
@@ -166,7 +166,7 @@ void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     check_blockwise(CodecId::int4, payload, block, n);
     const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load<float>(payload.data() + 4 * b);
+        const float s = load_le<float>(payload.data() + 4 * b);
         float* y = out.data() + first;
         const std::uint8_t* cb = c + first / 2;
         for (std::uint64_t i = 0; i < len; ++i) {
@@ -230,7 +230,7 @@ void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     check_blockwise(CodecId::fp4, payload, block, n);
     const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load<float>(payload.data() + 4 * b);
+        const float s = load_le<float>(payload.data() + 4 * b);
         float* y = out.data() + first;
         const std::uint8_t* cb = c + first / 2;
         for (std::uint64_t i = 0; i + 1 < len; i += 2) {
@@ -273,7 +273,7 @@ void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     check_blockwise(CodecId::sign, payload, block, n);
     const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load<float>(payload.data() + 4 * b);
+        const float s = load_le<float>(payload.data() + 4 * b);
         float* y = out.data() + first;
         const std::uint8_t* cb = c + first / 8;
 #pragma omp simd

@@ -12,24 +12,15 @@
 #include <vector>
 
 #include "compression/codec.h"
+#include "core/bytes.h"
 
 namespace arch::compression::detail {
-
-static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
 
 using Bytes = std::vector<std::byte>;
 using ByteSpan = std::span<const std::byte>;
 
-template <class T>
-inline void store(std::byte* p, T v) {
-    std::memcpy(p, &v, sizeof(T));
-}
-template <class T>
-inline T load(const std::byte* p) {
-    T v;
-    std::memcpy(&v, p, sizeof(T));
-    return v;
-}
+using arch::load_le;  // core/bytes.h: the byte order of every field
+using arch::store_le;
 
 // Throws arch::Error "<codec>: input element i is NaN/inf ..." if x holds a non-finite value.
 void require_finite(std::span<const float> x, std::string_view codec);

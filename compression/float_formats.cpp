@@ -38,7 +38,7 @@ void require_finite(std::span<const float> x, std::string_view codec) {
 
 void require_finite_payload(const std::byte* p, std::size_t n, std::string_view what) {
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t b = load<std::uint32_t>(p + 4 * i);
+        const std::uint32_t b = load_le<std::uint32_t>(p + 4 * i);
         if ((b & 0x7f800000u) == 0x7f800000u) {
             throw Error("corrupt payload: " + std::string(what) + " " + std::to_string(i) +
                         " is not finite");
@@ -92,7 +92,7 @@ Bytes encode_fp16(std::span<const float> x) {
     Bytes out = payload_buffer(n * 2);
     std::byte* o = out.data();
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
-    for (std::size_t i = 0; i < n; ++i) store(o + 2 * i, float_to_half(x[i]));
+    for (std::size_t i = 0; i < n; ++i) store_le(o + 2 * i, float_to_half(x[i]));
     return out;
 }
 
@@ -100,12 +100,12 @@ void decode_fp16(ByteSpan payload, std::span<float> out) {
     const std::size_t n = out.size();
     const std::byte* h = payload.data();
     for (std::size_t i = 0; i < n; ++i) {
-        if ((load<std::uint16_t>(h + 2 * i) & 0x7c00u) == 0x7c00u) {
+        if ((load_le<std::uint16_t>(h + 2 * i) & 0x7c00u) == 0x7c00u) {
             throw Error("corrupt payload: fp16 value " + std::to_string(i) + " is not finite");
         }
     }
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
-    for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float(load<std::uint16_t>(h + 2 * i));
+    for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float(load_le<std::uint16_t>(h + 2 * i));
 }
 
 // ---- bf16 ---------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ Bytes encode_bf16(std::span<const float> x) {
     Bytes out = payload_buffer(n * 2);
     std::byte* o = out.data();
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
-    for (std::size_t i = 0; i < n; ++i) store(o + 2 * i, float_to_bf16(x[i]));
+    for (std::size_t i = 0; i < n; ++i) store_le(o + 2 * i, float_to_bf16(x[i]));
     return out;
 }
 
@@ -131,13 +131,13 @@ void decode_bf16(ByteSpan payload, std::span<float> out) {
     const std::size_t n = out.size();
     const std::byte* h = payload.data();
     for (std::size_t i = 0; i < n; ++i) {
-        if ((load<std::uint16_t>(h + 2 * i) & 0x7f80u) == 0x7f80u) {
+        if ((load_le<std::uint16_t>(h + 2 * i) & 0x7f80u) == 0x7f80u) {
             throw Error("corrupt payload: bf16 value " + std::to_string(i) + " is not finite");
         }
     }
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
     for (std::size_t i = 0; i < n; ++i) {
-        out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(load<std::uint16_t>(h + 2 * i)) << 16);
+        out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(load_le<std::uint16_t>(h + 2 * i)) << 16);
     }
 }
 

@@ -53,7 +53,7 @@ Bytes encode_uint8_sigma(std::span<const float> x) {
     const std::size_t n = x.size();
     Bytes out = payload_buffer(kBins * 4 + n);
     if (n == 0) {
-        for (std::size_t b = 0; b < kBins; ++b) store(out.data() + 4 * b, 0.0f);
+        for (std::size_t b = 0; b < kBins; ++b) store_le(out.data() + 4 * b, 0.0f);
         return out;
     }
     const double mean = chunked_sum(x, [](float v) { return double(v); }) / double(n);
@@ -86,7 +86,7 @@ Bytes encode_uint8_sigma(std::span<const float> x) {
     for (std::size_t b = 0; b < kBins; ++b) {
         const double c = total.count[b] ? total.sum[b] / double(total.count[b])
                                         : lo + (double(b) + 0.5) * width;
-        store(out.data() + 4 * b, static_cast<float>(std::clamp(c, -double(FLT_MAX), double(FLT_MAX))));
+        store_le(out.data() + 4 * b, static_cast<float>(std::clamp(c, -double(FLT_MAX), double(FLT_MAX))));
     }
     return out;
 }
@@ -94,7 +94,7 @@ Bytes encode_uint8_sigma(std::span<const float> x) {
 void decode_uint8_sigma(ByteSpan payload, std::span<float> out) {
     require_finite_payload(payload.data(), kBins, "uint8 codebook entry");
     float book[kBins];
-    for (std::size_t b = 0; b < kBins; ++b) book[b] = load<float>(payload.data() + 4 * b);
+    for (std::size_t b = 0; b < kBins; ++b) book[b] = load_le<float>(payload.data() + 4 * b);
     const auto* codes = reinterpret_cast<const std::uint8_t*>(payload.data() + kBins * 4);
     const std::size_t n = out.size();
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)

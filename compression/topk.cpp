@@ -77,7 +77,7 @@ Bytes encode_topk(std::span<const float> x, double fraction) {
     require_finite(x, "topk");
     const std::uint64_t n = x.size(), k = topk_count(n, fraction);
     Bytes out = payload_buffer(8 + 4 * k, 2 * k);
-    store(out.data(), k);
+    store_le(out.data(), k);
     if (k == 0) return out;
     const std::uint32_t t = kth_largest_bits(x, k);
     std::uint64_t strictly_above = 0;
@@ -90,7 +90,7 @@ Bytes encode_topk(std::span<const float> x, double fraction) {
         const std::uint32_t b = abs_bits(x[i]);
         if (b < t || (b == t && ties_left == 0)) continue;
         if (b == t) --ties_left;
-        store(out.data() + 8 + 4 * j, x[i]);
+        store_le(out.data() + 8 + 4 * j, x[i]);
         put_varint(out, i - prev_plus_one);
         prev_plus_one = i + 1;
         ++j;
@@ -101,7 +101,7 @@ Bytes encode_topk(std::span<const float> x, double fraction) {
 void decode_topk(ByteSpan payload, std::span<float> out) {
     const std::uint64_t n = out.size();
     if (payload.size() < 8) throw Error("corrupt payload: topk payload is shorter than its count");
-    const auto k = load<std::uint64_t>(payload.data());
+    const auto k = load_le<std::uint64_t>(payload.data());
     if (k > n) {
         throw Error("corrupt payload: topk keeps " + std::to_string(k) + " elements of " +
                     std::to_string(n));
@@ -133,7 +133,7 @@ void decode_topk(ByteSpan payload, std::span<float> out) {
     next = 0;
     for (std::uint64_t j = 0; j < k; ++j) {
         const std::uint64_t i = next + get_varint(p, pos, end);
-        out[i] = load<float>(p + 8 + 4 * j);
+        out[i] = load_le<float>(p + 8 + 4 * j);
         next = i + 1;
     }
 }

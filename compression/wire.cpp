@@ -10,8 +10,8 @@
 
 namespace arch::compression {
 
-using detail::load;
-using detail::store;
+using detail::load_le;
+using detail::store_le;
 
 namespace {
 
@@ -115,15 +115,15 @@ Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int
     }
     std::byte* h = out.data();
     std::memcpy(h, kMagic, 4);
-    store<std::uint8_t>(h + 4, kVersion);
-    store<std::uint8_t>(h + 5, static_cast<std::uint8_t>(f.id));
-    store<std::uint8_t>(h + 6, zstd ? kFlagZstd : 0);
-    store<std::uint8_t>(h + 7, 0);
-    store<std::uint64_t>(h + 8, count);
-    store<std::uint32_t>(h + 16, is_blockwise(f.id) ? f.block : 0);
-    store<std::uint32_t>(h + 20, 0);
-    store<std::uint64_t>(h + 24, payload_bytes);
-    store<std::uint64_t>(h + 32, out.size() - kWireHeaderBytes);
+    store_le<std::uint8_t>(h + 4, kVersion);
+    store_le<std::uint8_t>(h + 5, static_cast<std::uint8_t>(f.id));
+    store_le<std::uint8_t>(h + 6, zstd ? kFlagZstd : 0);
+    store_le<std::uint8_t>(h + 7, 0);
+    store_le<std::uint64_t>(h + 8, count);
+    store_le<std::uint32_t>(h + 16, is_blockwise(f.id) ? f.block : 0);
+    store_le<std::uint32_t>(h + 20, 0);
+    store_le<std::uint64_t>(h + 24, payload_bytes);
+    store_le<std::uint64_t>(h + 32, out.size() - kWireHeaderBytes);
     return out;
 }
 
@@ -136,25 +136,25 @@ WireInfo inspect(std::span<const std::byte> bytes) {
     }
     const std::byte* h = bytes.data();
     if (std::memcmp(h, kMagic, 4) != 0) throw Error("codec buffer has a bad magic (expected 'APGC')");
-    const auto version = load<std::uint8_t>(h + 4);
+    const auto version = load_le<std::uint8_t>(h + 4);
     if (version != kVersion) {
         throw Error("codec buffer has version " + std::to_string(version) + ", this build reads " +
                     std::to_string(kVersion));
     }
-    const auto id = load<std::uint8_t>(h + 5);
+    const auto id = load_le<std::uint8_t>(h + 5);
     if (!known_codec(id)) throw Error("codec buffer names unknown codec id " + std::to_string(id));
-    const auto flags = load<std::uint8_t>(h + 6);
-    if ((flags & ~kFlagZstd) != 0 || load<std::uint8_t>(h + 7) != 0 ||
-        load<std::uint32_t>(h + 20) != 0) {
+    const auto flags = load_le<std::uint8_t>(h + 6);
+    if ((flags & ~kFlagZstd) != 0 || load_le<std::uint8_t>(h + 7) != 0 ||
+        load_le<std::uint32_t>(h + 20) != 0) {
         throw Error("codec buffer has unknown flags or non-zero reserved fields");
     }
     WireInfo info{};
     info.codec = static_cast<CodecId>(id);
-    info.count = load<std::uint64_t>(h + 8);
-    info.block = load<std::uint32_t>(h + 16);
+    info.count = load_le<std::uint64_t>(h + 8);
+    info.block = load_le<std::uint32_t>(h + 16);
     info.zstd = flags & kFlagZstd;
-    info.payload_bytes = load<std::uint64_t>(h + 24);
-    const auto body = load<std::uint64_t>(h + 32);
+    info.payload_bytes = load_le<std::uint64_t>(h + 24);
+    const auto body = load_le<std::uint64_t>(h + 32);
     const std::string name(codec_name(info.codec));
     if (info.count > kMaxCount) {
         throw Error(name + " buffer announces " + std::to_string(info.count) +

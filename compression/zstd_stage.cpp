@@ -59,11 +59,11 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     for (const Bytes& p : parts) total += p.size();
     Bytes out(total);
     std::byte* body = out.data() + prefix;
-    store(body, kZstdChunk);
-    store(body + 4, static_cast<std::uint32_t>(chunks));
+    store_le(body, kZstdChunk);
+    store_le(body + 4, static_cast<std::uint32_t>(chunks));
     std::uint64_t at = 8 + 4 * chunks;
     for (std::uint64_t c = 0; c < chunks; ++c) {
-        store(body + 8 + 4 * c, sizes[c]);
+        store_le(body + 8 + 4 * c, sizes[c]);
         std::copy(parts[c].begin(), parts[c].end(), body + at);
         at += parts[c].size();
     }
@@ -78,8 +78,8 @@ Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes) {
 
 void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload) {
     if (body.size() < 8) throw Error("corrupt zstd stage: body of " + std::to_string(body.size()) + " bytes has no chunk table");
-    const auto chunk = load<std::uint32_t>(body.data());
-    const auto chunks = load<std::uint32_t>(body.data() + 4);
+    const auto chunk = load_le<std::uint32_t>(body.data());
+    const auto chunks = load_le<std::uint32_t>(body.data() + 4);
     if (chunk == 0 || chunk > kMaxChunk) {
         throw Error("corrupt zstd stage: chunk size " + std::to_string(chunk) + " is out of range");
     }
@@ -94,7 +94,7 @@ void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload)
     std::vector<std::uint64_t> offset(chunks + 1);
     offset[0] = 8 + 4ull * chunks;
     for (std::uint32_t c = 0; c < chunks; ++c) {
-        const auto s = load<std::uint32_t>(body.data() + 8 + 4ull * c);
+        const auto s = load_le<std::uint32_t>(body.data() + 8 + 4ull * c);
         const std::uint64_t raw_len = std::min<std::uint64_t>(chunk, payload_bytes - std::uint64_t(c) * chunk);
         const std::uint64_t stored = s & ~kRawBit;
         if (offset[c] + stored > body.size()) {
@@ -135,7 +135,7 @@ void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload)
             const std::size_t raw_len = std::min<std::uint64_t>(chunk, payload_bytes - first);
             const std::size_t stored = offset[c + 1] - offset[c];
             const std::byte* src = body.data() + offset[c];
-            if (load<std::uint32_t>(body.data() + 8 + 4 * c) & kRawBit) {
+            if (load_le<std::uint32_t>(body.data() + 8 + 4 * c) & kRawBit) {
                 std::copy(src, src + stored, payload.begin() + first);
                 continue;
             }

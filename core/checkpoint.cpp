@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/bytes.h"
 #include "core/checkpoint_safetensors.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -17,7 +18,7 @@ constexpr std::size_t kHeaderBytes = 256 * sizeof(int32_t);
 
 struct Parsed {
     ModelConfig config;
-    std::vector<uint8_t> bytes;
+    std::vector<std::byte> bytes;
 };
 
 Parsed parse(const std::string& path) {
@@ -27,7 +28,7 @@ Parsed parse(const std::string& path) {
         throw Error("checkpoint '" + path + "' is truncated: " + std::to_string(p.bytes.size()) +
                     " bytes, smaller than its 1024-byte header");
     int32_t h[256];
-    std::memcpy(h, p.bytes.data(), kHeaderBytes);
+    for (std::size_t i = 0; i < 256; ++i) h[i] = load_le<int32_t>(p.bytes.data() + 4 * i);
     if (h[0] != kMagic)
         throw Error("'" + path + "' is not an llm.c GPT-2 checkpoint: magic " + std::to_string(h[0]) + ", expected " +
                     std::to_string(kMagic) + " (nor a safetensors one)");
@@ -70,7 +71,7 @@ std::vector<float> read_checkpoint_params(const std::string& path, const ModelCo
         throw Error("checkpoint '" + path + "' holds a " + describe(c) + " model, expected " + describe(expected));
     ParamLayout layout(c);
     std::vector<float> params(layout.num_params());
-    const uint8_t* src = p.bytes.data() + kHeaderBytes;
+    const std::byte* src = p.bytes.data() + kHeaderBytes;
     layout.for_each_in_llmc_order([&](const TensorView& t) {
         std::memcpy(params.data() + t.offset, src, t.size * sizeof(float));
         src += t.size * sizeof(float);
@@ -84,19 +85,14 @@ void write_checkpoint(const std::string& path, const ModelConfig& config, std::s
     if (params.size() != layout.num_params())
         throw Error("write_checkpoint: " + std::to_string(params.size()) + " params given, the model has " +
                     std::to_string(layout.num_params()));
-    int32_t h[256] = {};
-    h[0] = kMagic;
-    h[1] = kVersionFp32;
-    h[2] = config.max_seq_len;
-    h[3] = config.vocab_size;
-    h[4] = config.num_layers;
-    h[5] = config.num_heads;
-    h[6] = config.channels;
-    h[7] = config.padded_vocab_size;
+    std::byte h[kHeaderBytes] = {};
+    const int32_t fields[] = {kMagic, kVersionFp32, config.max_seq_len, config.vocab_size, config.num_layers,
+                              config.num_heads, config.channels, config.padded_vocab_size};
+    for (std::size_t i = 0; i < std::size(fields); ++i) store_le(h + 4 * i, fields[i]);
     // The header, then each tensor in llm.c's order, straight from params: no copy of the model.
-    std::vector<std::span<const uint8_t>> parts = {std::span(reinterpret_cast<const uint8_t*>(h), kHeaderBytes)};
+    std::vector<std::span<const std::byte>> parts = {std::span<const std::byte>(h)};
     layout.for_each_in_llmc_order([&](const TensorView& t) {
-        parts.push_back(std::span(reinterpret_cast<const uint8_t*>(params.data() + t.offset), t.size * sizeof(float)));
+        parts.push_back(std::as_bytes(params.subspan(t.offset, t.size)));
     });
     write_file_atomic(path, parts);
 }

@@ -159,7 +159,7 @@ void CorpusSplitter::move_tail_to_val() {
     for (uint64_t at = cut; at < n;) {
         const uint64_t shard = at / shard_tokens_, offset = at % shard_tokens_;
         const uint64_t count = std::min({kBlock, n - at, shard_tokens_ - offset});
-        const std::vector<uint8_t> bytes = read_token_bytes(train_.shard_path(shard), offset, count);
+        const std::vector<std::byte> bytes = read_token_bytes(train_.shard_path(shard), offset, count);
         ids.resize(count);
         widen_tokens(bytes, token_bytes_, ids.data());
         val_.append(ids);

@@ -58,7 +58,7 @@ private:
     uint64_t total_windows_ = 0;
     DataCursor cursor_;
     std::vector<uint32_t> buffer_;
-    std::vector<uint8_t> bytes_;  // the shard's bytes before widening
+    std::vector<std::byte> bytes_;  // the shard's bytes before widening
     std::ifstream file_;  // the shard last read from
     uint64_t open_shard_ = UINT64_MAX;
 };

@@ -124,7 +124,7 @@ DataManifest build_manifest(const std::string& pattern, uint64_t chunk_tokens) {
         in.read(header.data(), static_cast<std::streamsize>(header.size()));
         crypto_generichash_update(&file_hash, reinterpret_cast<const unsigned char*>(header.data()), header.size());
         const uint32_t index = static_cast<uint32_t>(m.shards.size());
-        std::vector<uint8_t> bytes;
+        std::vector<std::byte> bytes;
         for (uint64_t at = 0; at < s.tokens; at += chunk_tokens) {
             DataChunk c;
             c.shard = index;
@@ -133,7 +133,7 @@ DataManifest build_manifest(const std::string& pattern, uint64_t chunk_tokens) {
             bytes.resize(static_cast<std::size_t>(info.token_bytes) * c.tokens);
             in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
             if (!in) throw Error("token shard '" + path + "': reading tokens " + std::to_string(at) + ".. failed");
-            crypto_generichash_update(&file_hash, bytes.data(), bytes.size());
+            crypto_generichash_update(&file_hash, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
             c.hash = hash_bytes(bytes.data(), bytes.size());
             m.chunks.push_back(std::move(c));
         }

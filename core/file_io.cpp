@@ -11,15 +11,16 @@
 #include <cstring>
 #include <utility>
 
+#include "core/bytes.h"
 #include "core/error.h"
 
 namespace arch {
 
-std::vector<uint8_t> read_file(const std::string& path, std::size_t max_bytes) {
+std::vector<std::byte> read_file(const std::string& path, std::size_t max_bytes) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (f == nullptr) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-    std::vector<uint8_t> bytes;
-    uint8_t buffer[1 << 16];
+    std::vector<std::byte> bytes;
+    std::byte buffer[1 << 16];
     std::size_t got;
     while ((got = std::fread(buffer, 1, sizeof(buffer), f)) > 0) {
         bytes.insert(bytes.end(), buffer, buffer + got);
@@ -35,19 +36,19 @@ std::vector<uint8_t> read_file(const std::string& path, std::size_t max_bytes) {
 }
 
 std::string read_text_file(const std::string& path, std::size_t max_bytes) {
-    const std::vector<uint8_t> bytes = read_file(path, max_bytes);
-    return std::string(bytes.begin(), bytes.end());
+    const std::vector<std::byte> bytes = read_file(path, max_bytes);
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode) {
-    const std::span<const uint8_t> one[] = {bytes};
+void write_file_atomic(const std::string& path, std::span<const std::byte> bytes, mode_t mode) {
+    const std::span<const std::byte> one[] = {bytes};
     write_file_atomic(path, one, mode);
 }
 
-void write_file_atomic(const std::string& path, std::span<const std::span<const uint8_t>> parts, mode_t mode) {
+void write_file_atomic(const std::string& path, std::span<const std::span<const std::byte>> parts, mode_t mode) {
     AtomicFile file(path, mode);
     uint64_t at = 0;
-    for (const std::span<const uint8_t> bytes : parts) {
+    for (const std::span<const std::byte> bytes : parts) {
         file.write_at(at, bytes);
         at += bytes.size();
     }
@@ -74,7 +75,7 @@ void AtomicFile::fail(const std::string& why) {
     throw Error("cannot write '" + tmp_ + "': " + why);
 }
 
-void AtomicFile::write_at(uint64_t offset, std::span<const uint8_t> bytes) {
+void AtomicFile::write_at(uint64_t offset, std::span<const std::byte> bytes) {
     if (fd_ < 0) throw Error("'" + tmp_ + "' is no longer open for writing");
     std::size_t done = 0;
     while (done < bytes.size()) {
@@ -103,7 +104,7 @@ void AtomicFile::commit() {
 }
 
 void write_text_file_atomic(const std::string& path, const std::string& text, mode_t mode) {
-    write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()), mode);
+    write_file_atomic(path, byte_view(text), mode);
 }
 
 bool file_exists(const std::string& path) {

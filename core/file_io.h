@@ -15,11 +15,11 @@
 namespace arch {
 
 // Refuses files over max_bytes (small text files: a wrong path must not read a whole disk image).
-std::vector<uint8_t> read_file(const std::string& path, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
+std::vector<std::byte> read_file(const std::string& path, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
 std::string read_text_file(const std::string& path, std::size_t max_bytes = 1 << 20);
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode = 0644);
+void write_file_atomic(const std::string& path, std::span<const std::byte> bytes, mode_t mode = 0644);
 // The same from parts written one after another, so a caller need not gather them into one buffer.
-void write_file_atomic(const std::string& path, std::span<const std::span<const uint8_t>> parts, mode_t mode = 0644);
+void write_file_atomic(const std::string& path, std::span<const std::span<const std::byte>> parts, mode_t mode = 0644);
 // A file that replaces PATH only when whole: its bytes go to PATH.tmp, at any offsets and from any
 // thread in turn (a checkpoint's parts are written by whoever holds them), and commit() flushes it to
 // disk and renames it over PATH. Dropped before commit, the temporary file is removed and PATH is as
@@ -31,7 +31,7 @@ public:
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
 
-    void write_at(uint64_t offset, std::span<const uint8_t> bytes);
+    void write_at(uint64_t offset, std::span<const std::byte> bytes);
     void commit();
 
 private:

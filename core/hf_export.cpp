@@ -91,7 +91,7 @@ void export_hf_gpt2(const std::string& dir, const ModelConfig& c, std::span<cons
     entries.push_back({"transformer.ln_f.bias", {C}, copied(p + layout.lnfb(), C)});
     write_safetensors(dir + "/model.safetensors", entries);
     const std::string json = config_json(c);
-    write_file_atomic(dir + "/config.json", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
+    write_text_file_atomic(dir + "/config.json", json);
 }
 
 void export_hf_llama(const std::string& dir, const ModelConfig& c, std::span<const float> params) {

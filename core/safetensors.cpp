@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/bytes.h"
 #include "core/error.h"
 #include "core/file_io.h"
 
@@ -62,9 +63,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw Error("cannot open " + where);
     const uint64_t size = static_cast<uint64_t>(in.tellg());
-    uint64_t header = 0;
+    std::byte length[8];
     in.seekg(0);
-    if (size < 8 || !in.read(reinterpret_cast<char*>(&header), 8)) throw Error(where + " is truncated: no header length");
+    if (size < 8 || !in.read(reinterpret_cast<char*>(length), 8)) throw Error(where + " is truncated: no header length");
+    const uint64_t header = load_le<uint64_t>(length);
     if (header > kMaxHeader || header > size - 8)
         throw Error(where + " is truncated or corrupt: the header says " + std::to_string(header) + " bytes, the file has " +
                     std::to_string(size));
@@ -128,17 +130,16 @@ std::vector<float> SafetensorsFile::read(const std::string& name, const std::vec
         throw Error("safetensors file '" + path_ + "': tensor '" + name + "' has shape " + shape_text(t.shape) +
                     ", expected " + shape_text(shape));
     std::ifstream in(path_, std::ios::binary);
-    std::vector<char> raw(t.end - t.begin);
+    std::vector<std::byte> raw(t.end - t.begin);
     in.seekg(static_cast<std::streamoff>(data_offset_ + t.begin));
-    if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
+    if (!in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size())))
         throw Error("safetensors file '" + path_ + "': cannot read tensor '" + name + "' (changed on disk?)");
     std::vector<float> out(t.numel());
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (t.dtype == "F32") {
-            std::memcpy(&out[i], raw.data() + 4 * i, 4);
+            out[i] = load_le<float>(raw.data() + 4 * i);
         } else {
-            uint16_t h;
-            std::memcpy(&h, raw.data() + 2 * i, 2);
+            const uint16_t h = load_le<uint16_t>(raw.data() + 2 * i);
             if (t.dtype == "F16") {
                 out[i] = half_to_float(h);
             } else {
@@ -167,13 +168,13 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensorOut>
     }
     std::string header = index.dump();
     while (header.size() % 8 != 0) header += ' ';
-    std::vector<uint8_t> head(8 + header.size());
-    const uint64_t header_size = header.size();
-    std::memcpy(head.data(), &header_size, 8);
-    std::memcpy(head.data() + 8, header.data(), header.size());
-    std::vector<std::span<const uint8_t>> parts = {head};
+    ByteWriter head;
+    head.u64(header.size());
+    head.raw(byte_view(header));
+    const std::vector<std::byte> head_bytes = head.take();
+    std::vector<std::span<const std::byte>> parts = {head_bytes};
     for (const SafeTensorOut& e : tensors)
-        parts.push_back(std::span(reinterpret_cast<const uint8_t*>(e.values().data()), e.values().size() * sizeof(float)));
+        parts.push_back(std::as_bytes(e.values()));
     write_file_atomic(path, parts);
 }
 

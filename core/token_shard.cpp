@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/bytes.h"
 #include "core/error.h"
 
 namespace arch {
@@ -155,7 +156,7 @@ void TokenShardWriter::append(std::span<const uint32_t> tokens) {
     append(std::span<const uint16_t>(narrow_));
 }
 
-void TokenShardWriter::append_bytes(std::span<const uint8_t> bytes) {
+void TokenShardWriter::append_bytes(std::span<const std::byte> bytes) {
     if (bytes.size() % static_cast<size_t>(token_bytes_) != 0)
         throw Error("token shard '" + path_ + "': " + std::to_string(bytes.size()) + " bytes are not whole " +
                     std::to_string(token_bytes_) + "-byte tokens");
@@ -205,13 +206,13 @@ uint64_t read_token_shard_count(const std::string& path) { return read_token_sha
 namespace {
 
 // Tokens [offset, offset + count) of a shard opened and checked by open_and_check, as its bytes.
-std::vector<uint8_t> read_range(std::ifstream& in, const TokenShardInfo& info, const std::string& path, uint64_t offset,
+std::vector<std::byte> read_range(std::ifstream& in, const TokenShardInfo& info, const std::string& path, uint64_t offset,
                                 uint64_t count) {
     if (offset > info.tokens || count > info.tokens - offset)
         throw Error("token shard '" + path + "' has " + std::to_string(info.tokens) + " tokens; tokens " +
                     std::to_string(offset) + ".." + std::to_string(offset + count) + " are past its end");
     const uint64_t width = static_cast<uint64_t>(info.token_bytes);
-    std::vector<uint8_t> bytes(width * count);
+    std::vector<std::byte> bytes(width * count);
     in.seekg(static_cast<std::streamoff>(kTokenShardHeaderBytes + width * offset));
     in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!in) throw Error("token shard '" + path + "': reading " + std::to_string(count) + " tokens failed");
@@ -220,7 +221,7 @@ std::vector<uint8_t> read_range(std::ifstream& in, const TokenShardInfo& info, c
 
 }  // namespace
 
-std::vector<uint8_t> read_token_bytes(const std::string& path, uint64_t offset, uint64_t count) {
+std::vector<std::byte> read_token_bytes(const std::string& path, uint64_t offset, uint64_t count) {
     std::ifstream in;
     const TokenShardInfo info = open_and_check(path, in);
     return read_range(in, info, path, offset, count);
@@ -230,7 +231,7 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
     std::ifstream in;
     const TokenShardInfo info = open_and_check(path, in);
     if (info.token_bytes != 2) throw Error("token shard '" + path + "' holds uint32 tokens, expected a uint16 shard");
-    const std::vector<uint8_t> bytes = read_range(in, info, path, 0, info.tokens);
+    const std::vector<std::byte> bytes = read_range(in, info, path, 0, info.tokens);
     std::vector<uint16_t> tokens(info.tokens);
     if (!bytes.empty()) std::memcpy(tokens.data(), bytes.data(), bytes.size());
     return tokens;
@@ -239,23 +240,19 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
 std::vector<uint32_t> read_token_ids(const std::string& path) {
     std::ifstream in;
     const TokenShardInfo info = open_and_check(path, in);
-    const std::vector<uint8_t> bytes = read_range(in, info, path, 0, info.tokens);
+    const std::vector<std::byte> bytes = read_range(in, info, path, 0, info.tokens);
     std::vector<uint32_t> ids(info.tokens);
     widen_tokens(bytes, info.token_bytes, ids.data());
     return ids;
 }
 
-void widen_tokens(std::span<const uint8_t> bytes, int token_bytes, uint32_t* out) {
+void widen_tokens(std::span<const std::byte> bytes, int token_bytes, uint32_t* out) {
     const size_t n = bytes.size() / static_cast<size_t>(token_bytes);
     if (token_bytes == 4) {
         if (n > 0) std::memcpy(out, bytes.data(), 4 * n);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint16_t t;
-        std::memcpy(&t, bytes.data() + 2 * i, 2);
-        out[i] = t;
-    }
+    for (size_t i = 0; i < n; i++) out[i] = load_le<uint16_t>(bytes.data() + 2 * i);
 }
 
 }  // namespace arch

@@ -48,7 +48,7 @@ public:
     ~TokenShardWriter();
     void append(std::span<const uint16_t> tokens);
     void append(std::span<const uint32_t> tokens);  // throws for an id that does not fit a uint16 shard
-    void append_bytes(std::span<const uint8_t> bytes);  // tokens already laid out at this shard's width
+    void append_bytes(std::span<const std::byte> bytes);  // tokens already laid out at this shard's width
     uint64_t written() const { return written_; }
     void flush();  // what was appended is in path.tmp (for a later Reopen)
     void finish();  // throws unless the declared tokens (if any) were appended and everything was written
@@ -77,9 +77,9 @@ std::vector<uint32_t> read_token_ids(const std::string& path);
 
 // The bytes of tokens [offset, offset + count) of a shard, at its own width, after the same checks:
 // what a data manifest hashes and what the host sends a peer.
-std::vector<uint8_t> read_token_bytes(const std::string& path, uint64_t offset, uint64_t count);
+std::vector<std::byte> read_token_bytes(const std::string& path, uint64_t offset, uint64_t count);
 
 // Ids from little-endian tokens of token_bytes bytes each: out receives bytes.size() / token_bytes ids.
-void widen_tokens(std::span<const uint8_t> bytes, int token_bytes, uint32_t* out);
+void widen_tokens(std::span<const std::byte> bytes, int token_bytes, uint32_t* out);
 
 }  // namespace arch

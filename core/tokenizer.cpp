@@ -11,6 +11,7 @@
 #include <cstring>
 #include <queue>
 
+#include "core/bytes.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hf_tokenizer.h"
@@ -93,15 +94,13 @@ void check_vocab_size(int vocab_size) {
 }
 
 uint32_t read_u32(const std::string& bytes, size_t offset) {
-    uint32_t v;
-    std::memcpy(&v, bytes.data() + offset, 4);
-    return v;
+    return load_le<uint32_t>(reinterpret_cast<const std::byte*>(bytes.data() + offset));
 }
 
 void append_u32(std::string& out, uint32_t v) {
-    char b[4];
-    std::memcpy(b, &v, 4);
-    out.append(b, 4);
+    std::byte b[4];
+    store_le(b, v);
+    out.append(reinterpret_cast<const char*>(b), 4);
 }
 
 // ---- training ---------------------------------------------------------------------------------
@@ -337,12 +336,11 @@ void Tokenizer::save(const std::string& path) const {
         append_u32(out, static_cast<uint32_t>(a));
         append_u32(out, static_cast<uint32_t>(b));
     }
-    write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
+    write_file_atomic(path, byte_view(out));
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
-    const std::vector<uint8_t> raw = read_file(path);
-    const std::string bytes(raw.begin(), raw.end());
+    const std::string bytes = read_text_file(path, std::numeric_limits<std::size_t>::max());
     const std::string where = "tokenizer '" + path + "'";
     if (bytes.size() >= 4 && read_u32(bytes, 0) == kLlmcMagic) return load_llmc(path, bytes);
     if (const std::size_t first = bytes.find_first_not_of(" \t\r\n"); first != std::string::npos && bytes[first] == '{') {

@@ -203,7 +203,7 @@ void HostSocket::State::receive_one() {
         reason = "key is no longer on the allow-list";
     }
     Header header;
-    std::vector<uint8_t> payload;
+    std::vector<std::byte> payload;
     if (reason.empty() &&
         !detail::accept_frame(frame, options.run_id, header, payload, traffic, reason)) {
         // accept_frame counted it as rejected
@@ -293,7 +293,7 @@ std::optional<Incoming> HostSocket::poll(int timeout_ms) {
 }
 
 bool HostSocket::send(const std::string& peer_key, const Header& header,
-                      std::span<const uint8_t> payload) {
+                      std::span<const std::byte> payload) {
     State& s = *state_;
     std::string failure;
     {

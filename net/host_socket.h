@@ -57,7 +57,7 @@ class HostSocket {
     // `header` are filled in by the socket. Returns false (and logs) if the peer is not connected
     // or its queue is full (it does not read): the call never waits. Throws arch::Error if the message exceeds
     // max_message_bytes (use a transfer for large payloads).
-    bool send(const std::string& peer_key, const Header& header, std::span<const uint8_t> payload);
+    bool send(const std::string& peer_key, const Header& header, std::span<const std::byte> payload);
 
     // Replaces the allow-list, from any thread. New handshakes use it at once; messages from
     // connected keys no longer on it are dropped from then on.

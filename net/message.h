@@ -42,14 +42,14 @@ struct Header {
 };
 
 // Writes the kHeaderBytes header bytes (magic and version included) into out.
-void encode_header(const Header& header, uint8_t* out);
+void encode_header(const Header& header, std::byte* out);
 
 // One frame = header + payload. payload_bytes in the header is set from payload.size().
-std::vector<uint8_t> encode_message(Header header, std::span<const uint8_t> payload);
+std::vector<std::byte> encode_message(Header header, std::span<const std::byte> payload);
 
 // Checks magic, version, and that the frame holds exactly 36 + payload_bytes bytes.
 // Returns the header, or nullopt with `error` saying what was wrong.
-std::optional<Header> decode_header(std::span<const uint8_t> frame, std::string& error);
+std::optional<Header> decode_header(std::span<const std::byte> frame, std::string& error);
 
 // A short readable name for a type ("transfer-chunk", or "type 0x0123" for the protocol's).
 std::string type_name(uint16_t type);

@@ -97,7 +97,7 @@ void PeerSocket::State::receive_one() {
         ++extra;
     }
     Header header;
-    std::vector<uint8_t> payload;
+    std::vector<std::byte> payload;
     std::string reason;
     if (extra != 0) {
         reason = "expected 1 frame, found " + std::to_string(extra + 1);
@@ -144,7 +144,7 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
     }
 }
 
-bool PeerSocket::send(const Header& header, std::span<const uint8_t> payload) {
+bool PeerSocket::send(const Header& header, std::span<const std::byte> payload) {
     State& s = *state_;
     zmq::message_t frame =
         detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);

@@ -41,7 +41,7 @@ class PeerSocket {
     // Queues one message for the host (sent once connected; libzmq keeps it across reconnects).
     // run_id, sequence and payload_bytes are filled in. Returns false if the queue stayed full for
     // send_timeout_ms. Throws arch::Error above max_message_bytes.
-    bool send(const Header& header, std::span<const uint8_t> payload);
+    bool send(const Header& header, std::span<const std::byte> payload);
 
     bool connected() const;  // as of the last poll(): a handshake succeeded, no disconnect since
     const Traffic& traffic() const;

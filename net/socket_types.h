@@ -38,7 +38,7 @@ struct Incoming {
     Kind kind = Kind::message;
     std::string peer_key;
     Header header;                 // kind == message only
-    std::vector<uint8_t> payload;  // kind == message only
+    std::vector<std::byte> payload;  // kind == message only
 };
 
 struct TypeTraffic {

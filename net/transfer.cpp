@@ -24,15 +24,15 @@ TransferStep rejected(std::string reason) {
 
 // ---- sender ----
 
-TransferSender::TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob,
+TransferSender::TransferSender(uint64_t transfer_id, std::vector<std::byte> blob,
                                uint32_t chunk_bytes, uint32_t tag)
-    : TransferSender(transfer_id, std::make_shared<const std::vector<uint8_t>>(std::move(blob)), chunk_bytes, tag) {}
+    : TransferSender(transfer_id, std::make_shared<const std::vector<std::byte>>(std::move(blob)), chunk_bytes, tag) {}
 
-TransferSender::TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<uint8_t>> blob,
+TransferSender::TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<std::byte>> blob,
                                uint32_t chunk_bytes, uint32_t tag)
-    : TransferSender(transfer_id, std::span<const uint8_t>(*blob), blob, chunk_bytes, tag) {}
+    : TransferSender(transfer_id, std::span<const std::byte>(*blob), blob, chunk_bytes, tag) {}
 
-TransferSender::TransferSender(uint64_t transfer_id, std::span<const uint8_t> blob,
+TransferSender::TransferSender(uint64_t transfer_id, std::span<const std::byte> blob,
                                std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag)
     : owner_(std::move(owner)), blob_(blob) {
     if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
@@ -56,7 +56,7 @@ Outbound TransferSender::abort(const std::string& reason) {
     return Outbound{kTransferAbort, encode(AbortMsg{begin_.id, reason})};
 }
 
-TransferStep TransferSender::on_message(uint16_t type, std::span<const uint8_t> payload) {
+TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte> payload) {
     std::string error;
     const auto id = peek_transfer_id(payload);
     if (id && *id != begin_.id)
@@ -122,7 +122,7 @@ std::vector<Outbound> TransferSender::pump() {
         }
         const uint64_t offset = uint64_t{index} * begin_.chunk_bytes;
         const uint64_t length = std::min<uint64_t>(begin_.chunk_bytes, blob_.size() - offset);
-        const std::span<const uint8_t> data(blob_.data() + offset, length);
+        const std::span<const std::byte> data(blob_.data() + offset, length);
         out.push_back(Outbound{kTransferChunk, encode_chunk(begin_.id, session_, index, data)});
         --credit_;
         ++chunks_sent_;
@@ -148,13 +148,7 @@ void TransferReceiver::reset() {
     data_.shrink_to_fit();
 }
 
-std::vector<uint8_t> TransferReceiver::take() {
-    const std::vector<std::byte> blob = take_bytes();
-    const auto* first = reinterpret_cast<const uint8_t*>(blob.data());
-    return std::vector<uint8_t>(first, first + blob.size());
-}
-
-std::vector<std::byte> TransferReceiver::take_bytes() {
+std::vector<std::byte> TransferReceiver::take() {
     if (!complete_) throw Error("transfer " + id_text(begin_.id) + " is not complete");
     std::vector<std::byte> blob = std::move(data_);
     reset();
@@ -170,7 +164,7 @@ Outbound TransferReceiver::credit(uint32_t resend) const {
     return Outbound{kTransferCredit, encode(CreditMsg{begin_.id, session_, 1, resend})};
 }
 
-TransferStep TransferReceiver::on_message(uint16_t type, std::span<const uint8_t> payload) {
+TransferStep TransferReceiver::on_message(uint16_t type, std::span<const std::byte> payload) {
     switch (type) {
         case kTransferBegin:
             return on_begin(payload);
@@ -190,7 +184,7 @@ TransferStep TransferReceiver::on_message(uint16_t type, std::span<const uint8_t
     }
 }
 
-TransferStep TransferReceiver::on_begin(std::span<const uint8_t> payload) {
+TransferStep TransferReceiver::on_begin(std::span<const std::byte> payload) {
     std::string error;
     const auto m = decode_begin(payload, error);
     if (!m) return rejected(error);
@@ -246,7 +240,7 @@ TransferStep TransferReceiver::bad_chunk(uint32_t resend, std::string reason,
     return step;
 }
 
-TransferStep TransferReceiver::on_chunk(std::span<const uint8_t> payload) {
+TransferStep TransferReceiver::on_chunk(std::span<const std::byte> payload) {
     std::string error;
     const auto c = decode_chunk(payload, error);
     if (!c) return rejected(error);

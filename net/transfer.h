@@ -23,7 +23,7 @@ namespace arch::net {
 
 struct Outbound {
     uint16_t type = 0;  // a kTransfer* type from message.h
-    std::vector<uint8_t> payload;
+    std::vector<std::byte> payload;
 };
 
 // What one incoming message did. `rejected` is empty when it was accepted; otherwise it says why
@@ -37,15 +37,15 @@ class TransferSender {
   public:
     // chunk_bytes: at most a few MiB and below the link's max_message_bytes minus 80 bytes of
     // headers.
-    TransferSender(uint64_t transfer_id, std::vector<uint8_t> blob, uint32_t chunk_bytes,
+    TransferSender(uint64_t transfer_id, std::vector<std::byte> blob, uint32_t chunk_bytes,
                    uint32_t tag = 0);
     // Sends `blob` without copying it; `owner` keeps it alive (one copy shared by many senders).
-    TransferSender(uint64_t transfer_id, std::span<const uint8_t> blob, std::shared_ptr<const void> owner,
+    TransferSender(uint64_t transfer_id, std::span<const std::byte> blob, std::shared_ptr<const void> owner,
                    uint32_t chunk_bytes, uint32_t tag = 0);
 
     Outbound begin() const;  // send first, and again after every reconnect
     TransferStep on_message(uint16_t type,
-                            std::span<const uint8_t> payload);  // status/credit/done/abort
+                            std::span<const std::byte> payload);  // status/credit/done/abort
     Outbound abort(const std::string& reason);                  // give up; done() stays false
 
     bool done() const { return done_; }
@@ -57,13 +57,13 @@ class TransferSender {
     uint64_t credits_received() const { return credits_received_; }
 
   private:
-    TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<uint8_t>> blob, uint32_t chunk_bytes,
+    TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<std::byte>> blob, uint32_t chunk_bytes,
                    uint32_t tag);
     std::vector<Outbound> pump();  // chunks while credit lasts
 
     BeginMsg begin_;
     std::shared_ptr<const void> owner_;
-    std::span<const uint8_t> blob_;
+    std::span<const std::byte> blob_;
     uint32_t session_ = 0;
     bool have_session_ = false;
     uint32_t credit_ = 0;
@@ -91,7 +91,7 @@ class TransferReceiver {
     // expected_id 0 accepts any transfer id; otherwise begins for other ids are rejected.
     explicit TransferReceiver(ReceiverLimits limits = {}, uint64_t expected_id = 0);
 
-    TransferStep on_message(uint16_t type, std::span<const uint8_t> payload);  // begin/chunk/abort
+    TransferStep on_message(uint16_t type, std::span<const std::byte> payload);  // begin/chunk/abort
 
     bool active() const { return active_; }      // a begin was accepted
     bool complete() const { return complete_; }  // every chunk held and the blob digest verified
@@ -101,16 +101,13 @@ class TransferReceiver {
     uint64_t total_bytes() const { return begin_.total_bytes; }  // as its begin declared
     uint32_t chunks_held() const { return chunks_held_; }
     const std::vector<bool>& held() const { return held_; }
-    std::span<const uint8_t> data() const {  // partial until complete()
-        return {reinterpret_cast<const uint8_t*>(data_.data()), data_.size()};
-    }
-    std::vector<uint8_t> take();         // the blob (once complete), a copy, and reset to idle
-    std::vector<std::byte> take_bytes();  // the same, the receiver's own buffer: no copy
+    std::span<const std::byte> data() const { return data_; }  // partial until complete()
+    std::vector<std::byte> take();  // the blob (once complete), the receiver's own buffer (no copy), and reset to idle
     void reset();                 // forget the transfer (e.g. its round was abandoned)
 
   private:
-    TransferStep on_begin(std::span<const uint8_t> payload);
-    TransferStep on_chunk(std::span<const uint8_t> payload);
+    TransferStep on_begin(std::span<const std::byte> payload);
+    TransferStep on_chunk(std::span<const std::byte> payload);
     Outbound status() const;
     Outbound credit(uint32_t resend) const;
     TransferStep bad_chunk(uint32_t resend, std::string reason, bool current_session);

@@ -86,7 +86,7 @@ bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms,
     return true;
 }
 
-std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver,
+std::optional<std::vector<std::byte>> receive_blob(TransferReceiver& receiver,
                                                  const TransferLink& link, int timeout_ms,
                                                  std::string& error, const LogFn& log) {
     const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);

@@ -17,7 +17,7 @@ namespace arch::net {
 
 struct TransferMessage {
     uint16_t type = 0;
-    std::vector<uint8_t> payload;
+    std::vector<std::byte> payload;
 };
 
 // The two things a blocking transfer needs from a connection.
@@ -37,7 +37,7 @@ bool send_blob(TransferSender& sender, const TransferLink& link, int timeout_ms,
 
 // Answers the sender until the blob is complete; rejected messages go to `log`. Returns the blob,
 // or nullopt with `error` when timeout_ms passes.
-std::optional<std::vector<uint8_t>> receive_blob(TransferReceiver& receiver,
+std::optional<std::vector<std::byte>> receive_blob(TransferReceiver& receiver,
                                                  const TransferLink& link, int timeout_ms,
                                                  std::string& error,
                                                  const LogFn& log = stderr_log());

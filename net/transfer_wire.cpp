@@ -3,48 +3,25 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
+
+#include "core/bytes.h"
 
 namespace arch::net {
 namespace {
 
-class Writer {
-  public:
-    explicit Writer(std::size_t reserve) { bytes.reserve(reserve); }
-    template <typename T>
-    void put(T value) {
-        for (std::size_t i = 0; i < sizeof(T); ++i)
-            bytes.push_back(static_cast<uint8_t>(value >> (8 * i)));
-    }
-    void put_bytes(std::span<const uint8_t> b) { bytes.insert(bytes.end(), b.begin(), b.end()); }
-    std::vector<uint8_t> bytes;
-};
+// The payloads are checked for length first (need), so a ByteReader below never runs short.
+ByteReader reader(std::span<const std::byte> p) { return ByteReader(p, "transfer message"); }
 
-class Reader {
-  public:
-    explicit Reader(std::span<const uint8_t> p) : p_(p) {}
-    template <typename T>
-    T get() {  // callers check size() first
-        T value = 0;
-        for (std::size_t i = 0; i < sizeof(T); ++i)
-            value |= static_cast<T>(static_cast<T>(p_[pos_ + i]) << (8 * i));
-        pos_ += sizeof(T);
-        return value;
-    }
-    Digest digest() {
-        Digest d;
-        std::memcpy(d.data(), p_.data() + pos_, d.size());
-        pos_ += d.size();
-        return d;
-    }
-    std::span<const uint8_t> rest() const { return p_.subspan(pos_); }
+Digest digest(ByteReader& r) {
+    Digest d;
+    const std::span<const std::byte> b = r.raw(d.size());
+    std::copy(b.begin(), b.end(), d.begin());
+    return d;
+}
 
-  private:
-    std::span<const uint8_t> p_;
-    std::size_t pos_ = 0;
-};
-
-bool need(std::span<const uint8_t> p, std::size_t bytes, bool exact, const char* what,
+bool need(std::span<const std::byte> p, std::size_t bytes, bool exact, const char* what,
           std::string& error) {
     if (exact ? p.size() == bytes : p.size() >= bytes) return true;
     error = std::string(what) + ": payload holds " + std::to_string(p.size()) +
@@ -54,7 +31,7 @@ bool need(std::span<const uint8_t> p, std::size_t bytes, bool exact, const char*
 
 }  // namespace
 
-Digest checksum(std::span<const uint8_t> bytes) {
+Digest checksum(std::span<const std::byte> bytes) {
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
     Digest d;
@@ -62,140 +39,145 @@ Digest checksum(std::span<const uint8_t> bytes) {
     return d;
 }
 
-std::vector<uint8_t> encode(const BeginMsg& m) {
-    Writer w(44);
-    w.put(m.id);
-    w.put(m.total_bytes);
-    w.put(m.chunk_bytes);
-    w.put(m.chunk_count);
-    w.put(m.tag);
-    w.put_bytes(m.digest);
-    return std::move(w.bytes);
+std::vector<std::byte> encode(const BeginMsg& m) {
+    ByteWriter w;
+    w.reserve(44);
+    w.u64(m.id);
+    w.u64(m.total_bytes);
+    w.u32(m.chunk_bytes);
+    w.u32(m.chunk_count);
+    w.u32(m.tag);
+    w.raw(m.digest);
+    return w.take();
 }
 
-std::vector<uint8_t> encode(const StatusMsg& m) {
-    Writer w(20 + m.held.size() / 8 + 1);
-    w.put(m.id);
-    w.put(m.session);
-    w.put(m.credit);
-    w.put(static_cast<uint32_t>(m.held.size()));
-    std::vector<uint8_t> bitmap((m.held.size() + 7) / 8, 0);
+std::vector<std::byte> encode(const StatusMsg& m) {
+    ByteWriter w;
+    w.reserve(20 + m.held.size() / 8 + 1);
+    w.u64(m.id);
+    w.u32(m.session);
+    w.u32(m.credit);
+    w.u32(static_cast<uint32_t>(m.held.size()));
+    const std::span<std::byte> bitmap = w.raw_in_place((m.held.size() + 7) / 8);
+    std::fill(bitmap.begin(), bitmap.end(), std::byte{0});
     for (std::size_t i = 0; i < m.held.size(); ++i)
-        if (m.held[i]) bitmap[i / 8] = static_cast<uint8_t>(bitmap[i / 8] | (1u << (i % 8)));
-    w.put_bytes(bitmap);
-    return std::move(w.bytes);
+        if (m.held[i]) bitmap[i / 8] |= std::byte{1} << (i % 8);
+    return w.take();
 }
 
-std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
-                                  std::span<const uint8_t> data) {
-    Writer w(kChunkPrefixBytes + data.size());
-    w.put(id);
-    w.put(session);
-    w.put(index);
-    w.put_bytes(checksum(data));
-    w.put_bytes(data);
-    return std::move(w.bytes);
+std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
+                                  std::span<const std::byte> data) {
+    ByteWriter w;
+    w.reserve(kChunkPrefixBytes + data.size());
+    w.u64(id);
+    w.u32(session);
+    w.u32(index);
+    w.raw(checksum(data));
+    w.raw(data);
+    return w.take();
 }
 
-std::vector<uint8_t> encode(const CreditMsg& m) {
-    Writer w(20);
-    w.put(m.id);
-    w.put(m.session);
-    w.put(m.grant);
-    w.put(m.resend);
-    return std::move(w.bytes);
+std::vector<std::byte> encode(const CreditMsg& m) {
+    ByteWriter w;
+    w.reserve(20);
+    w.u64(m.id);
+    w.u32(m.session);
+    w.u32(m.grant);
+    w.u32(m.resend);
+    return w.take();
 }
 
-std::vector<uint8_t> encode_done(uint64_t id) {
-    Writer w(8);
-    w.put(id);
-    return std::move(w.bytes);
+std::vector<std::byte> encode_done(uint64_t id) {
+    ByteWriter w;
+    w.reserve(8);
+    w.u64(id);
+    return w.take();
 }
 
-std::vector<uint8_t> encode(const AbortMsg& m) {
-    Writer w(8 + 256);
-    w.put(m.id);
+std::vector<std::byte> encode(const AbortMsg& m) {
+    ByteWriter w;
+    w.reserve(8 + 256);
+    w.u64(m.id);
     const std::string reason = m.reason.substr(0, 256);
-    w.put_bytes(
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(reason.data()), reason.size()));
-    return std::move(w.bytes);
+    w.raw(byte_view(reason));
+    return w.take();
 }
 
-std::optional<BeginMsg> decode_begin(std::span<const uint8_t> p, std::string& error) {
+std::optional<BeginMsg> decode_begin(std::span<const std::byte> p, std::string& error) {
     if (!need(p, 44, true, "transfer-begin", error)) return std::nullopt;
-    Reader r(p);
+    ByteReader r = reader(p);
     BeginMsg m;
-    m.id = r.get<uint64_t>();
-    m.total_bytes = r.get<uint64_t>();
-    m.chunk_bytes = r.get<uint32_t>();
-    m.chunk_count = r.get<uint32_t>();
-    m.tag = r.get<uint32_t>();
-    m.digest = r.digest();
+    m.id = r.u64();
+    m.total_bytes = r.u64();
+    m.chunk_bytes = r.u32();
+    m.chunk_count = r.u32();
+    m.tag = r.u32();
+    m.digest = digest(r);
     return m;
 }
 
-std::optional<StatusMsg> decode_status(std::span<const uint8_t> p, std::string& error) {
+std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string& error) {
     if (!need(p, 20, false, "transfer-status", error)) return std::nullopt;
-    Reader r(p);
+    ByteReader r = reader(p);
     StatusMsg m;
-    m.id = r.get<uint64_t>();
-    m.session = r.get<uint32_t>();
-    m.credit = r.get<uint32_t>();
-    const uint32_t count = r.get<uint32_t>();
+    m.id = r.u64();
+    m.session = r.u32();
+    m.credit = r.u32();
+    const uint32_t count = r.u32();
     if (!need(p, 20 + (static_cast<std::size_t>(count) + 7) / 8, true, "transfer-status bitmap",
               error))
         return std::nullopt;
     const auto bitmap = r.rest();
     m.held.resize(count);
-    for (uint32_t i = 0; i < count; ++i) m.held[i] = (bitmap[i / 8] >> (i % 8)) & 1u;
+    for (uint32_t i = 0; i < count; ++i) m.held[i] = ((bitmap[i / 8] >> (i % 8)) & std::byte{1}) != std::byte{0};
     return m;
 }
 
-std::optional<ChunkView> decode_chunk(std::span<const uint8_t> p, std::string& error) {
+std::optional<ChunkView> decode_chunk(std::span<const std::byte> p, std::string& error) {
     if (!need(p, kChunkPrefixBytes, false, "transfer-chunk", error)) return std::nullopt;
-    Reader r(p);
+    ByteReader r = reader(p);
     ChunkView c;
-    c.id = r.get<uint64_t>();
-    c.session = r.get<uint32_t>();
-    c.index = r.get<uint32_t>();
-    c.checksum = r.digest();
+    c.id = r.u64();
+    c.session = r.u32();
+    c.index = r.u32();
+    c.checksum = digest(r);
     c.data = r.rest();
     return c;
 }
 
-std::optional<CreditMsg> decode_credit(std::span<const uint8_t> p, std::string& error) {
+std::optional<CreditMsg> decode_credit(std::span<const std::byte> p, std::string& error) {
     if (!need(p, 20, true, "transfer-credit", error)) return std::nullopt;
-    Reader r(p);
+    ByteReader r = reader(p);
     CreditMsg m;
-    m.id = r.get<uint64_t>();
-    m.session = r.get<uint32_t>();
-    m.grant = r.get<uint32_t>();
-    m.resend = r.get<uint32_t>();
+    m.id = r.u64();
+    m.session = r.u32();
+    m.grant = r.u32();
+    m.resend = r.u32();
     return m;
 }
 
-std::optional<uint64_t> decode_done(std::span<const uint8_t> p, std::string& error) {
+std::optional<uint64_t> decode_done(std::span<const std::byte> p, std::string& error) {
     if (!need(p, 8, true, "transfer-done", error)) return std::nullopt;
-    return Reader(p).get<uint64_t>();
+    return reader(p).u64();
 }
 
-std::optional<AbortMsg> decode_abort(std::span<const uint8_t> p, std::string& error) {
+std::optional<AbortMsg> decode_abort(std::span<const std::byte> p, std::string& error) {
     if (!need(p, 8, false, "transfer-abort", error)) return std::nullopt;
     if (p.size() > 8 + 256) {
         error = "transfer-abort: reason longer than 256 bytes";
         return std::nullopt;
     }
-    Reader r(p);
+    ByteReader r = reader(p);
     AbortMsg m;
-    m.id = r.get<uint64_t>();
+    m.id = r.u64();
     const auto rest = r.rest();
-    m.reason.assign(rest.begin(), rest.end());
+    m.reason.assign(reinterpret_cast<const char*>(rest.data()), rest.size());
     return m;
 }
 
-std::optional<uint64_t> peek_transfer_id(std::span<const uint8_t> payload) {
+std::optional<uint64_t> peek_transfer_id(std::span<const std::byte> payload) {
     if (payload.size() < 8) return std::nullopt;
-    return Reader(payload).get<uint64_t>();
+    return reader(payload).u64();
 }
 
 }  // namespace arch::net

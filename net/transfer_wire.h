@@ -1,5 +1,5 @@
 // net/transfer_wire.h: the payloads of the six transfer message types (message.h) and their codecs.
-// Decoders check lengths and ranges only; what a value means for a transfer in progress is
+// Written with core/bytes.h. Decoders check lengths and ranges only; what a value means for a transfer in progress is
 // decided by TransferSender/TransferReceiver (transfer.h). Little-endian, fixed layouts:
 //   begin:  id u64 | total_bytes u64 | chunk_bytes u32 | chunk_count u32 | tag u32 | checksum of blob
 //   status: id u64 | session u32 | credit u32 | chunk_count u32 | bitmap (ceil(count/8) bytes, LSB first)
@@ -21,8 +21,8 @@
 
 namespace arch::net {
 
-using Digest = std::array<uint8_t, 16>;  // XXH3-128
-Digest checksum(std::span<const uint8_t> bytes);
+using Digest = std::array<std::byte, 16>;  // XXH3-128
+Digest checksum(std::span<const std::byte> bytes);
 
 inline constexpr uint32_t kNoResend = 0xffffffffu;
 inline constexpr std::size_t kChunkPrefixBytes = 8 + 4 + 4 + 16;
@@ -46,7 +46,7 @@ struct ChunkView {  // points into the decoded payload
     uint32_t session = 0;
     uint32_t index = 0;
     Digest checksum{};
-    std::span<const uint8_t> data;
+    std::span<const std::byte> data;
 };
 struct CreditMsg {
     uint64_t id = 0;
@@ -59,24 +59,24 @@ struct AbortMsg {
     std::string reason;
 };
 
-std::vector<uint8_t> encode(const BeginMsg& m);
-std::vector<uint8_t> encode(const StatusMsg& m);
-std::vector<uint8_t> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
-                                  std::span<const uint8_t> data);
-std::vector<uint8_t> encode(const CreditMsg& m);
-std::vector<uint8_t> encode_done(uint64_t id);
-std::vector<uint8_t> encode(const AbortMsg& m);
+std::vector<std::byte> encode(const BeginMsg& m);
+std::vector<std::byte> encode(const StatusMsg& m);
+std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
+                                  std::span<const std::byte> data);
+std::vector<std::byte> encode(const CreditMsg& m);
+std::vector<std::byte> encode_done(uint64_t id);
+std::vector<std::byte> encode(const AbortMsg& m);
 
 // Each returns nullopt and sets `error` when the payload has the wrong length or shape.
-std::optional<BeginMsg> decode_begin(std::span<const uint8_t> p, std::string& error);
-std::optional<StatusMsg> decode_status(std::span<const uint8_t> p, std::string& error);
-std::optional<ChunkView> decode_chunk(std::span<const uint8_t> p, std::string& error);
-std::optional<CreditMsg> decode_credit(std::span<const uint8_t> p, std::string& error);
-std::optional<uint64_t> decode_done(std::span<const uint8_t> p, std::string& error);
-std::optional<AbortMsg> decode_abort(std::span<const uint8_t> p, std::string& error);
+std::optional<BeginMsg> decode_begin(std::span<const std::byte> p, std::string& error);
+std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string& error);
+std::optional<ChunkView> decode_chunk(std::span<const std::byte> p, std::string& error);
+std::optional<CreditMsg> decode_credit(std::span<const std::byte> p, std::string& error);
+std::optional<uint64_t> decode_done(std::span<const std::byte> p, std::string& error);
+std::optional<AbortMsg> decode_abort(std::span<const std::byte> p, std::string& error);
 
 // The transfer id of any transfer payload (its first 8 bytes), for routing to the right state
 // machine.
-std::optional<uint64_t> peek_transfer_id(std::span<const uint8_t> payload);
+std::optional<uint64_t> peek_transfer_id(std::span<const std::byte> payload);
 
 }  // namespace arch::net

@@ -88,7 +88,7 @@ std::optional<MonitorEvent> read_monitor_event(zmq::socket_t& monitor) {
     (void)monitor.recv(second);
     MonitorEvent event;
     std::memcpy(&event.event, first.data(), 2);
-    std::memcpy(&event.value, static_cast<const uint8_t*>(first.data()) + 2, 4);
+    std::memcpy(&event.value, static_cast<const std::byte*>(first.data()) + 2, 4);
     event.endpoint = second.to_string();
     return event;
 }
@@ -127,9 +127,9 @@ void count(std::map<uint16_t, TypeTraffic>& table, uint16_t type, std::size_t by
 }
 
 bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
-                  std::vector<uint8_t>& payload, Traffic& traffic, std::string& reason) {
-    const auto* bytes = static_cast<const uint8_t*>(frame.data());
-    const std::span<const uint8_t> view(bytes, frame.size());
+                  std::vector<std::byte>& payload, Traffic& traffic, std::string& reason) {
+    const auto* bytes = static_cast<const std::byte*>(frame.data());
+    const std::span<const std::byte> view(bytes, frame.size());
     auto decoded = decode_header(view, reason);
     if (decoded && decoded->run_id != run_id) {
         char text[80];
@@ -150,7 +150,7 @@ bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
     return true;
 }
 
-zmq::message_t build_frame(Header header, std::span<const uint8_t> payload, uint64_t run_id,
+zmq::message_t build_frame(Header header, std::span<const std::byte> payload, uint64_t run_id,
                            uint64_t sequence, const Limits& limits) {
     const std::size_t total = kHeaderBytes + payload.size();
     if (static_cast<int64_t>(total) > limits.max_message_bytes)
@@ -161,7 +161,7 @@ zmq::message_t build_frame(Header header, std::span<const uint8_t> payload, uint
     header.sequence = sequence;
     header.payload_bytes = static_cast<uint32_t>(payload.size());
     zmq::message_t frame(total);
-    auto* out = static_cast<uint8_t*>(frame.data());
+    auto* out = static_cast<std::byte*>(frame.data());
     encode_header(header, out);
     if (!payload.empty()) std::memcpy(out + kHeaderBytes, payload.data(), payload.size());
     return frame;

@@ -33,11 +33,11 @@ std::string describe_handshake_failure(const MonitorEvent& event);
 // Validates a received frame against the run; on success fills header and payload, on failure
 // counts it as rejected and returns the reason.
 bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
-                  std::vector<uint8_t>& payload, Traffic& traffic, std::string& reason);
+                  std::vector<std::byte>& payload, Traffic& traffic, std::string& reason);
 
 // Stamps run id, sequence and length, builds the single frame, counts it as sent once libzmq takes
 // it.
-zmq::message_t build_frame(Header header, std::span<const uint8_t> payload, uint64_t run_id,
+zmq::message_t build_frame(Header header, std::span<const std::byte> payload, uint64_t run_id,
                            uint64_t sequence, const Limits& limits);
 void count(std::map<uint16_t, TypeTraffic>& table, uint16_t type, std::size_t bytes);
 

@@ -1,31 +1,19 @@
 // outer_optimizer/state_bytes.cpp: packs and validates saved optimizer state (layout: state_bytes.h).
 #include "outer_optimizer/state_bytes.h"
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "core/bytes.h"
 #include "core/error.h"
 
 namespace arch::outer::detail {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "state bytes are little-endian");
 constexpr char kMagic[4] = {'A', 'O', 'S', 'T'};
 constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kHeader = 32;
-
-template <class T>
-T get(const std::byte* p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-template <class T>
-void store(std::byte* p, T v) {
-    std::memcpy(p, &v, sizeof v);
-}
 
 }  // namespace
 
@@ -36,11 +24,11 @@ void write_state(StateKind kind, std::uint64_t steps, std::span<const std::span<
     const std::uint64_t n = arrays.empty() ? 0 : arrays[0].size();
     std::byte header[kHeader];
     std::memcpy(header, kMagic, 4);
-    store<std::uint32_t>(header + 4, kVersion);
-    store<std::uint32_t>(header + 8, static_cast<std::uint32_t>(kind));
-    store<std::uint32_t>(header + 12, static_cast<std::uint32_t>(arrays.size()));
-    store<std::uint64_t>(header + 16, n);
-    store<std::uint64_t>(header + 24, steps);
+    store_le<std::uint32_t>(header + 4, kVersion);
+    store_le<std::uint32_t>(header + 8, static_cast<std::uint32_t>(kind));
+    store_le<std::uint32_t>(header + 12, static_cast<std::uint32_t>(arrays.size()));
+    store_le<std::uint64_t>(header + 16, n);
+    store_le<std::uint64_t>(header + 24, steps);
     put(header);
     for (std::span<const float> a : arrays) {
         if (a.size() != n) throw Error("optimizer state arrays of different lengths");
@@ -58,20 +46,20 @@ std::vector<std::vector<float>> unpack_state(std::span<const std::byte> bytes, S
     }
     const std::byte* p = bytes.data();
     if (std::memcmp(p, kMagic, 4) != 0) throw Error(name + " state has a bad magic (expected 'AOST')");
-    if (get<std::uint32_t>(p + 4) != kVersion) {
-        throw Error(name + " state has version " + std::to_string(get<std::uint32_t>(p + 4)) +
+    if (load_le<std::uint32_t>(p + 4) != kVersion) {
+        throw Error(name + " state has version " + std::to_string(load_le<std::uint32_t>(p + 4)) +
                     ", expected " + std::to_string(kVersion));
     }
-    if (get<std::uint32_t>(p + 8) != static_cast<std::uint32_t>(kind)) {
+    if (load_le<std::uint32_t>(p + 8) != static_cast<std::uint32_t>(kind)) {
         throw Error(name + " state was saved by another optimizer kind (" +
-                    std::to_string(get<std::uint32_t>(p + 8)) + ")");
+                    std::to_string(load_le<std::uint32_t>(p + 8)) + ")");
     }
-    if (get<std::uint32_t>(p + 12) != arrays) {
-        throw Error(name + " state holds " + std::to_string(get<std::uint32_t>(p + 12)) +
+    if (load_le<std::uint32_t>(p + 12) != arrays) {
+        throw Error(name + " state holds " + std::to_string(load_le<std::uint32_t>(p + 12)) +
                     " buffers, expected " + std::to_string(arrays));
     }
-    if (get<std::uint64_t>(p + 16) != n) {
-        throw Error(name + " state is for " + std::to_string(get<std::uint64_t>(p + 16)) +
+    if (load_le<std::uint64_t>(p + 16) != n) {
+        throw Error(name + " state is for " + std::to_string(load_le<std::uint64_t>(p + 16)) +
                     " parameters, this optimizer has " + std::to_string(n));
     }
     if (bytes.size() != kHeader + arrays * n * 4) {
@@ -88,7 +76,7 @@ std::vector<std::vector<float>> unpack_state(std::span<const std::byte> bytes, S
             }
         }
     }
-    steps = get<std::uint64_t>(p + 24);
+    steps = load_le<std::uint64_t>(p + 24);
     return out;
 }
 

@@ -371,7 +371,7 @@ void Host::revoke(Link& link, const std::string& key) {
 void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds) {
     const RunConfig& c = options_.config;
     PeerState& p = roster_[key];
-    protocol::Reader r(blob, "pseudo_grad");
+    ByteReader r(blob, "pseudo_grad");
     const protocol::PseudoGradMeta meta = protocol::decode_pseudo_grad(r.bytes(4096));
     const std::span<const std::byte> payload = r.view(blob.size());
     r.finish();

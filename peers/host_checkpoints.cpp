@@ -24,13 +24,10 @@ std::string checksum(std::span<const std::span<const std::byte>> parts, bool v1)
     return v1 ? diloco::hash_bytes(parts) : diloco::checksum(parts);
 }
 
-auto bytes(std::span<const std::byte> b) { return std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }
-
 // θ with its count: the start of the replica state (GlobalModel::save_replica_state), which is also
 // how GlobalModel::save_state begins.
 std::span<const std::byte> theta_part(const CheckpointSnapshot& s) {
-    uint64_t n = 0;
-    std::memcpy(&n, s.replica_state().data(), 8);
+    const uint64_t n = load_le<uint64_t>(s.replica_state().data());
     return s.replica_state().first(8 + n * sizeof(float));
 }
 
@@ -39,7 +36,7 @@ std::span<const std::byte> theta_part(const CheckpointSnapshot& s) {
 void write_checkpoint_files(const std::string& dir, const ModelConfig& model, const CheckpointSnapshot& s) {
     if (!s.state_file) throw Error("the checkpoint snapshot has no host.state under way");
     const std::span<const std::byte> theta = theta_part(s);
-    s.state_file->write_at(s.theta_offset, bytes(theta));
+    s.state_file->write_at(s.theta_offset, theta);
     s.state_file->commit();
     write_checkpoint(dir + "/model.bin", model,
                      std::span(reinterpret_cast<const float*>(theta.data() + 8), (theta.size() - 8) / sizeof(float)));
@@ -66,18 +63,18 @@ void HostCheckpoints::fill_snapshot(CheckpointSnapshot& s, const Source& source)
     s.blob = source.state;
     s.state_offset = source.state_offset;
     const std::span<const std::byte> theta = theta_part(s);
-    protocol::Writer w;
-    for (char ch : kStateMagic) w.u8(static_cast<uint8_t>(ch));
+    ByteWriter w;
+    w.raw(std::as_bytes(std::span(kStateMagic)));
     w.u64(s.round);
     w.u32(static_cast<uint32_t>(s.islands.size()));
     for (const auto& [key, island] : s.islands) {
         w.str(key);
         w.u32(island);
     }
-    w.u64(theta.size() + source.global->outer_state_bytes());  // what protocol::Writer::bytes puts before a blob
+    w.u64(theta.size() + source.global->outer_state_bytes());  // what ByteWriter::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
     s.state_file = std::make_unique<AtomicFile>(config_.checkpoint_dir + "/host.state");
-    s.state_file->write_at(0, bytes(head));
+    s.state_file->write_at(0, head);
     s.theta_offset = head.size();
     staging_ = std::make_unique<Staging>();
     staging_->sum.add(head);
@@ -90,9 +87,9 @@ bool HostCheckpoints::advance_staging(std::size_t budget) {
     CheckpointSnapshot& s = writer_->snapshot();
     try {
         if (!staging_->write->advance(budget)) return false;
-        protocol::Writer tail;
+        ByteWriter tail;
         tail.str(staging_->sum.hex());
-        s.state_file->write_at(staging_->write->end(), bytes(tail.take()));
+        s.state_file->write_at(staging_->write->end(), tail.take());
     } catch (const Error& e) {
         drop_snapshot(s.round, e.what());
         return false;
@@ -165,13 +162,11 @@ void HostCheckpoints::log_result(const CheckpointWriter::Result& r) const {
 std::optional<HostCheckpoints::Loaded> HostCheckpoints::load(diloco::GlobalModel& global) const {
     const std::string path = config_.checkpoint_dir + "/host.state";
     if (!file_exists(path)) return std::nullopt;
-    const std::vector<uint8_t> raw = read_file(path);
-    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
-    protocol::Reader r(bytes, path.c_str());
-    char magic[8];
-    for (char& ch : magic) ch = static_cast<char>(r.u8());
-    const bool v1 = std::memcmp(magic, kStateMagicV1, 8) == 0;
-    if (!v1 && std::memcmp(magic, kStateMagic, 8) != 0) throw Error("'" + path + "' is not a host checkpoint");
+    const std::vector<std::byte> bytes = read_file(path);
+    ByteReader r(bytes, path.c_str());
+    const std::span<const std::byte> magic = r.raw(8);
+    const bool v1 = std::memcmp(magic.data(), kStateMagicV1, 8) == 0;
+    if (!v1 && std::memcmp(magic.data(), kStateMagic, 8) != 0) throw Error("'" + path + "' is not a host checkpoint");
     Loaded loaded;
     loaded.round = r.u64();
     const uint32_t n = r.u32();
@@ -180,10 +175,10 @@ std::optional<HostCheckpoints::Loaded> HostCheckpoints::load(diloco::GlobalModel
         std::string key = r.str(64);
         loaded.islands[key] = r.u32();
     }
-    const std::vector<std::byte> state = r.bytes(bytes.size());
+    const std::span<const std::byte> state = r.view(bytes.size());
     const std::string hash = r.str(64);
     r.finish();
-    const std::span<const std::byte> hashed[] = {bytes.first(bytes.size() - (4 + hash.size()))};
+    const std::span<const std::byte> hashed[] = {std::span(bytes).first(bytes.size() - (4 + hash.size()))};
     if (checksum(hashed, v1) != hash) throw Error("host checkpoint '" + path + "' is corrupt: checksum mismatch");
     global.load_state(state);
     return loaded;

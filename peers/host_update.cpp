@@ -102,7 +102,7 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
     if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
     for (const std::string& why : moments.left_out)
         log("round " + std::to_string(ended) + " left the AdamW moments of " + why + " out of the mean");
-    protocol::Writer w;
+    ByteWriter w;
     protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied),
                               moments.islands};
     w.bytes(protocol::encode(meta));

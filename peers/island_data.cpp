@@ -16,13 +16,13 @@ namespace arch {
 namespace {
 
 // A stored chunk's bytes, or nothing when the file is not exactly `bytes` long.
-std::vector<uint8_t> read_chunk_file(const std::string& path, uint64_t bytes) {
-    std::vector<uint8_t> out = read_file(path, bytes + 1);
+std::vector<std::byte> read_chunk_file(const std::string& path, uint64_t bytes) {
+    std::vector<std::byte> out = read_file(path, bytes + 1);
     if (out.size() != bytes) return {};
     return out;
 }
 
-bool chunk_matches(const std::vector<uint8_t>& bytes, const DataChunk& c, int token_bytes) {
+bool chunk_matches(const std::vector<std::byte>& bytes, const DataChunk& c, int token_bytes) {
     return bytes.size() == static_cast<uint64_t>(token_bytes) * c.tokens && hash_bytes(bytes.data(), bytes.size()) == c.hash;
 }
 
@@ -128,7 +128,7 @@ protocol::DataRequest IslandData::next_request() const {
     return r;
 }
 
-void IslandData::store(uint32_t index, const std::vector<uint8_t>& bytes) {
+void IslandData::store(uint32_t index, const std::vector<std::byte>& bytes) {
     if (index >= a_.chunks.size()) throw Error("data: chunk " + std::to_string(index) + " is not in this island's assignment");
     const auto it = std::find(missing_.begin(), missing_.end(), index);
     if (it == missing_.end()) return;  // a second copy (a request sent again after a reconnect)
@@ -171,7 +171,7 @@ std::string IslandData::assemble() {
     TokenShardWriter out(path, total, a_.token_bytes);
     for (const DataChunk& c : a_.chunks) {
         const auto local = local_.find(c.shard);
-        const std::vector<uint8_t> t = local != local_.end() ? read_token_bytes(local->second, c.offset, c.tokens)
+        const std::vector<std::byte> t = local != local_.end() ? read_token_bytes(local->second, c.offset, c.tokens)
                                                              : read_chunk_file(chunk_file(c), a_.token_bytes * c.tokens);
         if (!chunk_matches(t, c, a_.token_bytes))
             throw Error("data: " + shard_label(c) + " in " + (local != local_.end() ? local->second : chunk_file(c)) +

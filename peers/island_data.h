@@ -29,7 +29,7 @@ public:
     protocol::DataRequest next_request() const;
     // A chunk from the host: checked against its hash, then kept. Throws arch::Error naming the shard
     // (and stores nothing) when it does not match. A chunk already stored is ignored.
-    void store(uint32_t index, const std::vector<uint8_t>& bytes);
+    void store(uint32_t index, const std::vector<std::byte>& bytes);
     // What is still missing, for the error when the host does not serve data: shard, hash, size.
     std::string describe_missing() const;
     // Writes the island's shard (or finds it written already) and returns its path. Call when complete().

@@ -8,16 +8,15 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/bytes.h"
 #include "core/error.h"
 #include "net/keys.h"
 
 namespace arch {
 
 namespace {
-uint64_t transfer_id_of(std::span<const uint8_t> payload) {
-    uint64_t id = 0;
-    if (payload.size() >= 8) std::memcpy(&id, payload.data(), 8);
-    return id;
+uint64_t transfer_id_of(std::span<const std::byte> payload) {
+    return payload.size() >= 8 ? load_le<uint64_t>(payload.data()) : 0;
 }
 uint64_t new_transfer_id() {
     uint64_t id = 0;
@@ -26,7 +25,7 @@ uint64_t new_transfer_id() {
 }
 }  // namespace
 
-bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const uint8_t> payload,
+bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const std::byte> payload,
                    protocol::Type counted_as) {
     net::Header h;
     h.type = type;
@@ -74,8 +73,7 @@ bool NetLink::send(const std::string& peer, protocol::Type type, uint64_t round,
         return false;
     }
     Item item{type, round, {}, nullptr, nullptr, false};
-    const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
-    item.payload.assign(p, p + payload.size());
+    item.payload.assign(payload.begin(), payload.end());
     q.push_back(std::move(item));
     pump(peer);
     return true;
@@ -92,9 +90,8 @@ bool NetLink::send_blob(const std::string& peer, protocol::Type type, uint64_t r
     const std::size_t blobs = static_cast<std::size_t>(
         std::count_if(q.begin(), q.end(), [](const Item& item) { return item.shared != nullptr; }));
     if (blobs >= kMaxQueuedBlobs || q.size() >= kMaxQueuedMessages) return false;
-    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(blob->data()), blob->size());
     Item item{type, round, {}, blob, nullptr, false};
-    item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), bytes, blob, kChunkBytes,
+    item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), *blob, blob, kChunkBytes,
                                                       static_cast<uint32_t>(type));
     q.push_back(std::move(item));
     pump(peer);
@@ -128,7 +125,7 @@ bool NetLink::admit_begin(const net::Incoming& in, uint64_t id) {
     const std::optional<net::BeginMsg> begin = net::decode_begin(in.payload, error);
     if (!begin) return true;  // the receiver rejects it with the reason
     auto refuse = [&](const std::string& reason) {
-        const std::vector<uint8_t> abort = net::encode(net::AbortMsg{id, reason});
+        const std::vector<std::byte> abort = net::encode(net::AbortMsg{id, reason});
         emit(in.peer_key, net::kTransferAbort, in.header.round, abort, static_cast<protocol::Type>(0));
         if (log_) log_("refused a transfer from " + net::fingerprint(in.peer_key) + ": " + reason);
         return false;
@@ -200,7 +197,7 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             e.peer = in.peer_key;
             e.type = counted;
             e.round = inbound.round;
-            e.payload = inbound.receiver.take_bytes();
+            e.payload = inbound.receiver.take();
             const std::size_t size = e.payload.size();
             e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - inbound.began).count();
             measure(stats_[in.peer_key].receive_bytes_per_s, size, e.transfer_seconds);
@@ -269,10 +266,9 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     }
     e.type = static_cast<protocol::Type>(in->header.type);
     e.round = in->header.round;
-    const auto* first = reinterpret_cast<const std::byte*>(in->payload.data());
-    e.payload.assign(first, first + in->payload.size());
     received_[in->header.type] += net::kHeaderBytes + in->payload.size();
     stats_[in->peer_key].bytes_received += net::kHeaderBytes + in->payload.size();
+    e.payload = std::move(in->payload);
     return e;
 }
 

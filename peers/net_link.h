@@ -46,13 +46,13 @@ public:
 
 protected:
     virtual std::optional<net::Incoming> poll_socket(int timeout_ms) = 0;
-    virtual bool send_socket(const std::string& peer, const net::Header& header, std::span<const uint8_t> payload) = 0;
+    virtual bool send_socket(const std::string& peer, const net::Header& header, std::span<const std::byte> payload) = 0;
 
 private:
     struct Item {  // one queued outbound message or blob
         protocol::Type type;
         uint64_t round;
-        std::vector<uint8_t> payload;              // a small message
+        std::vector<std::byte> payload;              // a small message
         SharedBlob shared;                          // or a blob, shared with other peers' queues
         std::unique_ptr<net::TransferSender> blob;  // and its transfer
         bool begun = false;
@@ -67,7 +67,7 @@ private:
     void pump(const std::string& peer);
     // Takes the blobs `which` picks off one peer's queue, aborting a transfer under way.
     void drop_blobs(const std::string& peer, std::deque<Item>& q, const std::function<bool(const Item&)>& which);
-    bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const uint8_t> payload,
+    bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const std::byte> payload,
               protocol::Type counted_as);
     std::optional<LinkEvent> on_transfer(const net::Incoming& in);
     bool admit_begin(const net::Incoming& in, uint64_t id);  // type, size, one per type, replays
@@ -93,7 +93,7 @@ public:
 
 private:
     std::optional<net::Incoming> poll_socket(int timeout_ms) override { return socket_.poll(timeout_ms); }
-    bool send_socket(const std::string& peer, const net::Header& h, std::span<const uint8_t> p) override {
+    bool send_socket(const std::string& peer, const net::Header& h, std::span<const std::byte> p) override {
         return socket_.send(peer, h, p);
     }
     net::HostSocket& socket_;
@@ -106,7 +106,7 @@ public:
 
 private:
     std::optional<net::Incoming> poll_socket(int timeout_ms) override { return socket_.poll(timeout_ms); }
-    bool send_socket(const std::string&, const net::Header& h, std::span<const uint8_t> p) override {
+    bool send_socket(const std::string&, const net::Header& h, std::span<const std::byte> p) override {
         return socket_.send(h, p);
     }
     net::PeerSocket& socket_;

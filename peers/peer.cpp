@@ -203,7 +203,7 @@ void Peer::data_ready(Link& link) {
 
 void Peer::on_state(Link& link, std::span<const std::byte> blob) {
     if (!replica_) throw Error("a state before the welcome");
-    protocol::Reader r(blob, "state");
+    ByteReader r(blob, "state");
     const protocol::StateMeta meta = protocol::decode_state(r.bytes(4096));
     const std::span<const std::byte> state = r.view(blob.size());
     r.finish();
@@ -234,7 +234,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
 }
 
 void Peer::on_update(Link& link, std::span<const std::byte> blob) {
-    protocol::Reader r(blob, "update");
+    ByteReader r(blob, "update");
     const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(1 << 16));
     const std::span<const std::byte> update = r.view(blob.size());
     std::optional<protocol::Moments> moments;  // DES-LOC: checked whole before anything changes
@@ -346,7 +346,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     compute_s_ = Clock::real().seconds_since(t0);
     steps_per_s_ = static_cast<float>(result.steps / compute_s_);
     if (moments_round(*config_, m.round)) send_moments(link, m.round);
-    protocol::Writer w;
+    ByteWriter w;
     // Distributed privacy: the host is not trusted with anything the noise does not cover, the loss included.
     const float loss = config_->privacy.distributed() ? 0.0f : result.mean_loss;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, m.steps, steps_per_s_}));

@@ -27,80 +27,9 @@ const char* type_name(Type t) {
     return "unknown";
 }
 
-void Writer::raw(const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::byte*>(p);
-    out_.insert(out_.end(), b, b + n);
-}
-void Writer::str(const std::string& s) {
-    u32(static_cast<uint32_t>(s.size()));
-    raw(s.data(), s.size());
-}
-void Writer::bytes(std::span<const std::byte> b) {
-    u64(b.size());
-    raw(b.data(), b.size());
-}
-
-std::span<std::byte> Writer::bytes_in_place(std::size_t n) {
-    u64(n);
-    out_.resize(out_.size() + n);
-    return std::span<std::byte>(out_).last(n);
-}
-
-void Reader::raw(void* p, std::size_t n) {
-    if (n > in_.size() - pos_)
-        throw Error(std::string(what_) + ": message truncated (needs " + std::to_string(pos_ + n) + " bytes, has " +
-                    std::to_string(in_.size()) + ")");
-    if (n == 0) return;  // memcpy's pointers must not be null, even for no bytes
-    std::memcpy(p, in_.data() + pos_, n);
-    pos_ += n;
-}
-uint8_t Reader::u8() { uint8_t v; raw(&v, 1); return v; }
-uint32_t Reader::u32() { uint32_t v; raw(&v, 4); return v; }
-uint64_t Reader::u64() { uint64_t v; raw(&v, 8); return v; }
-float Reader::f32() {
-    float v;
-    raw(&v, 4);
-    if (!std::isfinite(v)) throw Error(std::string(what_) + ": non-finite number");
-    return v;
-}
-double Reader::f64() {
-    double v;
-    raw(&v, 8);
-    if (!std::isfinite(v)) throw Error(std::string(what_) + ": non-finite number");
-    return v;
-}
-std::string Reader::str(std::size_t max_len) {
-    const uint32_t n = u32();
-    if (n > max_len) throw Error(std::string(what_) + ": string of " + std::to_string(n) + " bytes exceeds " + std::to_string(max_len));
-    std::string s(n, '\0');
-    raw(s.data(), n);
-    return s;
-}
-std::vector<std::byte> Reader::bytes(std::size_t max_len) {
-    const uint64_t n = u64();
-    if (n > max_len) throw Error(std::string(what_) + ": blob of " + std::to_string(n) + " bytes exceeds " + std::to_string(max_len));
-    std::vector<std::byte> b(n);
-    raw(b.data(), n);
-    return b;
-}
-std::span<const std::byte> Reader::view(std::size_t max_len) {
-    const uint64_t n = u64();
-    if (n > max_len) throw Error(std::string(what_) + ": blob of " + std::to_string(n) + " bytes exceeds " + std::to_string(max_len));
-    if (n > in_.size() - pos_)
-        throw Error(std::string(what_) + ": message truncated (needs " + std::to_string(pos_ + n) + " bytes, has " +
-                    std::to_string(in_.size()) + ")");
-    const std::span<const std::byte> out = in_.subspan(pos_, n);
-    pos_ += n;
-    return out;
-}
-void Reader::finish() const {
-    if (pos_ != in_.size())
-        throw Error(std::string(what_) + ": " + std::to_string(in_.size() - pos_) + " unexpected trailing bytes");
-}
-
 namespace {
 constexpr std::size_t kHashLen = 64;  // hex: a data chunk's BLAKE2b-256, at most a θ hash (XXH3-128, 32)
-std::string hash_field(Reader& r) {
+std::string hash_field(ByteReader& r) {
     std::string h = r.str(kHashLen);
     for (char c : h)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) throw Error("malformed θ hash in message");
@@ -109,7 +38,7 @@ std::string hash_field(Reader& r) {
 }  // namespace
 
 std::vector<std::byte> encode(const Hello& m) {
-    Writer w;
+    ByteWriter w;
     w.u32(m.protocol_version);
     w.str(m.name);
     w.u32(m.devices);
@@ -119,7 +48,7 @@ std::vector<std::byte> encode(const Hello& m) {
     return w.take();
 }
 Hello decode_hello(std::span<const std::byte> b) {
-    Reader r(b, "hello");
+    ByteReader r(b, "hello");
     Hello m;
     m.protocol_version = r.u32();
     if (m.protocol_version != kProtocolVersion)
@@ -135,7 +64,7 @@ Hello decode_hello(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const Welcome& m) {
-    Writer w;
+    ByteWriter w;
     w.u32(m.island_index);
     w.u32(m.num_islands);
     w.str(m.config_toml);
@@ -160,7 +89,7 @@ std::vector<std::byte> encode(const Welcome& m) {
     return w.take();
 }
 Welcome decode_welcome(std::span<const std::byte> b) {
-    Reader r(b, "welcome");
+    ByteReader r(b, "welcome");
     Welcome m;
     m.island_index = r.u32();
     m.num_islands = r.u32();
@@ -205,7 +134,7 @@ Welcome decode_welcome(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const RoundStart& m) {
-    Writer w;
+    ByteWriter w;
     w.u64(m.round);
     w.u32(m.steps);
     w.str(m.theta_hash);
@@ -216,7 +145,7 @@ std::vector<std::byte> encode(const RoundStart& m) {
     return w.take();
 }
 RoundStart decode_round_start(std::span<const std::byte> b) {
-    Reader r(b, "round_start");
+    ByteReader r(b, "round_start");
     RoundStart m;
     m.round = r.u64();
     m.steps = r.u32();
@@ -237,7 +166,7 @@ RoundStart decode_round_start(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const PseudoGradMeta& m) {
-    Writer w;
+    ByteWriter w;
     w.u64(m.round);
     w.f64(m.tokens);
     w.f32(m.mean_loss);
@@ -246,7 +175,7 @@ std::vector<std::byte> encode(const PseudoGradMeta& m) {
     return w.take();
 }
 PseudoGradMeta decode_pseudo_grad(std::span<const std::byte> b) {
-    Reader r(b, "pseudo_grad");
+    ByteReader r(b, "pseudo_grad");
     PseudoGradMeta m;
     m.round = r.u64();
     m.tokens = r.f64();
@@ -259,7 +188,7 @@ PseudoGradMeta decode_pseudo_grad(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const UpdateMeta& m) {
-    Writer w;
+    ByteWriter w;
     w.u64(m.round);
     w.str(m.theta_hash);
     w.u32(m.islands);
@@ -274,7 +203,7 @@ std::vector<std::byte> encode(const UpdateMeta& m) {
     return w.take();
 }
 UpdateMeta decode_update(std::span<const std::byte> b) {
-    Reader r(b, "update");
+    ByteReader r(b, "update");
     UpdateMeta m;
     m.round = r.u64();
     m.theta_hash = hash_field(r);
@@ -305,13 +234,13 @@ UpdateMeta decode_update(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const StateMeta& m) {
-    Writer w;
+    ByteWriter w;
     w.u64(m.round);
     w.str(m.theta_hash);
     return w.take();
 }
 StateMeta decode_state(std::span<const std::byte> b) {
-    Reader r(b, "state");
+    ByteReader r(b, "state");
     StateMeta m;
     m.round = r.u64();
     m.theta_hash = hash_field(r);
@@ -320,13 +249,13 @@ StateMeta decode_state(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const HashReport& m) {
-    Writer w;
+    ByteWriter w;
     w.u64(m.round);
     w.str(m.theta_hash);
     return w.take();
 }
 HashReport decode_hash_report(std::span<const std::byte> b) {
-    Reader r(b, "hash_report");
+    ByteReader r(b, "hash_report");
     HashReport m;
     m.round = r.u64();
     m.theta_hash = hash_field(r);
@@ -335,13 +264,13 @@ HashReport decode_hash_report(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const DataRequest& m) {
-    Writer w;
+    ByteWriter w;
     w.u32(static_cast<uint32_t>(m.chunks.size()));
     for (uint32_t c : m.chunks) w.u32(c);
     return w.take();
 }
 DataRequest decode_data_request(std::span<const std::byte> b) {
-    Reader r(b, "data_request");
+    ByteReader r(b, "data_request");
     DataRequest m;
     const uint32_t n = r.u32();
     if (n == 0 || n > kMaxRequestChunks) throw Error("data_request: " + std::to_string(n) + " chunks (1.." +
@@ -352,7 +281,7 @@ DataRequest decode_data_request(std::span<const std::byte> b) {
 }
 
 std::vector<std::byte> encode(const DataReply& m) {
-    Writer w;
+    ByteWriter w;
     w.str(m.error);
     w.u32(static_cast<uint32_t>(m.chunks.size()));
     for (const auto& [index, tokens] : m.chunks) {
@@ -362,30 +291,27 @@ std::vector<std::byte> encode(const DataReply& m) {
     return w.take();
 }
 DataReply decode_data_reply(std::span<const std::byte> b) {
-    Reader r(b, "data");
+    ByteReader r(b, "data");
     DataReply m;
     m.error = r.str(4096);
     const uint32_t n = r.u32();
     if (n > kMaxRequestChunks) throw Error("data: " + std::to_string(n) + " chunks");
     for (uint32_t i = 0; i < n; ++i) {
         const uint32_t index = r.u32();
-        const std::vector<std::byte> bytes = r.bytes(4 * kMaxChunkTokens);  // the peer checks the size and hash
-        std::vector<uint8_t> tokens(bytes.size());
-        if (!bytes.empty()) std::memcpy(tokens.data(), bytes.data(), bytes.size());
-        m.chunks.emplace_back(index, std::move(tokens));
+        m.chunks.emplace_back(index, r.bytes(4 * kMaxChunkTokens));  // the peer checks the size and hash
     }
     r.finish();
     return m;
 }
 
 std::vector<std::byte> encode(const Reason& m) {
-    Writer w;
+    ByteWriter w;
     w.u32(static_cast<uint32_t>(m.code));
     w.str(m.text);
     return w.take();
 }
 Reason decode_reason(std::span<const std::byte> b) {
-    Reader r(b, "reason");
+    ByteReader r(b, "reason");
     Reason m;
     const uint32_t code = r.u32();
     if (code > static_cast<uint32_t>(ReasonCode::left)) throw Error("reason code " + std::to_string(code) + " is unknown");

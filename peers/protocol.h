@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes.h"
 #include "core/data_manifest.h"
 
 namespace arch::protocol {
@@ -37,48 +38,6 @@ enum class Type : uint16_t {
     moments = 0x010B,      // peer -> host: (transfer) DES-LOC: the island's inner AdamW m and v after round r
 };
 const char* type_name(Type t);
-
-class Writer {
-public:
-    Writer() = default;
-    // Writes into `reuse`'s memory (emptied first): a buffer kept from an earlier message of that size.
-    explicit Writer(std::vector<std::byte> reuse) : out_(std::move(reuse)) { out_.clear(); }
-    void u8(uint8_t v) { raw(&v, 1); }
-    void u32(uint32_t v) { raw(&v, 4); }
-    void u64(uint64_t v) { raw(&v, 8); }
-    void f32(float v) { raw(&v, 4); }
-    void f64(double v) { raw(&v, 8); }
-    void str(const std::string& s);
-    void bytes(std::span<const std::byte> b);
-    // The same layout as bytes(), for n bytes the caller writes into the returned span in place
-    // (a large blob is then built without a second copy). Valid until the next call.
-    std::span<std::byte> bytes_in_place(std::size_t n);
-    std::vector<std::byte> take() { return std::move(out_); }
-
-private:
-    void raw(const void* p, std::size_t n);
-    std::vector<std::byte> out_;
-};
-
-class Reader {
-public:
-    explicit Reader(std::span<const std::byte> in, const char* what) : in_(in), what_(what) {}
-    uint8_t u8();
-    uint32_t u32();
-    uint64_t u64();
-    float f32();
-    double f64();
-    std::string str(std::size_t max_len = 1 << 20);
-    std::vector<std::byte> bytes(std::size_t max_len);
-    std::span<const std::byte> view(std::size_t max_len);  // the same field, not copied: valid while the input is
-    void finish() const;  // throws unless every byte was consumed
-
-private:
-    void raw(void* p, std::size_t n);
-    std::span<const std::byte> in_;
-    std::size_t pos_ = 0;
-    const char* what_;
-};
 
 struct Hello {
     uint32_t protocol_version = kProtocolVersion;
@@ -113,7 +72,7 @@ struct DataRequest {
 struct DataReply {
     std::string error;  // non-empty: the host could not serve them (data.serve off, a shard it cannot read)
     // index, the chunk's tokens as the shard stores them (little-endian, the assignment's token_bytes each)
-    std::vector<std::pair<uint32_t, std::vector<uint8_t>>> chunks;
+    std::vector<std::pair<uint32_t, std::vector<std::byte>>> chunks;
 };
 struct RoundStart {
     uint64_t round = 0;
@@ -169,7 +128,7 @@ struct Moments {
 // The exact encoded size for a model of `params` parameters: u64 round, u64 count, m, then v.
 constexpr uint64_t moments_bytes(uint64_t params) { return 16 + 8 * params; }
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v);
-// The same into `out` (moments_bytes(m.size()) bytes, e.g. Writer::bytes_in_place), with no copy beside it.
+// The same into `out` (moments_bytes(m.size()) bytes, e.g. ByteWriter::bytes_in_place), with no copy beside it.
 void encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v, std::span<std::byte> out);
 // Refuses any size but moments_bytes(params), a count other than params, a non-finite m or v, and a
 // negative v (a second moment; AdamW would take its square root).

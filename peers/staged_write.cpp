@@ -19,7 +19,7 @@ bool StagedWrite::advance(std::size_t budget) {
         const std::size_t n = std::min(budget, part.size() - within_);
         const std::span<const std::byte> piece = part.subspan(within_, n);
         sum_->add(piece);
-        file_->write_at(at_, std::span(reinterpret_cast<const uint8_t*>(piece.data()), piece.size()));
+        file_->write_at(at_, piece);
         at_ += n;
         budget -= n;
         within_ += n;

@@ -10,7 +10,7 @@ namespace arch {
 SharedBlob StateShipping::current(uint64_t round, const diloco::GlobalModel& global) {
     if (blob_ && of_ == global.hash()) return blob_;
     retire();
-    protocol::Writer w(pool_->take());  // the memory of the last copy nobody holds any more
+    ByteWriter w(pool_->take());  // the memory of the last copy nobody holds any more
     w.bytes(protocol::encode(protocol::StateMeta{round, global.hash()}));
     const std::span<std::byte> state = w.bytes_in_place(global.replica_state_bytes());
     global.save_replica_state(state);

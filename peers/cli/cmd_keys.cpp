@@ -24,8 +24,7 @@ HostFiles host_files(const RunConfig& c) {
 
 uint64_t ensure_run_id(const HostFiles& files) {
     if (file_exists(files.run_id)) {
-        const std::vector<uint8_t> b = read_file(files.run_id);
-        const std::string text(b.begin(), b.end());
+        const std::string text = read_text_file(files.run_id, 64);
         try {
             const uint64_t id = std::stoull(text);
             if (id != 0) return id;
@@ -35,7 +34,7 @@ uint64_t ensure_run_id(const HostFiles& files) {
     }
     const uint64_t id = net::random_run_id();
     const std::string text = std::to_string(id) + "\n";
-    write_file_atomic(files.run_id, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    write_text_file_atomic(files.run_id, text);
     return id;
 }
 

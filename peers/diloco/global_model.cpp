@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/bytes.h"
 #include "core/error.h"
 
 namespace arch::diloco {
@@ -303,29 +304,29 @@ void GlobalModel::save_replica_state(std::span<std::byte> out) const {
                     std::to_string(out.size()));
     const uint64_t n = theta_.size(), fragments = applied_.size();
     std::byte* at = out.data();
-    std::memcpy(at, &n, 8);
+    store_le(at, n);
     std::memcpy(at + 8, theta_.data(), n * sizeof(float));
     at += 8 + n * sizeof(float);
-    std::memcpy(at, &fragments, 8);
-    std::memcpy(at + 8, applied_.data(), 8 * fragments);
+    store_le(at, fragments);
+    for (uint64_t p = 0; p < fragments; ++p) store_le(at + 8 + 8 * p, applied_[p]);
 }
 
 void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
     uint64_t n = 0, fragments = 0;
     if (bytes.size() < 8) throw Error("global state is truncated");
-    std::memcpy(&n, bytes.data(), 8);
+    n = load_le<uint64_t>(bytes.data());
     if (n != theta_.size())
         throw Error("global state holds " + std::to_string(n) + " parameters, the model has " + std::to_string(theta_.size()));
     if (bytes.size() != replica_state_bytes()) throw Error("global state is " + std::to_string(bytes.size()) +
                                                            " bytes, expected " + std::to_string(replica_state_bytes()));
     const std::byte* at = bytes.data() + 8 + n * sizeof(float);
-    std::memcpy(&fragments, at, 8);
+    fragments = load_le<uint64_t>(at);
     if (fragments != applied_.size())
         throw Error("global state has " + std::to_string(fragments) + " fragments, the run " + std::to_string(applied_.size()));
     const std::span<const float> theta(reinterpret_cast<const float*>(bytes.data() + 8), n);
     if (!all_finite(theta)) throw Error("global state holds a non-finite parameter");
     std::memcpy(theta_.data(), theta.data(), n * sizeof(float));
-    std::memcpy(applied_.data(), at + 8, 8 * fragments);
+    for (uint64_t p = 0; p < fragments; ++p) applied_[p] = load_le<uint64_t>(at + 8 + 8 * p);
     hash_.clear();
     theta_.release();
 }
@@ -351,7 +352,7 @@ void GlobalModel::save_state(std::span<std::byte> out) const {
     if (out.size() != state_bytes())
         throw Error("global state needs " + std::to_string(state_bytes()) + " bytes, given " + std::to_string(out.size()));
     const uint64_t n = theta_.size();
-    std::memcpy(out.data(), &n, 8);
+    store_le(out.data(), n);
     std::memcpy(out.data() + 8, theta_.data(), n * sizeof(float));
     save_outer_state(out.subspan(8 + n * sizeof(float)));
 }
@@ -370,7 +371,9 @@ void GlobalModel::write_outer_state(const std::function<void(std::span<const std
     require_host("the outer state");
     for (const auto& o : optimizers_) {
         const uint64_t len = o->state_size();
-        if (optimizers_.size() > 1) put(std::as_bytes(std::span(&len, 1)));
+        std::byte prefix[8];
+        store_le(prefix, len);
+        if (optimizers_.size() > 1) put(prefix);
         o->write_state(put);
     }
 }
@@ -379,7 +382,7 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
     require_host("load_state");
     uint64_t n = 0;
     if (bytes.size() < 8) throw Error("global state is truncated");
-    std::memcpy(&n, bytes.data(), 8);
+    n = load_le<uint64_t>(bytes.data());
     if (n != theta_.size() || bytes.size() < 8 + n * sizeof(float))
         throw Error("global state holds " + std::to_string(n) + " parameters, the model has " +
                     std::to_string(theta_.size()));
@@ -396,7 +399,7 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
         for (std::size_t p = 0; p < optimizers_.size(); ++p) {
             uint64_t len = 0;
             if (rest.size() < 8) throw Error("global state is truncated (fragment " + std::to_string(p) + ")");
-            std::memcpy(&len, rest.data(), 8);
+            len = load_le<uint64_t>(rest.data());
             if (len > rest.size() - 8) throw Error("global state is truncated (fragment " + std::to_string(p) + ")");
             parts.push_back(rest.subspan(8, len));
             rest = rest.subspan(8 + len);

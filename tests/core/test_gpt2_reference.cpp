@@ -24,12 +24,12 @@ struct Expected {
 };
 
 Expected read_expected(const std::string& path) {
-    const std::vector<uint8_t> bytes = read_file(path);
+    const std::vector<std::byte> bytes = read_file(path);
     int32_t h[256];
     std::memcpy(h, bytes.data(), sizeof(h));
     REQUIRE(h[0] == 20261129);
     Expected e{h[2], h[3], h[4], h[5], h[6], h[7], {}, {}, {}, {}, {}, 0.0f};
-    const uint8_t* p = bytes.data() + sizeof(h);
+    const std::byte* p = bytes.data() + sizeof(h);
     auto take = [&](auto& vec, std::size_t n) {
         vec.resize(n);
         std::memcpy(vec.data(), p, n * sizeof(vec[0]));

@@ -451,7 +451,7 @@ private:
         }
         const arch::protocol::PseudoGradMeta meta{round, kTokens[s.a >> 5], 4.0f + s.c / 64.0f, 2,
                                                   kSpeeds[(s.b >> 4) & 7] * (1.0f + static_cast<float>(s.peer))};
-        arch::protocol::Writer w;
+        arch::ByteWriter w;
         w.bytes(arch::protocol::encode(meta));
         w.bytes(encoded_);
         std::vector<std::byte> payload = w.take();

@@ -117,10 +117,6 @@ inline std::optional<Incoming> next_message(PeerSocket& peer, int timeout_ms = 1
     return found;
 }
 
-inline std::vector<uint8_t> bytes_of(const std::string& text) {
-    return std::vector<uint8_t>(text.begin(), text.end());
-}
-
 // A fresh temporary folder, removed at scope exit.
 struct TempDir {
     std::filesystem::path path;

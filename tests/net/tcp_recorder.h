@@ -48,7 +48,7 @@ class TcpRecorder {
         thread_.join();
         ::close(listener_);
     }
-    std::vector<uint8_t> recorded() const {  // both directions, in forwarding order
+    std::vector<std::byte> recorded() const {  // both directions, in forwarding order
         std::lock_guard<std::mutex> lock(mutex_);
         return bytes_;
     }
@@ -89,7 +89,7 @@ class TcpRecorder {
 
     void run() {
         std::vector<Pair> pairs;
-        std::vector<uint8_t> buffer(1 << 16);
+        std::vector<std::byte> buffer(1 << 16);
         while (!stopping_) {
             if (cut_.exchange(false))
                 for (auto& p : pairs) close_pair(p);
@@ -131,7 +131,7 @@ class TcpRecorder {
             if (p.client >= 0) close_pair(p);
     }
 
-    static bool send_all(int fd, const uint8_t* data, std::size_t size) {
+    static bool send_all(int fd, const std::byte* data, std::size_t size) {
         while (size > 0) {
             const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
             if (n <= 0) return false;
@@ -148,7 +148,7 @@ class TcpRecorder {
     std::atomic<bool> cut_{false};
     std::atomic<bool> frozen_{false};
     mutable std::mutex mutex_;
-    std::vector<uint8_t> bytes_;
+    std::vector<std::byte> bytes_;
     std::thread thread_;
 };
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "net/message.h"
+#include "tests/test_bytes.h"
 
 using namespace arch::net;
 
@@ -14,7 +15,7 @@ TEST_CASE("header round trip", "[net][message]") {
     h.round = (uint64_t{1} << 40) + 42;  // beyond a u32: the header carries the run's u64 rounds
     h.run_id = 0xdeadbeefcafef00dull;
     h.sequence = 99;
-    const std::vector<uint8_t> payload{1, 2, 3, 4, 5};
+    const std::vector<std::byte> payload = arch::test::bytes_of({1, 2, 3, 4, 5});
     const auto frame = encode_message(h, payload);
     REQUIRE(frame.size() == kHeaderBytes + payload.size());
     std::string error;
@@ -26,13 +27,13 @@ TEST_CASE("header round trip", "[net][message]") {
     CHECK(d->run_id == h.run_id);
     CHECK(d->sequence == h.sequence);
     CHECK(d->payload_bytes == payload.size());
-    CHECK(frame[0] == 'A');  // magic reads "ARCH" on the wire
+    CHECK(frame[0] == std::byte{'A'});  // magic reads "ARCH" on the wire
 }
 
 TEST_CASE("bad headers are rejected with a reason", "[net][message]") {
     Header h;
     h.type = kFirstProtocolType;
-    auto frame = encode_message(h, std::vector<uint8_t>(10, 0xab));
+    auto frame = encode_message(h, arch::test::filled(10, 0xab));
     std::string error;
 
     SECTION("truncated") {
@@ -41,22 +42,22 @@ TEST_CASE("bad headers are rejected with a reason", "[net][message]") {
         CHECK_FALSE(decode_header({}, error));
     }
     SECTION("wrong magic") {
-        frame[0] ^= 0xff;
+        frame[0] ^= std::byte{0xff};
         CHECK_FALSE(decode_header(frame, error));
         CHECK_THAT(error, Catch::Contains("bad magic"));
     }
     SECTION("wrong version") {
-        frame[4] = kVersion + 1;
+        frame[4] = std::byte{kVersion + 1};
         CHECK_FALSE(decode_header(frame, error));
         CHECK_THAT(error, Catch::Contains("unsupported message version " + std::to_string(kVersion + 1)));
     }
     SECTION("payload shorter or longer than declared") {
         CHECK_FALSE(decode_header(std::span(frame).first(frame.size() - 1), error));
         CHECK_THAT(error, Catch::Contains("length mismatch"));
-        frame.push_back(0);
+        frame.push_back(std::byte{0});
         CHECK_FALSE(decode_header(frame, error));
-        frame[16] = 0xff;  // payload_bytes huge
-        frame[19] = 0xff;
+        frame[16] = std::byte{0xff};  // payload_bytes huge
+        frame[19] = std::byte{0xff};
         CHECK_FALSE(decode_header(frame, error));
         CHECK_THAT(error, Catch::Contains("length mismatch"));
     }
@@ -66,8 +67,8 @@ TEST_CASE("random garbage never decodes into a header by accident", "[net][messa
     std::mt19937 rng(7);
     std::string error;
     for (int i = 0; i < 2000; ++i) {
-        std::vector<uint8_t> junk(rng() % 80);
-        for (auto& b : junk) b = static_cast<uint8_t>(rng());
+        std::vector<std::byte> junk(rng() % 80);
+        for (auto& b : junk) b = static_cast<std::byte>(rng());
         CHECK_FALSE(decode_header(junk, error));
         CHECK_FALSE(error.empty());
     }

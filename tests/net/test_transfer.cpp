@@ -8,15 +8,16 @@
 #include "core/error.h"
 #include "net/message.h"
 #include "net/transfer.h"
+#include "tests/test_bytes.h"
 
 using namespace arch::net;
 
 namespace {
 
-std::vector<uint8_t> random_blob(std::size_t n, unsigned seed) {
+std::vector<std::byte> random_blob(std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);
-    std::vector<uint8_t> blob(n);
-    for (auto& b : blob) b = static_cast<uint8_t>(rng());
+    std::vector<std::byte> blob(n);
+    for (auto& b : blob) b = static_cast<std::byte>(rng());
     return blob;
 }
 
@@ -63,8 +64,8 @@ TransferReceiver started(TransferSender& s, ReceiverLimits limits = {}) {
     return r;
 }
 
-std::vector<uint8_t> chunk(uint64_t id, uint32_t session, uint32_t index,
-                           std::span<const uint8_t> data) {
+std::vector<std::byte> chunk(uint64_t id, uint32_t session, uint32_t index,
+                           std::span<const std::byte> data) {
     return encode_chunk(id, session, index, data);
 }
 
@@ -126,15 +127,15 @@ TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[n
     TransferReceiver r = started(s);
     const auto good0 = std::span(blob).first(1000);
     REQUIRE(r.on_message(kTransferChunk, chunk(5, 1, 0, good0)).rejected.empty());
-    const std::vector<uint8_t> data_before(r.data().begin(), r.data().end());
+    const std::vector<std::byte> data_before(r.data().begin(), r.data().end());
     const auto held_before = r.held();
 
-    auto expect_rejected = [&](uint16_t type, const std::vector<uint8_t>& payload,
+    auto expect_rejected = [&](uint16_t type, const std::vector<std::byte>& payload,
                                const std::string& why) {
         const auto step = r.on_message(type, payload);
         INFO(step.rejected);
         CHECK_THAT(step.rejected, Catch::Contains(why));
-        CHECK(std::vector<uint8_t>(r.data().begin(), r.data().end()) == data_before);
+        CHECK(std::vector<std::byte>(r.data().begin(), r.data().end()) == data_before);
         CHECK(r.held() == held_before);
         CHECK(r.chunks_held() == 1);
         return step;
@@ -150,7 +151,7 @@ TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[n
     }
     SECTION("bad checksum asks for a resend") {
         auto payload = chunk(5, 1, 1, std::span(blob).subspan(1000, 1000));
-        payload.back() ^= 1;
+        payload.back() ^= std::byte{1};
         const auto step = expect_rejected(kTransferChunk, payload, "checksum mismatch");
         std::string error;
         REQUIRE(step.replies.size() == 1);
@@ -166,11 +167,11 @@ TEST_CASE("bad chunks are rejected and leave the receiver's data unchanged", "[n
     }
     SECTION("unknown transfer, truncated and garbage payloads, wrong types") {
         expect_rejected(kTransferChunk, chunk(6, 1, 1, good0), "unknown transfer 6");
-        expect_rejected(kTransferChunk, std::vector<uint8_t>(31, 0), "at least 32");
+        expect_rejected(kTransferChunk, arch::test::filled(31, 0), "at least 32");
         expect_rejected(kTransferChunk, {}, "transfer-chunk");
-        expect_rejected(kTransferCredit, std::vector<uint8_t>(20, 0), "unexpected transfer-credit");
+        expect_rejected(kTransferCredit, arch::test::filled(20, 0), "unexpected transfer-credit");
         expect_rejected(kFirstProtocolType, {}, "unexpected type 0x0100");
-        expect_rejected(kTransferAbort, std::vector<uint8_t>(3, 0), "transfer-abort");
+        expect_rejected(kTransferAbort, arch::test::filled(3, 0), "transfer-abort");
     }
     SECTION("a begin for another transfer, or changed parameters") {
         TransferSender other(6, blob, 1000);
@@ -213,7 +214,7 @@ TEST_CASE("begin messages outside the receiver's limits are refused", "[net][tra
     CHECK_THAT(rejected(BeginMsg{77, 8192, 8192, 1, 0, {}}), Catch::Contains("chunk size"));
     CHECK_THAT(rejected(BeginMsg{77, 8192, 0, 0, 0, {}}), Catch::Contains("chunk size"));
     CHECK_THAT(rejected(BeginMsg{77, 8192, 4096, 3, 0, {}}), Catch::Contains("chunk count"));
-    CHECK_THAT(r.on_message(kTransferBegin, std::vector<uint8_t>(43, 0)).rejected,
+    CHECK_THAT(r.on_message(kTransferBegin, arch::test::filled(43, 0)).rejected,
                Catch::Contains("expected 44"));
     CHECK_FALSE(r.active());
     CHECK(rejected(m).empty());
@@ -243,10 +244,10 @@ TEST_CASE("random garbage fed to both state machines never crashes them", "[net]
     TransferReceiver r = started(s, limits);
     std::mt19937 rng(8);
     for (int i = 0; i < 3000; ++i) {
-        std::vector<uint8_t> junk(rng() % 120);
-        for (auto& b : junk) b = static_cast<uint8_t>(rng());
+        std::vector<std::byte> junk(rng() % 120);
+        for (auto& b : junk) b = static_cast<std::byte>(rng());
         if (junk.size() >= 8 && rng() % 2)
-            junk[0] = 11, std::fill(junk.begin() + 1, junk.begin() + 8, 0);
+            junk[0] = std::byte{11}, std::fill(junk.begin() + 1, junk.begin() + 8, std::byte{0});
         const auto type = static_cast<uint16_t>(kTransferBegin + rng() % 7);
         (void)r.on_message(type, junk);
         (void)s.on_message(type, junk);

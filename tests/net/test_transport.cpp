@@ -7,6 +7,7 @@
 #include "net/message.h"
 #include "net_fixture.h"
 #include "tcp_recorder.h"
+#include "tests/test_bytes.h"
 
 using namespace arch::net;
 using namespace arch::net::test;
@@ -23,9 +24,7 @@ Header header(uint16_t type, uint32_t round = 0) {
     return h;
 }
 
-std::string text_of(const std::vector<uint8_t>& bytes) {
-    return std::string(bytes.begin(), bytes.end());
-}
+using arch::test::text_of;
 
 // A bare libzmq DEALER, optionally CURVE, for clients that misbehave below PeerSocket's API.
 zmq::socket_t raw_dealer(zmq::context_t& ctx, const std::string& endpoint,
@@ -42,10 +41,10 @@ zmq::socket_t raw_dealer(zmq::context_t& ctx, const std::string& endpoint,
     return s;
 }
 
-std::vector<uint8_t> frame(uint16_t type, const std::string& payload, uint64_t run_id = kRunId) {
+std::vector<std::byte> frame(uint16_t type, const std::string& payload, uint64_t run_id = kRunId) {
     Header h = header(type);
     h.run_id = run_id;
-    return encode_message(h, bytes_of(payload));
+    return encode_message(h, arch::test::text_bytes(payload));
 }
 
 }  // namespace
@@ -59,7 +58,7 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
     HostSocket host(host_options(host_keys, allow, log));
 
     PeerSocket good_peer(peer_options(host.endpoint(), host_keys.public_key, good, log));
-    REQUIRE(good_peer.send(header(kHello), bytes_of("good-1")));
+    REQUIRE(good_peer.send(header(kHello), arch::test::text_bytes("good-1")));
     auto first = next_message(host);
     REQUIRE(first);
     CHECK(first->peer_key == good.public_key);
@@ -69,19 +68,19 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
     LogSink stranger_log;
     PeerSocket unlisted(
         peer_options(host.endpoint(), host_keys.public_key, stranger, stranger_log));
-    unlisted.send(header(kHello), bytes_of("from-unlisted"));
+    unlisted.send(header(kHello), arch::test::text_bytes("from-unlisted"));
     zmq::context_t ctx;
     zmq::socket_t plain = raw_dealer(ctx, host.endpoint(), nullptr, nullptr);
     plain.send(zmq::buffer(frame(kHello, "from-plain")), zmq::send_flags::dontwait);
     PeerSocket wrong_server(
         peer_options(host.endpoint(), generate_keypair().public_key, good, log));
-    wrong_server.send(header(kHello), bytes_of("from-wrong-server-key"));
+    wrong_server.send(header(kHello), arch::test::text_bytes("from-wrong-server-key"));
 
     // Meanwhile the good peer keeps talking; the host must see only its messages.
     int good_seen = 0, sent = 1;
     const bool all_refusals_logged = wait_for([&] {
         if (sent - good_seen < 3 && sent < 200)
-            good_peer.send(header(kHello), bytes_of("good-" + std::to_string(++sent)));
+            good_peer.send(header(kHello), arch::test::text_bytes("good-" + std::to_string(++sent)));
         if (auto in = host.poll(20); in && in->kind == Incoming::Kind::message) {
             CHECK(in->peer_key == good.public_key);
             CHECK(text_of(in->payload).rfind("good-", 0) == 0);
@@ -128,7 +127,7 @@ TEST_CASE("malformed frames from an authenticated peer are dropped with a reason
     zmq::context_t ctx;
     zmq::socket_t raw = raw_dealer(ctx, host.endpoint(), &host_keys.public_key, &client);
 
-    auto send_raw = [&](const std::vector<uint8_t>& bytes) {
+    auto send_raw = [&](const std::vector<std::byte>& bytes) {
         raw.send(zmq::buffer(bytes), zmq::send_flags::none);
     };
     send_raw(frame(kHello, "first"));
@@ -137,16 +136,16 @@ TEST_CASE("malformed frames from an authenticated peer are dropped with a reason
     CHECK(text_of(in->payload) == "first");
 
     auto bad_magic = frame(kHello, "x");
-    bad_magic[1] ^= 0x55;
+    bad_magic[1] ^= std::byte{0x55};
     auto bad_version = frame(kHello, "x");
-    bad_version[4] = 9;
+    bad_version[4] = std::byte{9};
     auto bad_length = frame(kHello, "xyz");
     bad_length.pop_back();
-    send_raw(bytes_of("complete garbage, not a header at all"));
+    send_raw(arch::test::text_bytes("complete garbage, not a header at all"));
     send_raw(bad_magic);
     send_raw(bad_version);
     const auto whole = frame(kHello, "x");
-    send_raw(std::vector<uint8_t>(whole.begin(), whole.begin() + 20));
+    send_raw(std::vector<std::byte>(whole.begin(), whole.begin() + 20));
     send_raw(bad_length);
     send_raw(frame(kHello, "other run", kRunId + 1));
     raw.send(zmq::buffer(frame(kHello, "part 1")), zmq::send_flags::sndmore);
@@ -223,11 +222,11 @@ TEST_CASE("the host sees peers connect, leave, and go silent", "[net][transport]
     {
         PeerSocket peer(peer_options(relay.endpoint(), host_keys.public_key, a, log));
         REQUIRE(wait_for([&] { return peer.poll(20) && peer.connected(); }));
-        peer.send(header(kHello), bytes_of("hi"));
+        peer.send(header(kHello), arch::test::text_bytes("hi"));
         CHECK(next_event(Incoming::Kind::connected, 5000));
         CHECK(host.connected(a.public_key));
         // Host replies by key.
-        REQUIRE(host.send(a.public_key, header(kReport, 3), bytes_of("welcome")));
+        REQUIRE(host.send(a.public_key, header(kReport, 3), arch::test::text_bytes("welcome")));
         auto reply = next_message(peer);
         REQUIRE(reply);
         CHECK(reply->header.round == 3);
@@ -241,21 +240,21 @@ TEST_CASE("the host sees peers connect, leave, and go silent", "[net][transport]
             const auto took = std::chrono::steady_clock::now() - start;
             CHECK(took < std::chrono::milliseconds(test_limits().heartbeat_timeout_ms + 1500));
             CHECK_FALSE(host.connected(a.public_key));
-            CHECK_FALSE(host.send(a.public_key, header(kReport), bytes_of("anyone?")));
+            CHECK_FALSE(host.send(a.public_key, header(kReport), arch::test::text_bytes("anyone?")));
             relay.resume();
             relay.cut();  // let the peer notice and reconnect (backoff) on a fresh connection
             REQUIRE(wait_for([&] {
                 peer.poll(20);
                 return peer.connected();
             }));
-            peer.send(header(kHello), bytes_of("back"));
+            peer.send(header(kHello), arch::test::text_bytes("back"));
             auto in = next_message(host);
             REQUIRE(in);
             CHECK(text_of(in->payload) == "back");
         }
         SECTION("removing a key from the allow-list stops its messages") {
             host.set_allow_list(AllowList{});
-            peer.send(header(kHello), bytes_of("still here?"));
+            peer.send(header(kHello), arch::test::text_bytes("still here?"));
             CHECK(wait_for([&] {
                 host.poll(20);
                 return log.contains("no longer on the allow-list");
@@ -281,11 +280,11 @@ TEST_CASE("bytes are counted per message type, as sent on the wire", "[net][tran
     for (int i = 0; i < 20; ++i) {
         const std::string payload(static_cast<std::size_t>(100 * i + 1), 'p');
         const uint16_t type = i % 3 == 0 ? kReport : kHello;
-        REQUIRE(peer.send(header(type), bytes_of(payload)));
+        REQUIRE(peer.send(header(type), arch::test::text_bytes(payload)));
         (type == kReport ? report_bytes : hello_bytes) += kHeaderBytes + payload.size();
     }
     for (int i = 0; i < 20; ++i) REQUIRE(next_message(host));
-    REQUIRE(host.send(a.public_key, header(kReport), bytes_of(std::string(50000, 'r'))));
+    REQUIRE(host.send(a.public_key, header(kReport), arch::test::text_bytes(std::string(50000, 'r'))));
     REQUIRE(next_message(peer));
 
     const auto& sent = peer.traffic().sent;

@@ -7,17 +7,19 @@
 #include <random>
 #include <thread>
 
+#include "core/bytes.h"
 #include "net/transfer_blocking.h"
 #include "net_fixture.h"
 #include "tcp_recorder.h"
+#include "tests/test_bytes.h"
 
 using namespace arch::net;
 using namespace arch::net::test;
 
 namespace {
 
-std::vector<uint8_t> random_blob(std::size_t n, unsigned seed) {
-    std::vector<uint8_t> blob(n);
+std::vector<std::byte> random_blob(std::size_t n, unsigned seed) {
+    std::vector<std::byte> blob(n);
     std::mt19937_64 rng(seed);
     for (std::size_t i = 0; i + 8 <= n; i += 8) {
         const uint64_t v = rng();
@@ -30,7 +32,7 @@ uint16_t port_of(const std::string& endpoint) {
     return static_cast<uint16_t>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
 }
 
-bool contains(const std::vector<uint8_t>& haystack, std::span<const uint8_t> needle) {
+bool contains(const std::vector<std::byte>& haystack, std::span<const std::byte> needle) {
     return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) !=
            haystack.end();
 }
@@ -78,7 +80,7 @@ TEST_CASE("a 40 MB blob crosses a CURVE link with credit flow control", "[net][t
     HostSocket host(host_options(host_keys, allow, log));
     const auto blob = random_blob(40'000'000, 1);
 
-    std::optional<std::vector<uint8_t>> received;
+    std::optional<std::vector<std::byte>> received;
     std::string receive_error;
     std::thread host_thread([&] {
         TransferReceiver receiver(receiver_limits());
@@ -136,7 +138,7 @@ TEST_CASE("a transfer resumes after the peer's socket dies mid-way", "[net][tran
     const uint32_t held = receiver.chunks_held();
     REQUIRE(held >= 10);
     REQUIRE(held < receiver.chunk_count());
-    const std::vector<uint8_t> partial(receiver.data().begin(), receiver.data().end());
+    const std::vector<std::byte> partial(receiver.data().begin(), receiver.data().end());
 
     // Second attempt: a new socket with the same keys, a new sender for the same transfer id.
     PeerSocket peer(peer_options(host.endpoint(), host_keys.public_key, peer_keys, log));
@@ -166,17 +168,18 @@ TEST_CASE("a loopback capture holds no plaintext of the protocol", "[net][transp
     PeerSocket peer(peer_options(relay.endpoint(), host_keys.public_key, peer_keys, log));
 
     const std::string canary = "ARCHIPELAGO-PLAINTEXT-CANARY-0123456789";
-    std::vector<uint8_t> blob;
-    for (int i = 0; i < 3000; ++i) blob.insert(blob.end(), canary.begin(), canary.end());
+    std::vector<std::byte> blob;
+    const std::vector<std::byte> canary_once = arch::test::text_bytes(canary);
+    for (int i = 0; i < 3000; ++i) blob.insert(blob.end(), canary_once.begin(), canary_once.end());
 
     Header h;
     h.type = kFirstProtocolType;
     h.round = 0x01020304;
-    REQUIRE(peer.send(h, bytes_of(canary)));
+    REQUIRE(peer.send(h, arch::test::text_bytes(canary)));
     auto in = next_message(host);
     REQUIRE(in);
-    REQUIRE(std::string(in->payload.begin(), in->payload.end()) == canary);
-    REQUIRE(host.send(peer_keys.public_key, h, bytes_of(canary)));
+    REQUIRE(arch::test::text_of(in->payload) == canary);
+    REQUIRE(host.send(peer_keys.public_key, h, arch::test::text_bytes(canary)));
     REQUIRE(next_message(peer));
 
     std::thread host_thread([&] {
@@ -194,14 +197,14 @@ TEST_CASE("a loopback capture holds no plaintext of the protocol", "[net][transp
 
     const auto wire = relay.recorded();
     REQUIRE(wire.size() > blob.size());  // everything did go through the relay
-    uint8_t run_id[8], magic[4];
-    for (int i = 0; i < 8; ++i) run_id[i] = static_cast<uint8_t>(kRunId >> (8 * i));
-    for (int i = 0; i < 4; ++i) magic[i] = static_cast<uint8_t>(kMagic >> (8 * i));
-    const auto canary_bytes = bytes_of(canary);
+    std::byte run_id[8], magic[4];
+    arch::store_le(run_id, kRunId);
+    arch::store_le(magic, kMagic);
+    const auto canary_bytes = arch::test::text_bytes(canary);
     CHECK_FALSE(contains(wire, run_id));
     CHECK_FALSE(contains(wire, magic));
     CHECK_FALSE(contains(wire, std::span(canary_bytes).first(16)));
-    CHECK_FALSE(contains(wire, bytes_of("transfer")));
+    CHECK_FALSE(contains(wire, arch::test::text_bytes("transfer")));
     // The capture does show the ZMTP greeting naming the mechanism, and nothing else readable.
-    CHECK(contains(wire, bytes_of("CURVE")));
+    CHECK(contains(wire, arch::test::text_bytes("CURVE")));
 }

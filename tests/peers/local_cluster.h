@@ -163,7 +163,7 @@ public:
         std::vector<protocol::UpdateMeta> out;
         for (const LocalNet::Sent& s : net_.sent_by_host()) {
             if (s.type != protocol::Type::update) continue;
-            protocol::Reader r(s.payload, "update");
+            ByteReader r(s.payload, "update");
             protocol::UpdateMeta m = protocol::decode_update(r.bytes(4096));
             if (out.empty() || out.back().round != m.round) out.push_back(std::move(m));
         }

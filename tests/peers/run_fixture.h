@@ -74,8 +74,8 @@ inline int count(const std::string& text, const std::string& needle) {
     return n;
 }
 
-inline bool contains_bytes(const std::vector<uint8_t>& hay, const void* needle, std::size_t n) {
-    const auto* p = static_cast<const uint8_t*>(needle);
+inline bool contains_bytes(const std::vector<std::byte>& hay, const void* needle, std::size_t n) {
+    const auto* p = static_cast<const std::byte*>(needle);
     return std::search(hay.begin(), hay.end(), p, p + n) != hay.end();
 }
 
@@ -123,7 +123,7 @@ struct HandPeer {
         island = protocol::decode_welcome(welcome->payload).island_index;
         const std::optional<LinkEvent> state = wait_event(protocol::Type::state, 60);
         REQUIRE(state);
-        protocol::Reader reader(state->payload, "state");
+        ByteReader reader(state->payload, "state");
         const protocol::StateMeta meta = protocol::decode_state(reader.bytes(4096));
         const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, update counts
         std::size_t params = 0;
@@ -140,7 +140,7 @@ struct HandPeer {
         return protocol::decode_round_start(start->payload);
     }
     void send_grad(uint64_t round, const std::vector<float>& delta, double tokens) {
-        protocol::Writer w;
+        ByteWriter w;
         w.bytes(protocol::encode(protocol::PseudoGradMeta{round, tokens, 4.0f, 3, 1.0f}));
         w.bytes(compression::make_codec("fp32")->encode(delta));
         link->send_blob(host_key, protocol::Type::pseudo_grad, round, std::make_shared<const std::vector<std::byte>>(w.take()));

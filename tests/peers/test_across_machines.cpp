@@ -191,7 +191,7 @@ TEST_CASE("bad data is refused by name and nothing partial is used") {
         CHECK(islands == 0);
         for (const auto& e : fs::directory_iterator(m.peer_dir(1) + "/work/data/chunks")) {
             // Only chunks of the unchanged shard may have been kept, each one verified.
-            const std::vector<uint8_t> bytes = read_file(e.path().string());
+            const std::vector<std::byte> bytes = read_file(e.path().string());
             std::vector<uint16_t> t(bytes.size() / 2);
             std::memcpy(t.data(), bytes.data(), bytes.size());
             CHECK(e.path().stem().string() == hash_tokens(t));

@@ -26,6 +26,7 @@
 #include "peers/staged_write.h"
 #include "tests/core/temp_dir.h"
 #include "tests/peers/run_fixture.h"
+#include "tests/test_bytes.h"
 
 using namespace arch;
 using namespace arch::test;
@@ -112,9 +113,9 @@ TEST_CASE("a failed write is reported, not thrown; write_now writes on the calle
 TEST_CASE("a file written in parts, out of order and by two threads, replaces the old one only when committed") {
     TempDir dir;
     const std::string path = dir.file("host.state");
-    const std::vector<uint8_t> before(64, 0xAB);
+    const std::vector<std::byte> before = arch::test::filled(64, 0xAB);
     write_file_atomic(path, before);
-    const std::vector<uint8_t> head = {1, 2, 3, 4}, tail = {5, 6, 7, 8};
+    const std::vector<std::byte> head = arch::test::bytes_of({1, 2, 3, 4}), tail = arch::test::bytes_of({5, 6, 7, 8});
     {
         AtomicFile dropped(path);
         dropped.write_at(4, tail);
@@ -127,7 +128,7 @@ TEST_CASE("a file written in parts, out of order and by two threads, replaces th
     std::thread([&] { file.write_at(0, head); }).join();  // the writer's part, on its thread
     CHECK(read_file(path) == before);  // nothing shows until the commit
     file.commit();
-    CHECK(read_file(path) == std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK(read_file(path) == arch::test::bytes_of({1, 2, 3, 4, 5, 6, 7, 8}));
     CHECK_THROWS_AS(file.write_at(0, head), Error);
 }
 
@@ -147,13 +148,13 @@ TEST_CASE("a staged write puts its parts after one another a budget at a time, h
     while (!staged.advance(4096)) ++turns;
     CHECK(turns == 2);  // 10003 bytes at 4096 a turn: the third turn ends it
     CHECK(staged.end() == 5 + 3 + big.size());
-    file.write_at(0, std::vector<uint8_t>(5, 0xEE));
+    file.write_at(0, arch::test::filled(5, 0xEE));
     file.commit();
     std::vector<std::byte> want = {std::byte{1}, std::byte{2}, std::byte{3}};
     want.insert(want.end(), big.begin(), big.end());
     const std::span<const std::byte> parts[] = {want};
     CHECK(sum.hex() == diloco::checksum(parts));
-    const std::vector<uint8_t> got = read_file(path);
+    const std::vector<std::byte> got = read_file(path);
     REQUIRE(got.size() == 5 + want.size());
     CHECK(std::equal(want.begin(), want.end(), reinterpret_cast<const std::byte*>(got.data()) + 5));
 }
@@ -161,12 +162,12 @@ TEST_CASE("a staged write puts its parts after one another a budget at a time, h
 TEST_CASE("a writer killed in the middle of a checkpoint leaves the previous one whole") {
     TempDir dir;
     const std::string path = dir.file("host.state");
-    const std::vector<uint8_t> before(1 << 20, 0xAB);
+    const std::vector<std::byte> before = arch::test::filled(1 << 20, 0xAB);
     write_file_atomic(path, before);
     // A child writes 512 MiB over it and is SIGKILLed once its .tmp holds some of them.
     const pid_t child = ::fork();
     if (child == 0) {
-        const std::vector<uint8_t> big(512u << 20, 0xCD);
+        const std::vector<std::byte> big = arch::test::filled(512u << 20, 0xCD);
         write_file_atomic(path, big);
         ::_exit(0);
     }

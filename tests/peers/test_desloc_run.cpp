@@ -119,7 +119,7 @@ TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or 
     by_hand.send_grad(rs.round, std::vector<float>(params, 0.0f), 3.0 * 2 * 16);
     const std::optional<LinkEvent> update = by_hand.wait_event(protocol::Type::update, 120);
     REQUIRE(update);
-    protocol::Reader reader(update->payload, "update");
+    ByteReader reader(update->payload, "update");
     const protocol::UpdateMeta meta = protocol::decode_update(reader.bytes(1 << 16));
     CHECK(meta.islands == 2);
     REQUIRE(meta.moments_from.size() == 1);

@@ -54,7 +54,7 @@ std::unique_ptr<net::PeerSocket> raw_socket(const Run& run, int i) {
     return std::make_unique<net::PeerSocket>(so);
 }
 
-void send_raw(net::PeerSocket& socket, uint16_t type, std::span<const uint8_t> payload) {
+void send_raw(net::PeerSocket& socket, uint16_t type, std::span<const std::byte> payload) {
     net::Header h;
     h.type = type;
     socket.send(h, payload);
@@ -118,7 +118,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     protocol::Hello hello;
     hello.name = "attacker";
     const std::vector<std::byte> hello_bytes = protocol::encode(hello);
-    const std::span<const uint8_t> hello_payload(reinterpret_cast<const uint8_t*>(hello_bytes.data()), hello_bytes.size());
+    const std::span<const std::byte> hello_payload(reinterpret_cast<const std::byte*>(hello_bytes.data()), hello_bytes.size());
     attacker.leave();
     for (int burst = 0; burst < 5; ++burst) {
         auto socket = raw_socket(run, 3);
@@ -130,7 +130,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     {
         auto socket = raw_socket(run, 3);
         const std::vector<std::byte> report = protocol::encode(protocol::HashReport{0, std::string(64, 'f')});
-        const std::span<const uint8_t> report_payload(reinterpret_cast<const uint8_t*>(report.data()), report.size());
+        const std::span<const std::byte> report_payload(reinterpret_cast<const std::byte*>(report.data()), report.size());
         const auto flood = Clock::real().now();
         for (int i = 0; seconds_since(flood) < 20 && i < 20000; ++i) {
             send_raw(*socket, static_cast<uint16_t>(protocol::Type::hello), hello_payload);
@@ -220,12 +220,12 @@ std::pair<std::string, std::string> async_run_with_reconnect(bool replay) {
     auto first = std::make_unique<HandPeer>(run, 1);
     const std::vector<float> delta(first->join("replayer"), 1e-3f);
     const protocol::RoundStart rs = first->wait_round_start();
-    protocol::Writer w;
+    ByteWriter w;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{rs.round, 32.0, 4.0f, 3, 1.0f}));
     w.bytes(compression::make_codec("fp32")->encode(delta));
     const std::vector<std::byte> blob = w.take();
-    const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(blob.data()),
-                                     reinterpret_cast<const uint8_t*>(blob.data()) + blob.size());
+    const std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(blob.data()),
+                                     reinterpret_cast<const std::byte*>(blob.data()) + blob.size());
     const uint32_t tag = static_cast<uint32_t>(protocol::Type::pseudo_grad);
     std::string error;
     net::TransferSender sender(0x5eed, bytes, NetLink::kChunkBytes, tag);
@@ -243,7 +243,7 @@ std::pair<std::string, std::string> async_run_with_reconnect(bool replay) {
     second->send_grad(next.round, delta, 32.0);
     const std::optional<LinkEvent> update = second->wait_event(protocol::Type::update, 60);
     REQUIRE(update);
-    protocol::Reader reader(update->payload, "update");
+    ByteReader reader(update->payload, "update");
     const protocol::UpdateMeta meta = protocol::decode_update(reader.bytes(4096));
     second->report(meta.round + 1, meta.theta_hash);
     if (host->wait(120) != 0) FAIL(host->log());

@@ -39,8 +39,8 @@ std::string shell(const std::string& cmd) {
 }
 
 // Tokens as a uint16 shard stores them, which is how chunks travel.
-std::vector<uint8_t> bytes_of(const std::vector<uint16_t>& tokens) {
-    std::vector<uint8_t> b(2 * tokens.size());
+std::vector<std::byte> bytes_of(const std::vector<uint16_t>& tokens) {
+    std::vector<std::byte> b(2 * tokens.size());
     if (!b.empty()) std::memcpy(b.data(), tokens.data(), b.size());
     return b;
 }

@@ -37,7 +37,7 @@ std::vector<std::vector<float>> aggregates(Cluster& c, std::size_t n) {
     uint64_t last = UINT64_MAX;
     for (const LocalNet::Sent& s : c.net().sent_by_host()) {
         if (s.type != protocol::Type::update) continue;
-        protocol::Reader r(s.payload, "update");
+        ByteReader r(s.payload, "update");
         const protocol::UpdateMeta m = protocol::decode_update(r.bytes(4096));
         const std::vector<std::byte> update = r.bytes(s.payload.size());
         if (m.round == last) continue;

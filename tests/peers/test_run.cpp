@@ -33,6 +33,7 @@
 #include "tests/net/tcp_recorder.h"
 #include "tests/peers/process.h"
 #include "tests/peers/run_fixture.h"
+#include "tests/test_bytes.h"
 
 using namespace arch;
 using arch::test::free_port;
@@ -77,12 +78,12 @@ TEST_CASE("islands end every round bit-identical to the host; the wire holds no 
     CHECK(count(p1->log(), "matches the host") == 3);
     CHECK(count(p2->log(), "matches the host") == 3);
 
-    const std::vector<uint8_t> wire = relay.recorded();
+    const std::vector<std::byte> wire = relay.recorded();
     CHECK(wire.size() > 3'000'000);  // three fp32 pseudo-gradients of ~2.9 MB went through it
     const uint64_t run_id = net::Invite::load(run.invite(1)).run_id;
     CHECK_FALSE(contains_bytes(wire, &run_id, 8));
     // Six bytes or more: a 4-byte string turns up by chance in megabytes of ciphertext (~0.1%).
-    uint8_t header[net::kHeaderBytes];
+    std::byte header[net::kHeaderBytes];
     net::encode_header(net::Header{}, header);
     CHECK_FALSE(contains_bytes(wire, header, 6));  // every frame starts with magic and version
     CHECK_FALSE(contains_bytes(wire, "steps_per_round", 15));
@@ -174,17 +175,18 @@ TEST_CASE("a host.state of version 1 (checked with BLAKE2b) is still read; a cor
     // The version 2 file the run wrote, turned into version 1: its magic, and BLAKE2b-256 in place of
     // XXH3-128 as the checksum of everything before it (a u32 length, then the hex).
     const std::string path = run.dir.file("host") + "/host.state";
-    const std::vector<uint8_t> v2 = read_file(path);
+    const std::vector<std::byte> v2 = read_file(path);
     REQUIRE(v2.size() > 8 + 4 + 32);
     REQUIRE(std::memcmp(v2.data(), "ARCHHST2", 8) == 0);
-    std::vector<uint8_t> v1(v2.begin(), v2.end() - (4 + 32));
-    v1[7] = '1';
+    std::vector<std::byte> v1(v2.begin(), v2.end() - (4 + 32));
+    v1[7] = std::byte{'1'};
     const std::string blake = diloco::hash_bytes(std::as_bytes(std::span(v1)));
     const uint32_t length = static_cast<uint32_t>(blake.size());
-    const auto* l = reinterpret_cast<const uint8_t*>(&length);
+    const auto* l = reinterpret_cast<const std::byte*>(&length);
     v1.insert(v1.end(), l, l + 4);
-    v1.insert(v1.end(), blake.begin(), blake.end());
-    write_file(path, std::string(v1.begin(), v1.end()));
+    const std::vector<std::byte> hex = arch::test::text_bytes(blake);
+    v1.insert(v1.end(), hex.begin(), hex.end());
+    write_file(path, arch::test::text_of(v1));
     {
         auto host = run.host();
         CHECK(host->wait_for("resumed from", 60));
@@ -193,8 +195,8 @@ TEST_CASE("a host.state of version 1 (checked with BLAKE2b) is still read; a cor
         INFO(host->log());
         CHECK(host->log().find("at round 1") != std::string::npos);
     }
-    v1[v1.size() / 2] ^= 1;  // a bit of the state flipped
-    write_file(path, std::string(v1.begin(), v1.end()));
+    v1[v1.size() / 2] ^= std::byte{1};  // a bit of the state flipped
+    write_file(path, arch::test::text_of(v1));
     auto host = run.host();
     CHECK(host->wait(60) != 0);
     CHECK(host->log().find("checksum mismatch") != std::string::npos);
@@ -236,7 +238,7 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
             const float nan = std::nanf("");
             std::memcpy(payload.data() + payload.size() - sizeof(float), &nan, sizeof(float));
         }
-        protocol::Writer w;
+        ByteWriter w;
         w.bytes(protocol::encode(protocol::PseudoGradMeta{round, 32.0, 1.0f, 3, 1.0f}));
         w.bytes(payload);
         link.send_blob(hostkey, protocol::Type::pseudo_grad, round, std::make_shared<const std::vector<std::byte>>(w.take()));
@@ -289,7 +291,7 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
         liar.send_grad(rs.round, delta, tokens);
         const std::optional<LinkEvent> update = liar.wait_event(protocol::Type::update, 120);
         REQUIRE(update);
-        protocol::Reader ur(update->payload, "update");
+        ByteReader ur(update->payload, "update");
         const protocol::UpdateMeta um = protocol::decode_update(ur.bytes(4096));
         CHECK(um.islands == 4);  // the liar was counted, not dropped: its Δ was clipped and its weight capped
         CHECK(std::isfinite(um.val_loss));
@@ -410,10 +412,10 @@ TEST_CASE("model.init and init_hf: round 0 starts from the host's checkpoint, wh
         small.get_params(small_theta);
         const std::string wrong = run.dir.file("wrong.bin");
         write_checkpoint(wrong, other, small_theta);
-        std::vector<uint8_t> cut = read_file(ckpt);
+        std::vector<std::byte> cut = read_file(ckpt);
         cut.resize(cut.size() - 100);
         const std::string truncated = run.dir.file("truncated.bin");
-        write_file(truncated, std::string(cut.begin(), cut.end()));
+        write_file(truncated, arch::test::text_of(cut));
         for (const std::string& bad : {wrong, truncated}) {
             INFO(bad);
             set_model_init(run, bad);
