@@ -13,6 +13,7 @@
 
 #include "bench/bench_cli.h"
 #include "core/adamw.h"
+#include "core/model_family.h"
 #include "core/transformer.h"
 #include "core/rng.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -26,7 +27,7 @@ namespace {
 // the attention projection and the MLP (GPT-2: 4C wide; Llama: gate and up F wide, then down).
 double forward_flops(const ModelConfig& c, int B, int T) {
     const double N = static_cast<double>(B) * T, C = c.channels, L = c.num_layers, QKV = qkv_channels(c);
-    const double mlp = c.family == ModelFamily::llama ? 3.0 * C * c.ffn_hidden : 8.0 * C * C;
+    const double mlp = family_spec(c.family).mlp_flops_per_token(c);
     const double matmuls = 2.0 * N * (C * QKV + C * C + mlp) * L + 2.0 * N * C * c.padded_vocab_size;
     const double attention = 2.0 * 2.0 * B * static_cast<double>(T) * T * C * L;  // q.k and att.v, full T x T
     return matmuls + attention;

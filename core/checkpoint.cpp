@@ -1,5 +1,6 @@
 // core/checkpoint.cpp: llm.c checkpoint read/write with full validation; the Llama family's
-// safetensors checkpoints are core/checkpoint_safetensors.h's, picked here by family and by content.
+// safetensors checkpoints are core/checkpoint_safetensors.h's: read by content, written by the family's
+// registration (core/model_family.h).
 #include "core/checkpoint.h"
 
 #include <cstring>
@@ -8,6 +9,7 @@
 #include "core/checkpoint_safetensors.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/model_family.h"
 
 namespace arch {
 
@@ -80,7 +82,10 @@ std::vector<float> read_checkpoint_params(const std::string& path, const ModelCo
 }
 
 void write_checkpoint(const std::string& path, const ModelConfig& config, std::span<const float> params) {
-    if (config.family == ModelFamily::llama) return write_safetensors_checkpoint(path, config, params);
+    family_spec(config.family).write_checkpoint(path, config, params);
+}
+
+void write_llmc_checkpoint(const std::string& path, const ModelConfig& config, std::span<const float> params) {
     ParamLayout layout(config);
     if (params.size() != layout.num_params())
         throw Error("write_checkpoint: " + std::to_string(params.size()) + " params given, the model has " +

@@ -22,7 +22,9 @@ ModelConfig read_checkpoint_config(const std::string& path);
 // Returns the parameters in ParamLayout (buffer) order.
 std::vector<float> read_checkpoint_params(const std::string& path, const ModelConfig& expected);
 
-// params in buffer order, size layout.num_params().
+// params in buffer order, size layout.num_params(), in the family's checkpoint format.
 void write_checkpoint(const std::string& path, const ModelConfig& config, std::span<const float> params);
+// llm.c's format (GPT-2's registration writes its checkpoints with it).
+void write_llmc_checkpoint(const std::string& path, const ModelConfig& config, std::span<const float> params);
 
 }  // namespace arch

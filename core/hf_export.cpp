@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hf_llama.h"
+#include "core/model_family.h"
 #include "core/param_layout.h"
 #include "core/safetensors.h"
 
@@ -103,8 +104,7 @@ void export_hf_llama(const std::string& dir, const ModelConfig& c, std::span<con
 }
 
 void export_hf(const std::string& dir, const ModelConfig& c, std::span<const float> params) {
-    if (c.family == ModelFamily::llama) export_hf_llama(dir, c, params);
-    else export_hf_gpt2(dir, c, params);
+    family_spec(c.family).export_hf(dir, c, params);
 }
 
 }  // namespace arch

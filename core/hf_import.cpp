@@ -12,6 +12,7 @@
 #include "core/hf_export.h"
 #include "core/hf_llama.h"
 #include "core/hf_tensors.h"
+#include "core/model_family.h"
 #include "core/param_layout.h"
 
 namespace arch {
@@ -38,7 +39,9 @@ void key_is(const json& c, const char* key, const T& want, const std::string& so
     if (!same) throw Error(source + ": '" + std::string(key) + "' = " + c.at(key).dump() + " is not supported (" + why + ")");
 }
 
-ModelConfig gpt2_config(const json& c, const std::string& source) {
+}  // namespace
+
+ModelConfig hf_gpt2_config(const json& c, const std::string& source) {
     ModelConfig mc;
     mc.num_layers = key_int(c, "n_layer", source);
     mc.num_heads = key_int(c, "n_head", source);
@@ -57,10 +60,10 @@ ModelConfig gpt2_config(const json& c, const std::string& source) {
     return mc;
 }
 
-HfModel import_gpt2(const std::string& dir, const json& c, const std::string& source) {
+HfModel import_hf_gpt2(const std::string& dir, const json& c, const std::string& source) {
     HfModel m;
     m.architecture = "GPT2LMHeadModel";
-    m.config = gpt2_config(c, source);
+    m.config = hf_gpt2_config(c, source);
     const ModelConfig& mc = m.config;
     HfTensors t = HfTensors::folder(dir);
     const std::string p = t.has("transformer.wte.weight") ? "transformer." : "";
@@ -97,6 +100,7 @@ HfModel import_gpt2(const std::string& dir, const json& c, const std::string& so
 
 
 // A positive finite number under `key` of `c`, or `fallback` when absent (or null).
+namespace {
 float key_float(const json& c, const char* key, float fallback, const std::string& where) {
     if (!c.contains(key) || c.at(key).is_null()) return fallback;
     const json& v = c.at(key);
@@ -144,7 +148,9 @@ void read_rope(const json& c, ModelConfig& mc, const std::string& source) {
     mc.rope_scaling = scaling;
 }
 
-ModelConfig llama_config(const json& c, const std::string& source) {
+}  // namespace
+
+ModelConfig hf_llama_config(const json& c, const std::string& source) {
     ModelConfig mc;
     mc.family = ModelFamily::llama;
     mc.channels = key_int(c, "hidden_size", source);
@@ -178,10 +184,10 @@ ModelConfig llama_config(const json& c, const std::string& source) {
     return mc;
 }
 
-HfModel import_llama(const std::string& dir, const json& c, const std::string& source) {
+HfModel import_hf_llama(const std::string& dir, const json& c, const std::string& source) {
     HfModel m;
     m.architecture = "LlamaForCausalLM";
-    m.config = llama_config(c, source);
+    m.config = hf_llama_config(c, source);
     HfTensors t = HfTensors::folder(dir);
     m.params = llama_params_from_hf(m.config, t);
     // A buffer older transformers saved; the padded rows a native checkpoint may carry (a run folder).
@@ -190,6 +196,7 @@ HfModel import_llama(const std::string& dir, const json& c, const std::string& s
 }
 
 // config.json's object and its first architecture.
+namespace {
 json read_config(const std::string& file, std::string& arch) {
     const std::string source = "'" + file + "'";
     json c;
@@ -207,6 +214,16 @@ json read_config(const std::string& file, std::string& arch) {
     return c;
 }
 
+// The family whose Hugging Face class `arch` is.
+const ModelFamilySpec& family_of(const std::string& arch, const std::string& source) {
+    std::string known;
+    for (const ModelFamilySpec* f : model_families()) {
+        if (arch == f->hf_architecture) return *f;
+        known += (known.empty() ? "" : ", ") + std::string(f->hf_architecture);
+    }
+    throw Error(source + ": 'architectures' = " + arch + " is not supported (" + known + ")");
+}
+
 }  // namespace
 
 ModelConfig hf_model_config(const std::string& path) {
@@ -215,12 +232,10 @@ ModelConfig hf_model_config(const std::string& path) {
     std::string arch;
     const json c = read_config(file, arch);
     try {
-        if (arch == "GPT2LMHeadModel") return gpt2_config(c, source);
-        if (arch == "LlamaForCausalLM") return llama_config(c, source);
+        return family_of(arch, source).hf_config(c, source);
     } catch (const json::exception& e) {
         throw Error(source + ": unexpected content: " + e.what());
     }
-    throw Error(source + ": 'architectures' = " + arch + " is not supported (GPT2LMHeadModel, LlamaForCausalLM)");
 }
 
 HfModel import_hf(const std::string& dir) {
@@ -228,12 +243,10 @@ HfModel import_hf(const std::string& dir) {
     std::string arch;
     const json c = read_config(dir + "/config.json", arch);
     try {
-        if (arch == "GPT2LMHeadModel") return import_gpt2(dir, c, source);
-        if (arch == "LlamaForCausalLM") return import_llama(dir, c, source);
+        return family_of(arch, source).import_hf(dir, c, source);
     } catch (const json::exception& e) {
         throw Error(source + ": unexpected content: " + e.what());
     }
-    throw Error(source + ": 'architectures' = " + arch + " is not supported (GPT2LMHeadModel, LlamaForCausalLM)");
 }
 
 }  // namespace arch

@@ -8,6 +8,7 @@
 // the key named, as are missing tensors, shape mismatches and tensors it does not know.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,12 @@ HfModel import_hf(const std::string& dir);
 // The model config alone, checked the same way, from a config.json (or a folder holding one); no
 // weights are read, so `archipelago plan` can size a model that is not downloaded.
 ModelConfig hf_model_config(const std::string& path);
+
+// Each family's half, which its registration (core/model_family.h) names with its HF class: the config
+// from a parsed config.json, and the whole import. `source` names the file in errors.
+ModelConfig hf_gpt2_config(const nlohmann::json& config, const std::string& source);
+HfModel import_hf_gpt2(const std::string& dir, const nlohmann::json& config, const std::string& source);
+ModelConfig hf_llama_config(const nlohmann::json& config, const std::string& source);
+HfModel import_hf_llama(const std::string& dir, const nlohmann::json& config, const std::string& source);
 
 }  // namespace arch

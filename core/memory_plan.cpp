@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/model_family.h"
 #include "core/param_layout.h"
 #include "core/param_store.h"
 #include "core/shard_layout.h"
@@ -26,16 +27,6 @@ std::size_t ceil_div(std::size_t a, std::size_t b) {
     return (a + b - 1) / b;
 }
 
-// The activation and workspace buffers of one (B, T), by what recompute can do to them.
-struct PassBuffers {
-    std::size_t layer = 0;  // per layer, kept from forward to backward
-    std::size_t layer_attention =
-        0;  // of which attention's internals (its output and P or the log-sum-exp)
-    std::size_t layer_input = 0;  // of which the block's input (what block recompute keeps)
-    std::size_t global = 0;       // kept once: ids, embeddings, final norm, logits, losses
-    std::size_t workspace = 0;    // shared by the layers
-};
-
 // Adds buffers of a size, as an engine allocates them: CPU exact, CUDA in 256-byte slices.
 struct Sizer {
     bool cuda;
@@ -44,7 +35,7 @@ struct Sizer {
     }
 };
 
-// core/gpt2.cpp GPT2::ensure_activations (fp32) and core/llama.cpp Llama::ensure_activations.
+// The CPU engine's fp32 buffers every family shares; the family's own come from its registration.
 PassBuffers cpu_buffers(const ModelConfig& c, std::size_t B, std::size_t T) {
     const std::size_t N = B * T, C = c.channels, NH = c.num_heads, Vp = c.padded_vocab_size,
                       f = sizeof(float);
@@ -52,24 +43,15 @@ PassBuffers cpu_buffers(const ModelConfig& c, std::size_t B, std::size_t T) {
     PassBuffers p;
     p.layer_attention = (N * C + att) * f;  // atty, att
     p.layer_input = N * C * f;
-    const std::size_t io =
-        2 * N * sizeof(int) + N * Vp * f + N * f;  // inputs, targets, logits, losses
-    if (c.family == ModelFamily::gpt2) {
-        p.layer = (16 * N * C + 4 * N + att) * f;
-        p.global = io + (2 * N * C + 2 * N) * f;  // encoded, lnf and its mean, rstd
-        p.workspace =
-            (17 * N * C + att) * f;  // scratch 4, dresidual, dlnf, dqkv 3, dfch 4, dfch_gelu 4
-    } else {
-        const std::size_t F = c.ffn_hidden, QKV = qkv_channels(c);
-        p.layer = (5 * N * C + 2 * N + N * QKV + 3 * N * F + att) * f;
-        p.global = io + (2 * N * C + N) * f;  // encoded, lnf, its rstd
-        p.workspace = (N * std::max(QKV, C) + 2 * N * C + 2 * N * QKV + 3 * N * F + att) * f;
-    }
+    PassCommon k{c, B, T, N, C, NH, f};
+    k.att = att;
+    k.io = 2 * N * sizeof(int) + N * Vp * f + N * f;  // inputs, targets, logits, losses
+    family_spec(c.family).cpu_buffers(k, p);
     return p;
 }
 
-// kernels/cuda: CudaTransformer::ensure_activations and the families' allocate_activations (bf16
-// activations, fp32 norm statistics), attention_sizes and the kernels' scratch sizes.
+// kernels/cuda: CudaTransformer::ensure_activations, attention_sizes and the kernels' scratch sizes
+// (bf16 activations, fp32 norm statistics); the family's allocate_activations from its registration.
 PassBuffers cuda_buffers(const ModelConfig& c, std::size_t B, std::size_t T, bool fused) {
     const Sizer r{true};
     const std::size_t N = B * T, C = c.channels, NH = c.num_heads, Vp = c.padded_vocab_size, h = 2,
@@ -88,25 +70,16 @@ PassBuffers cuda_buffers(const ModelConfig& c, std::size_t B, std::size_t T, boo
     const std::size_t shared = 3 * nc + att_scratch +
                                r((3 * N + 1) * sizeof(int))  // dlnf, proj, dresidual, encoder
                                + kGemmWorkspaceBytes + r(kNormPartials * sizeof(double));
-    if (c.family == ModelFamily::gpt2) {
-        // layernorm.cu backward_shape: partial sums of 2C floats per block.
-        const std::size_t c_pad = ceil_div(C, 256) * 256;
-        const std::size_t warps = std::clamp<std::size_t>(48 * 1024 / (2 * c_pad * f), 1, 8);
-        const std::size_t max_blocks = std::min<std::size_t>(ceil_div(N, warps), 512);
-        const std::size_t ln_blocks = ceil_div(N, ceil_div(N, max_blocks));
-        p.layer = 5 * nc + 4 * stat + r(3 * N * C * h) + saved +
-                  2 * r(4 * N * C * h);     // ln1 atty residual2 ln2 residual3, qkv, fch fch_gelu
-        p.global = io + 2 * nc + 2 * stat;  // encoded, lnf and its mean, rstd
-        p.workspace = shared + r(3 * N * C * h) + r(4 * N * C * h) + r(ln_blocks * 2 * C * f) +
-                      r(chunks * 4 * C * f);
-    } else {
-        const std::size_t F = c.ffn_hidden, QKV = qkv_channels(c);
-        const std::size_t rope = r(static_cast<std::size_t>(c.max_seq_len) * (C / NH / 2) * f);
-        p.layer = 5 * nc + 2 * stat + r(N * QKV * h) + saved + r(2 * N * F * h) + r(N * F * h);
-        p.global = io + 2 * nc + stat;  // encoded, lnf, its rstd
-        p.workspace = shared + r(N * QKV * h) + r(2 * N * F * h) + r(N * F * h) +
-                      r(chunks * C * f) + 2 * rope;
-    }
+    PassCommon k{c, B, T, N, C, NH, f};
+    k.io = io;
+    k.h = h;
+    k.nc = nc;
+    k.stat = stat;
+    k.saved = saved;
+    k.chunks = chunks;
+    k.shared = shared;
+    k.round = [](std::size_t bytes) { return Sizer{true}(bytes); };
+    family_spec(c.family).cuda_buffers(k, p);
     return p;
 }
 

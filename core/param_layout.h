@@ -59,7 +59,7 @@ private:
     ModelConfig config_;
     std::vector<TensorView> tensors_;
     std::vector<BlockOffsets> blocks_;
-    std::size_t block_size_ = 0, wte_ = 0, wpe_ = kAbsent, lnfw_ = 0, lnfb_ = kAbsent, lm_head_ = 0, num_params_ = 0;
+    std::size_t block_size_ = 0, wte_ = 0, wpe_ = kAbsent, lnfw_ = 0, lnfb_ = kAbsent, lm_head_ = kAbsent, num_params_ = 0;
 };
 
 }  // namespace arch

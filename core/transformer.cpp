@@ -1,18 +1,17 @@
 // core/transformer.cpp: the family-independent half of a Model on a Backend (buffers, AdamW, loss),
-// and the factory that picks the family.
+// and the factories, which the family's registration (core/model_family.h) provides.
 #include "core/transformer.h"
 
 #include <algorithm>
 #include <string>
 
 #include "core/error.h"
-#include "core/gpt2.h"
-#include "core/llama.h"
+#include "core/model_family.h"
 
 namespace arch {
 
 std::vector<float> init_params(const ModelConfig& config, uint64_t seed) {
-    return config.family == ModelFamily::llama ? llama_init_params(config, seed) : gpt2_init_params(config, seed);
+    return family_spec(config.family).init_params(config, seed);
 }
 
 void check_batch(const ModelConfig& config, const int* inputs, const int* targets, int B, int T) {
@@ -201,13 +200,11 @@ std::vector<float> Transformer::logits_at(int b, int t) const {
 }
 
 std::unique_ptr<Transformer> make_transformer(const ModelConfig& config, Backend& backend, ParamStore* store) {
-    if (config.family == ModelFamily::llama) return std::make_unique<Llama>(config, backend, store);
-    return std::make_unique<GPT2>(config, backend, store);
+    return family_spec(config.family).make_on(config, backend, store);
 }
 
 std::unique_ptr<Transformer> make_transformer(const ModelConfig& config, std::unique_ptr<Backend> backend) {
-    if (config.family == ModelFamily::llama) return std::make_unique<Llama>(config, std::move(backend));
-    return std::make_unique<GPT2>(config, std::move(backend));
+    return family_spec(config.family).make_owning(config, std::move(backend));
 }
 
 }  // namespace arch

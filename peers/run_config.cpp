@@ -2,11 +2,13 @@
 // is typed and ranged where it is read, and any key or section not read here is refused.
 #include "peers/run_config.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "compression/codec.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/model_family.h"
 #include "core/param_layout.h"
 #include "core/toml_file.h"
 
@@ -84,18 +86,19 @@ void read_model(toml_file::Fields& model, RunConfig& c) {
     } catch (const Error& e) {
         model.fail("config", e.what());
     }
-    if (family == ModelFamily::llama) {
-        model.integer("kv_heads", c.kv_heads, 1, 1024);
-        model.integer("ffn_hidden", c.ffn_hidden, 1, 1 << 20);
-        model.number("rope_theta", c.rope_theta, 0.0, 1e12, true);
+    // The keys only some families take: refused for a preset of another family.
+    const std::vector<std::string>& own = family_spec(family).settings;
+    for (const char* key : {"kv_heads", "ffn_hidden", "rope_theta", "tied_embeddings"})
+        if (model.has(key) && std::find(own.begin(), own.end(), key) == own.end())
+            model.fail(key, std::string("is not a setting of the ") + family_name(family) + " family (model.config '" +
+                                c.preset + "')");
+    model.integer("kv_heads", c.kv_heads, 1, 1024);
+    model.integer("ffn_hidden", c.ffn_hidden, 1, 1 << 20);
+    model.number("rope_theta", c.rope_theta, 0.0, 1e12, true);
+    if (model.has("tied_embeddings")) {
         bool tied = false;
-        if (model.has("tied_embeddings")) {
-            model.boolean("tied_embeddings", tied);
-            c.tied = tied ? 1 : 0;
-        }
-    } else {
-        for (const char* key : {"kv_heads", "ffn_hidden", "rope_theta", "tied_embeddings"})
-            if (model.has(key)) model.fail(key, "is a Llama-family setting; model.config '" + c.preset + "' is GPT-2");
+        model.boolean("tied_embeddings", tied);
+        c.tied = tied ? 1 : 0;
     }
     model.text("init", c.init);
     model.text("init_hf", c.init_hf);

@@ -172,7 +172,8 @@ class CudaTransformer : public CudaModel {
     bool logits_valid_ = false;
 };
 
-// The families (cuda_gpt2.cpp, cuda_llama.cpp); make_cuda_model picks one by config.family.
+// The families (cuda_gpt2.cpp, cuda_llama.cpp); make_cuda_model picks one by config.family: the CUDA
+// half of a family's registration (core/model_family.h), one case a family.
 std::unique_ptr<CudaModel> make_cuda_gpt2(const ModelConfig& config,
                                           const CudaModelOptions& options);
 std::unique_ptr<CudaModel> make_cuda_llama(const ModelConfig& config,

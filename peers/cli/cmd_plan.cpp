@@ -2,6 +2,7 @@
 // per device by category for DDP, ZeRO-3, ZeRO-3 + recompute and (GPUs) + offload, whether each
 // fits, the largest micro-batch that does, and the host memory the island and its DiLoCo peer need.
 // Allocates nothing.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "core/hf_import.h"
 #include "core/memory_plan.h"
 #include "core/model_config.h"
+#include "core/model_family.h"
 #include "peers/cli/commands.h"
 
 namespace arch::cli {
@@ -29,6 +31,20 @@ struct PlanFlags {
     std::string down_codec = "fp32", host_memory;
 };
 
+// Bare sizes without --family: the first family that takes every family setting given (--kv-heads,
+// --ffn), else the first family registered.
+const ModelFamilySpec& family_of_flags(const PlanFlags& f) {
+    std::vector<std::string> given;
+    if (f.kv_heads) given.push_back("kv_heads");
+    if (f.ffn) given.push_back("ffn_hidden");
+    for (const ModelFamilySpec* family : model_families()) {
+        const std::vector<std::string>& own = family->settings;
+        if (std::all_of(given.begin(), given.end(), [&](const std::string& k) { return std::find(own.begin(), own.end(), k) != own.end(); }))
+            return *family;
+    }
+    return *model_families().front();
+}
+
 // The model: a preset, an HF config.json, or explicit sizes; explicit sizes override the first two.
 ModelConfig plan_model(const PlanFlags& f) {
     if (!f.config.empty() && !f.hf_config.empty())
@@ -44,15 +60,10 @@ ModelConfig plan_model(const PlanFlags& f) {
             throw Error(
                 "plan: name a model with --config PRESET, --hf-config FILE, or --layers, "
                 "--channels and --heads");
-        const bool llama = f.family.empty() ? f.ffn != 0 || f.kv_heads != 0
-                                            : parse_family(f.family) == ModelFamily::llama;
-        c.family = llama ? ModelFamily::llama : ModelFamily::gpt2;
-        c.vocab_size = llama ? 32000 : 50257;
+        const ModelFamilySpec& family = f.family.empty() ? family_of_flags(f) : family_spec(f.family);
+        c.family = family.id;
         c.max_seq_len = 1024;
-        if (llama) {
-            c.num_kv_heads = f.heads;
-            c.tied_embeddings = false;  // as Llama 2 and most large Llamas
-        }
+        if (family.plan_defaults) family.plan_defaults(c);
     }
     if (!f.family.empty() && !explicit_model && parse_family(f.family) != c.family)
         throw Error("plan: --family " + f.family + " contradicts the model's family " +
@@ -68,12 +79,7 @@ ModelConfig plan_model(const PlanFlags& f) {
         c.max_seq_len = f.max_seq_len;
     else if (explicit_model && f.seq_len > c.max_seq_len)
         c.max_seq_len = f.seq_len;
-    if (c.family == ModelFamily::llama &&
-        c.ffn_hidden == 0) {  // Llama's rule: 2/3 of 4C, to a multiple of 256
-        const int F = 8 * c.channels / 3;
-        c.ffn_hidden = (F + 255) / 256 * 256;
-    }
-    if (c.family == ModelFamily::llama && c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+    if (const auto complete = family_spec(c.family).plan_complete) complete(c);
     validate(c);
     return c;
 }

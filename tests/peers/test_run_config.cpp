@@ -234,7 +234,7 @@ TEST_CASE("Llama-family model keys: read for a Llama preset, refused for GPT-2's
     CHECK(d.num_kv_heads == 2);
     CHECK(d.tied_embeddings);
     CHECK(refused("[model]\nconfig = \"tiny\"\nkv_heads = 2\n") ==
-          "run.toml:3: model.kv_heads is a Llama-family setting; model.config 'tiny' is GPT-2");
+          "run.toml:3: model.kv_heads is not a setting of the gpt2 family (model.config 'tiny')");
     CHECK_THAT(refused("[model]\nconfig = \"llama-tiny\"\nkv_heads = 0\n"), Contains("model.kv_heads"));
     CHECK_THAT(refused("[model]\nconfig = \"lama-tiny\"\n"), Contains("model.config") && Contains("unknown model config 'lama-tiny'"));
     // KV heads that do not divide the heads: refused when the model is built from the run.
