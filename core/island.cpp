@@ -183,8 +183,6 @@ void Island::get_params(std::span<float> full) {
     });
 }
 
-StepStats Island::step() { return step(config_.schedule.at(steps_done_)); }
-
 StepStats Island::step(float lr) {
     const auto t0 = Clock::real().now();
     const int N = devices(), A = config_.grad_accum;
