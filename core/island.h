@@ -7,7 +7,8 @@
 // Devices are CPU backends (a Transformer over a ParamStore: DDP with bucketed all-reduce during backward, or
 // ZeRO-3) or whole Models such as GPUs (DDP: each device's gradients all-reduced after its backward
 // passes, then the same AdamW step everywhere; or ZeRO-3 models that shard themselves).
-// An Island is an InnerLoop (core/inner_loop.h) like the one-device Trainer.
+// Each device kind is one IslandDevice (core/island_devices.h), chosen when the island is made; an
+// Island is an InnerLoop (core/inner_loop.h) like the one-device Trainer.
 // It prints nothing; callers report the StepStats and memory() it returns. See docs/island.md.
 #pragma once
 
@@ -28,6 +29,8 @@
 #include "core/zero3.h"
 
 namespace arch {
+
+class IslandDevice;
 
 enum class Parallel { ddp, zero3 };
 Parallel parse_parallel(const std::string& name);  // "ddp" | "zero3"; throws otherwise
@@ -92,6 +95,9 @@ private:
                      const std::function<void(Device&, int)>& make);
     void open_data();
     void run_on_devices(const std::function<void(int)>& fn);
+    // fn(device, r) where whole vectors are read: on every rank at once where they are gathered from
+    // shards, else on rank 0 alone (which holds them whole); fn passes empty spans on ranks other than 0.
+    void on_readers(const std::function<void(IslandDevice&, int)>& fn);
     void read_batches(DataLoader& loader, int count);
     void set_moments(std::span<const float> m, std::span<const float> v, std::optional<int> steps);  // none: keep each's
 
