@@ -1,5 +1,6 @@
-// core/island.cpp: Island: per-device models and stores, one thread per device per phase, the step's
-// micro-batches dealt out in a fixed order, and save/resume of the full (gathered) state.
+// core/island.cpp: Island: one IslandDevice per device (core/island_devices.h), one thread per device
+// per phase, the step's micro-batches dealt out in a fixed order, and save/resume of the full
+// (gathered) state. What differs between device kinds lives in the devices, not here.
 #include "core/island.h"
 
 #include <chrono>
@@ -10,8 +11,8 @@
 #include "core/adamw.h"
 #include "core/checkpoint.h"
 #include "core/clock.h"
-#include "core/ddp.h"
 #include "core/error.h"
+#include "core/island_devices.h"
 #include "core/run_state.h"
 
 namespace arch {
@@ -24,19 +25,13 @@ Parallel parse_parallel(const std::string& name) {
 
 const char* parallel_name(Parallel parallel) { return parallel == Parallel::ddp ? "ddp" : "zero3"; }
 
-// Declaration order is destruction order reversed: the model goes before its store, the store before
-// the collective and the backend it uses.
+// Declaration order is destruction order reversed: the device (its model, store and backend) goes
+// before the collective it uses.
 struct Island::Device {
-    std::unique_ptr<Backend> backend;
     std::unique_ptr<Collective> collective;
-    std::unique_ptr<DdpStore> ddp;
-    std::unique_ptr<Zero3Store> zero3;
-    std::unique_ptr<Transformer> net;  // on a backend, over the ddp or zero3 store
-    std::unique_ptr<AdamW> adamw;  // DDP over a store only: the whole-buffer optimizer, identical on every rank
-    std::unique_ptr<Model> whole;  // or a whole model (a GPU) that reduces its own gradients
-    std::vector<float> losses;     // per micro-step of the last step (or evaluation round)
+    std::unique_ptr<IslandDevice> kind;  // whole model, CPU DDP or CPU ZeRO-3
+    std::vector<float> losses;           // per micro-step of the last step (or evaluation round)
     float grad_norm = 0.0f;
-    Model& model() { return whole ? *whole : static_cast<Model&>(*net); }
 };
 
 Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel parallel,
@@ -44,19 +39,9 @@ Island::Island(const ModelConfig& model, const TrainConfig& config, Parallel par
                Recompute recompute)
     : model_config_(model), config_(config), parallel_(parallel), layout_((validate(model), model)) {
     check_train_config(config, model);
+    const auto make = parallel == Parallel::ddp ? make_ddp_device : make_zero3_device;
     add_devices(std::move(collectives), backends.size(), [&](Device& d, int r) {
-        d.backend = std::move(backends[r]);
-        ParamStore* store;
-        if (parallel == Parallel::ddp) {
-            d.ddp = std::make_unique<DdpStore>(layout_, *d.backend, *d.collective);
-            d.adamw = std::make_unique<AdamW>(layout_, *d.backend);
-            store = d.ddp.get();
-        } else {
-            d.zero3 = std::make_unique<Zero3Store>(layout_, *d.backend, *d.collective);
-            store = d.zero3.get();
-        }
-        d.net = make_transformer(model, *d.backend, store);
-        d.net->set_recompute(recompute);
+        d.kind = make(model, layout_, std::move(backends[r]), *d.collective, recompute);
     });
     open_data();
 }
@@ -71,7 +56,8 @@ Island::Island(const ModelConfig& model, const TrainConfig& config, std::vector<
             throw Error(std::string("island: a ") + parallel_name(parallel) + " island of whole models needs " +
                         (parallel == Parallel::zero3 ? "models made as ZeRO-3 shards" : "unsharded models"));
     }
-    add_devices(std::move(collectives), models.size(), [&](Device& d, int r) { d.whole = std::move(models[r]); });
+    add_devices(std::move(collectives), models.size(),
+                [&](Device& d, int r) { d.kind = make_whole_model_device(std::move(models[r]), *d.collective); });
     open_data();
 }
 
@@ -154,36 +140,23 @@ void Island::set_params(std::span<const float> full) {
     if (full.size() != layout_.num_params())
         throw Error("island set_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
-    for (auto& d : devices_) {
-        if (d->whole) d->whole->set_params(full);
-        else if (d->ddp) d->backend->upload(d->ddp->all_params(), full.data(), full.size_bytes());
-        else d->zero3->scatter_from_host(full, d->zero3->shard_params());
-    }
+    for (auto& d : devices_) d->kind->set_params(full);
 }
 
 void Island::get_params(std::span<float> full) {
     if (full.size() != layout_.num_params())
         throw Error("island get_params: expected " + std::to_string(layout_.num_params()) + " floats, got " +
                     std::to_string(full.size()));
-    if (devices_[0]->whole && devices_[0]->whole->sharded()) {
-        run_on_devices([&](int r) { devices_[r]->whole->get_params(r == 0 ? full : std::span<float>()); });
-        return;
-    }
-    if (devices_[0]->whole) {
-        devices_[0]->whole->get_params(full);
-        return;
-    }
-    if (parallel_ == Parallel::ddp) {
-        devices_[0]->backend->download(full.data(), devices_[0]->ddp->all_params(), full.size_bytes());
-        return;
-    }
-    run_on_devices([&](int r) {
-        Zero3Store& z = *devices_[r]->zero3;
-        z.gather_to_host(z.shard_params(), r == 0 ? full : std::span<float>());
-    });
+    on_readers([&](IslandDevice& d, int r) { d.get_params(r == 0 ? full : std::span<float>()); });
 }
 
-StepStats Island::step() { return step(config_.schedule.at(steps_done_)); }
+void Island::on_readers(const std::function<void(IslandDevice&, int)>& fn) {
+    if (!devices_[0]->kind->sharded()) {
+        fn(*devices_[0]->kind, 0);
+        return;
+    }
+    run_on_devices([&](int r) { fn(*devices_[r]->kind, r); });
+}
 
 StepStats Island::step(float lr) {
     const auto t0 = Clock::real().now();
@@ -193,20 +166,18 @@ StepStats Island::step(float lr) {
     const float loss_scale = 1.0f / static_cast<float>(A * N);
     run_on_devices([&](int r) {  // forward and backward of this device's micro-batches
         Device& d = *devices_[r];
+        IslandDevice& device = *d.kind;
         d.losses.assign(A, 0.0f);
-        d.model().zero_grad();
+        device.model().zero_grad();
         for (int k = 0; k < A; ++k) {
             const std::size_t m = static_cast<std::size_t>(k) * N + r;
-            if (d.ddp) d.ddp->set_sync(k == A - 1);
-            if (d.whole) d.whole->set_last_micro_batch(k == A - 1);
-            if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
-            d.losses[k] = d.model().forward(inputs_.data() + m * bt, targets_.data() + m * bt, config_.B, config_.T);
-            if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::backward);
-            d.model().backward(loss_scale);
+            device.begin_micro_batch(k == A - 1);
+            device.begin_pass(Zero3Store::Pass::forward);
+            d.losses[k] = device.model().forward(inputs_.data() + m * bt, targets_.data() + m * bt, config_.B, config_.T);
+            device.begin_pass(Zero3Store::Pass::backward);
+            device.model().backward(loss_scale);
         }
-        if (d.whole) d.whole->reduce_grads(*d.collective);
-        else if (d.ddp) d.ddp->wait_grads();
-        else d.zero3->wait_grads();
+        device.finish_grads();
     });
     double loss_sum = 0.0;  // in micro-batch order, as one device with grad_accum * N adds them
     for (int m = 0; m < A * N; ++m) loss_sum += devices_[m % N]->losses[m / N];
@@ -217,10 +188,7 @@ StepStats Island::step(float lr) {
                     std::to_string(s.loss) + " (try a lower --lr)");
     s.lr = lr;
     run_on_devices([&](int r) {  // the optimizer: identical on every rank (DDP) or on each shard (ZeRO-3)
-        Device& d = *devices_[r];
-        if (d.whole) d.grad_norm = d.whole->adamw_step(s.lr, config_.adamw);
-        else if (d.ddp) d.grad_norm = d.adamw->step(d.ddp->all_params(), d.ddp->all_grads(), s.lr, config_.adamw);
-        else d.grad_norm = d.zero3->adamw_step(s.lr, config_.adamw);
+        devices_[r]->grad_norm = devices_[r]->kind->adamw_step(s.lr, config_.adamw);
     });
     s.grad_norm = devices_[0]->grad_norm;
     s.step = ++steps_done_;
@@ -242,8 +210,8 @@ float Island::evaluate() {
             // Under ZeRO-3 every rank must join every gather, so a rank without a batch in the last
             // round repeats batch 0 and drops the result.
             const int m = k * N + r, b = m < V ? m : 0;
-            if (d.zero3) d.zero3->begin_pass(Zero3Store::Pass::forward);
-            d.losses[k] = d.model().forward(inputs_.data() + b * bt, targets_.data() + b * bt, config_.B, config_.T);
+            d.kind->begin_pass(Zero3Store::Pass::forward);
+            d.losses[k] = d.kind->model().forward(inputs_.data() + b * bt, targets_.data() + b * bt, config_.B, config_.T);
         }
     });
     double sum = 0.0;
@@ -280,21 +248,9 @@ void Island::get_adamw_state(std::span<float> m, std::span<float> v) {
     if (m.size() != layout_.num_params() || v.size() != layout_.num_params())
         throw Error("get_adamw_state: buffers of " + std::to_string(m.size()) + " and " + std::to_string(v.size()) +
                     " values, the model has " + std::to_string(layout_.num_params()));
-    if (devices_[0]->whole && devices_[0]->whole->sharded()) {
-        run_on_devices([&](int r) {
-            devices_[r]->whole->get_adamw_state(r == 0 ? m : std::span<float>(), r == 0 ? v : std::span<float>());
-        });
-    } else if (devices_[0]->whole) {
-        devices_[0]->whole->get_adamw_state(m, v);
-    } else if (parallel_ == Parallel::ddp) {
-        devices_[0]->adamw->get_state(m, v);  // identical on every rank
-    } else {
-        run_on_devices([&](int r) {
-            Zero3Store& z = *devices_[r]->zero3;
-            z.gather_to_host(z.shard_m(), r == 0 ? m : std::span<float>());
-            z.gather_to_host(z.shard_v(), r == 0 ? v : std::span<float>());
-        });
-    }
+    on_readers([&](IslandDevice& d, int r) {
+        d.get_adamw_state(r == 0 ? m : std::span<float>(), r == 0 ? v : std::span<float>());
+    });
 }
 
 void Island::set_adamw_state(std::span<const float> m, std::span<const float> v) {
@@ -305,44 +261,19 @@ void Island::set_adamw_state(std::span<const float> m, std::span<const float> v)
 }
 
 void Island::set_moments(std::span<const float> m, std::span<const float> v, std::optional<int> steps) {
-    for (auto& d : devices_) {
-        if (d->whole) {
-            d->whole->set_adamw_state(m, v, steps.value_or(d->whole->adamw_steps()));
-        } else if (d->adamw) {
-            d->adamw->set_state(m, v, steps.value_or(d->adamw->steps_taken()));
-        } else {
-            d->zero3->scatter_from_host(m, d->zero3->shard_m());
-            d->zero3->scatter_from_host(v, d->zero3->shard_v());
-            if (steps) d->zero3->set_steps_taken(*steps);
-        }
-    }
+    for (auto& d : devices_) d->kind->set_adamw_state(m, v, steps);
 }
 
 std::vector<DeviceMemory> Island::memory() const {
     std::vector<DeviceMemory> out;
-    for (const auto& d : devices_) {
-        if (d->whole) {
-            out.push_back(d->whole->memory());
-        } else if (d->ddp) {
-            DeviceMemory m = d->ddp->memory();
-            m.optimizer_bytes = 2 * layout_.num_params() * sizeof(float);
-            out.push_back(m);
-        } else {
-            out.push_back(d->zero3->memory());
-        }
-        if (d->net) {  // the passes' own buffers, whatever the store
-            const DeviceMemory passes = d->net->memory();
-            out.back().activations_bytes = passes.activations_bytes;
-            out.back().workspace_bytes = passes.workspace_bytes;
-        }
-    }
+    for (const auto& d : devices_) out.push_back(d->kind->memory());
     return out;
 }
 
 std::uint64_t Island::bytes_sent(int device) const { return devices_.at(device)->collective->bytes_sent(); }
 
-Zero3Store* Island::zero3(int device) { return devices_.at(device)->zero3.get(); }
+Zero3Store* Island::zero3(int device) { return devices_.at(device)->kind->zero3(); }
 
-Model* Island::model(int device) { return devices_.at(device)->whole.get(); }
+Model* Island::model(int device) { return devices_.at(device)->kind->whole_model(); }
 
 }  // namespace arch

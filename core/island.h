@@ -7,6 +7,8 @@
 // Devices are CPU backends (a Transformer over a ParamStore: DDP with bucketed all-reduce during backward, or
 // ZeRO-3) or whole Models such as GPUs (DDP: each device's gradients all-reduced after its backward
 // passes, then the same AdamW step everywhere; or ZeRO-3 models that shard themselves).
+// Each device kind is one IslandDevice (core/island_devices.h), chosen when the island is made; an
+// Island is an InnerLoop (core/inner_loop.h) like the one-device Trainer.
 // It prints nothing; callers report the StepStats and memory() it returns. See docs/island.md.
 #pragma once
 
@@ -21,17 +23,20 @@
 #include "core/backend.h"
 #include "core/collective.h"
 #include "core/device_memory.h"
+#include "core/inner_loop.h"
 #include "core/transformer.h"
 #include "core/trainer.h"
 #include "core/zero3.h"
 
 namespace arch {
 
+class IslandDevice;
+
 enum class Parallel { ddp, zero3 };
 Parallel parse_parallel(const std::string& name);  // "ddp" | "zero3"; throws otherwise
 const char* parallel_name(Parallel parallel);
 
-class Island {
+class Island final : public InnerLoop {
 public:
     // backends[r] and collectives[r] belong to device r; the collectives form one group of
     // backends.size() ranks (e.g. make_cpu_collectives(n)). Checks the config as Trainer does.
@@ -46,33 +51,35 @@ public:
     Island(const Island&) = delete;
     Island& operator=(const Island&) = delete;
 
-    int devices() const { return static_cast<int>(devices_.size()); }
+    int devices() const override { return static_cast<int>(devices_.size()); }
     Parallel parallel() const { return parallel_; }
-    const TrainConfig& config() const { return config_; }
+    const TrainConfig& config() const override { return config_; }
     const ModelConfig& model_config() const { return model_config_; }
-    std::size_t num_params() const { return layout_.num_params(); }
+    std::size_t num_params() const override { return layout_.num_params(); }
 
     // The family's init (same values as Transformer::init_weights(seed) on one device).
-    void init_weights(std::uint64_t seed);
+    void init_weights(std::uint64_t seed) override;
     // The full flat parameter vector θ (ParamLayout order, host memory); ZeRO-3 gathers / scatters it.
-    void get_params(std::span<float> full);
-    void set_params(std::span<const float> full);
+    void get_params(std::span<float> full) override;
+    void set_params(std::span<const float> full) override;
 
-    StepStats step();  // throws if training diverges; after any throw the island is unusable
-    StepStats step(float lr);  // the same at a learning rate the caller chose (not the schedule's)
-    float evaluate();  // mean val loss over val_batches (spread over the devices); throws without val data
-    int steps_done() const { return steps_done_; }
-    bool has_val() const { return val_ != nullptr; }
+    using InnerLoop::step;
+    StepStats step(float lr) override;  // throws if training diverges; after any throw the island is unusable
+    float evaluate() override;  // mean val loss over val_batches (spread over the devices); throws without val data
+    int steps_done() const override { return steps_done_; }
+    bool has_val() const override { return val_ != nullptr; }
 
     // The inner AdamW moments m and v, whole vectors in ParamLayout order (ZeRO-3 gathers and
     // scatters them; DDP devices hold identical copies). set keeps the step count: DES-LOC replaces
     // the moments in the middle of a run (peers/moment_sync.h).
-    void get_adamw_state(std::span<float> m, std::span<float> v);
-    void set_adamw_state(std::span<const float> m, std::span<const float> v);
+    void get_adamw_state(std::span<float> m, std::span<float> v) override;
+    void set_adamw_state(std::span<const float> m, std::span<const float> v) override;
 
     // Same files as Trainer::save / resume (checkpoint + CKPT.state), so runs move between modes.
-    void save(const std::string& path);
-    void resume(const std::string& path);
+    void save(const std::string& path) override;
+    void resume(const std::string& path) override;
+
+    Island* island() override { return this; }
 
     std::vector<DeviceMemory> memory() const;      // per device
     std::uint64_t bytes_sent(int device) const;    // by that device's collective so far
@@ -88,6 +95,9 @@ private:
                      const std::function<void(Device&, int)>& make);
     void open_data();
     void run_on_devices(const std::function<void(int)>& fn);
+    // fn(device, r) where whole vectors are read: on every rank at once where they are gathered from
+    // shards, else on rank 0 alone (which holds them whole); fn passes empty spans on ranks other than 0.
+    void on_readers(const std::function<void(IslandDevice&, int)>& fn);
     void read_batches(DataLoader& loader, int count);
     void set_moments(std::span<const float> m, std::span<const float> v, std::optional<int> steps);  // none: keep each's
 

@@ -11,11 +11,6 @@
 
 namespace arch {
 
-const EnumNames<InnerOptimizer>& inner_optimizer_names() {
-    static const EnumNames<InnerOptimizer> names{{"adamw", InnerOptimizer::adamw}, {"muon", InnerOptimizer::muon}};
-    return names;
-}
-
 void check_train_config(const TrainConfig& config, const ModelConfig& model) {
     if (config.B <= 0 || config.T <= 0 || config.grad_accum <= 0 || config.steps <= 0)
         throw Error("train config: B, T, grad accumulation and steps must be positive");
@@ -49,7 +44,9 @@ Trainer::Trainer(Model& model, const TrainConfig& config) : model_(model), confi
     targets_.resize(inputs_.size());
 }
 
-StepStats Trainer::step() { return step(config_.schedule.at(steps_done_)); }
+Trainer::Trainer(std::unique_ptr<Model> model, const TrainConfig& config) : Trainer(*model, config) {
+    owned_ = std::move(model);
+}
 
 StepStats Trainer::step(float lr) {
     const auto t0 = Clock::real().now();

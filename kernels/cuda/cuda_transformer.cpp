@@ -1,8 +1,9 @@
 // kernels/cuda/cuda_transformer.cpp: the family-independent half of the bf16 models on one GPU:
-// device setup, persistent and activation memory, parameter transfers, the lm_head and classifier
-// around the family's blocks, AdamW on the fp32 master weights with stochastic rounding to bf16,
-// DDP and the device-side pseudo-gradient. Everything runs on one stream; the host waits only where
-// it needs a number (the loss, the gradient norm).
+// device setup, persistent and activation memory, the lm_head and classifier around the family's
+// blocks. Parameter transfers, AdamW (fp32 master weights, stochastic rounding to bf16), DDP and the
+// device-side pseudo-gradient go to the model's CudaStorage (cuda_transformer_storage.h): a full
+// replica or a ZeRO-3 shard. Everything runs on one stream; the host waits only where it needs a
+// number (the loss, the gradient norm).
 #include "kernels/cuda/cuda_transformer.h"
 
 #include <algorithm>
@@ -11,20 +12,13 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/param_store.h"
 #include "core/transformer.h"
 #include "kernels/cuda/bf16_math.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_codec.h"
 
 namespace arch::cuda {
 
 namespace {
-
-// 256-byte aligned slices: what device_alloc takes for `bytes`.
-std::size_t device_alloc_bytes(std::size_t bytes) {
-    return (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
-}
 
 void* device_alloc(std::size_t bytes, cudaStream_t stream, std::vector<void*>& owner,
                    std::size_t& total) {
@@ -45,8 +39,7 @@ CudaTransformer::CudaTransformer(const ModelConfig& config, const CudaModelOptio
       attention_(options.attention),
       recompute_(options.recompute),
       n_(layout_.num_params()),
-      device_(options.device),
-      rounding_base_(options.rounding_seed) {
+      device_(options.device) {
     const std::string missing = no_device_reason();
     if (!missing.empty()) throw Error("cuda: " + missing + "; train on --device cpu instead");
     check_attention_heads(attention_, config.channels, config.num_heads);
@@ -65,34 +58,12 @@ CudaTransformer::CudaTransformer(const ModelConfig& config, const CudaModelOptio
     name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     gemm_ = std::make_unique<GemmContext>(stream_);
-    if (options.zero3 != nullptr) {
-        shards_ = std::make_unique<CudaShards>(layout_, *options.zero3, stream_, rounding_base_,
-                                               options.offload == Offload::optimizer);
-        return;
-    }
-    params_ = static_cast<bf16*>(alloc(n_ * sizeof(bf16)));
-    grads_ = static_cast<float*>(alloc(n_ * sizeof(float)));
-    norm_partials_ = static_cast<double*>(alloc(kSumSquaresPartials * sizeof(double)));
-    ranges_ = decay_ranges(layout_);
-    if (options.offload == Offload::optimizer) {
-        std::vector<ShardDecayRange> runs;
-        for (const DecayRange& r : ranges_) runs.push_back({r.begin, r.size, r.decay, r.begin, 0});
-        std::vector<std::pair<std::size_t, std::size_t>> units;
-        for (int u = 0; u < num_units(layout_); ++u) units.emplace_back(unit_begin(layout_, u), unit_size(layout_, u));
-        host_ = std::make_unique<HostAdamW>(n_, std::move(runs), std::move(units), stream_, rounding_base_);
-    } else {
-        master_ = static_cast<float*>(alloc(n_ * sizeof(float)));
-        m_ = static_cast<float*>(alloc(n_ * sizeof(float)));
-        v_ = static_cast<float*>(alloc(n_ * sizeof(float)));
-    }
-    if (options.ddp != nullptr) ddp_ = std::make_unique<CudaDdpReducer>(layout_, *options.ddp, stream_, grads_);
+    storage_ = make_cuda_storage(layout_, options, stream_, [this](std::size_t bytes) { return alloc(bytes); });
 }
 
 CudaTransformer::~CudaTransformer() {
     cudaSetDevice(device_);
-    shards_.reset();
-    ddp_.reset();
-    host_.reset();
+    storage_.reset();
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     for (void* p : act_owned_) cudaFree(p);
     for (void* p : owned_) cudaFree(p);
@@ -154,59 +125,22 @@ void CudaTransformer::init_weights(uint64_t seed) {
 void CudaTransformer::set_params(std::span<const float> host) {
     check_size(host, "set_params");
     use_device();
-    if (shards_) {
-        shards_->set_params(host);
-        return;
-    }
-    if (host_) {
-        std::copy(host.begin(), host.end(), host_->master().begin());
-        host_->upload_weights(params_, 0);
-        return;
-    }
-    check(
-        cudaMemcpyAsync(master_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
-        "cudaMemcpy (parameters)");
-    to_bf16(params_, master_, n_, stream_);
-    sync();
+    storage_->set_params(host);
 }
 
 void CudaTransformer::get_params(std::span<float> host) {
     use_device();
-    if (shards_) {
-        shards_->gather_params(host);
-        return;
-    }
-    if (host.size() != n_) throw Error("get_params: wrong buffer size");
-    if (host_) {
-        sync();
-        std::copy(host_->master().begin(), host_->master().end(), host.begin());
-        return;
-    }
-    check(
-        cudaMemcpyAsync(host.data(), master_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-        "cudaMemcpy (parameters)");
-    sync();
+    storage_->get_params(host);
 }
 
 void CudaTransformer::get_grads(std::span<float> host) {
     use_device();
-    if (shards_) {
-        shards_->gather_grads(host);
-        return;
-    }
-    if (host.size() != n_) throw Error("get_grads: wrong buffer size");
-    check(cudaMemcpyAsync(host.data(), grads_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-          "cudaMemcpy (gradients)");
-    sync();
+    storage_->get_grads(host);
 }
 
 void CudaTransformer::zero_grad() {
     use_device();
-    if (shards_) {
-        shards_->zero_grads();
-        return;
-    }
-    check(cudaMemsetAsync(grads_, 0, n_ * sizeof(float), stream_), "cudaMemset (gradients)");
+    storage_->zero_grads();
 }
 
 void CudaTransformer::matmul_forward(bf16* out, const bf16* inp, std::size_t w, std::size_t bias,
@@ -253,8 +187,7 @@ float CudaTransformer::forward(const int* inputs, const int* targets, int B, int
     if (targets != nullptr)
         check(cudaMemcpyAsync(targets_, targets, N * sizeof(int), cudaMemcpyHostToDevice, stream_),
               "cudaMemcpy (targets)");
-    if (shards_) shards_->begin_pass(false);
-    in_backward_ = false;
+    storage_->begin_pass(false);
     enter_unit(globals_unit());
     lnf_ = forward_blocks(B, T);
     // logits (N,Vp) = lnf (N,C) @ lm_head (Vp,C)^T
@@ -287,8 +220,7 @@ void CudaTransformer::backward(float loss_scale) {
                                 stream_);
     logits_valid_ = false;
     // dlnf (N,C) = dlogits (N,Vp) @ lm_head (Vp,C); dlm_head += dlogits^T @ lnf
-    if (shards_) shards_->begin_pass(true);
-    in_backward_ = true;
+    storage_->begin_pass(true);
     enter_unit(globals_unit());
     const std::size_t head = layout_.lm_head();
     gemm(*gemm_, dlnf_, false, logits_, false, weight(head), false, N, C, Vp);
@@ -316,44 +248,12 @@ std::vector<float> CudaTransformer::logits_at(int b, int t) const {
 
 float CudaTransformer::adamw_step(float lr, const AdamWConfig& c) {
     use_device();
-    if (shards_) {
-        const float norm = shards_->adamw_step(lr, c);
-        steps_ = shards_->steps();
-        return norm;
-    }
-    const float norm =
-        static_cast<float>(std::sqrt(sum_squares(grads_, n_, norm_partials_, stream_)));
-    const float scale = clip_scale(norm, c);  // throws on NaN/Inf before anything changes
-    ++steps_;
-    if (host_) {
-        host_->step(grads_, params_, lr, c, scale, steps_);
-        return norm;
-    }
-    for (const DecayRange& r : ranges_)
-        adamw_update(master_ + r.begin, params_ + r.begin, grads_ + r.begin, m_ + r.begin,
-                     v_ + r.begin, r.size, lr, c.beta1, c.beta2, c.eps,
-                     r.decay ? c.weight_decay : 0.0f, scale, steps_,
-                     rounding_seed(rounding_base_, steps_, r.begin), stream_);
-    return norm;
+    return storage_->adamw_step(lr, c);
 }
 
 void CudaTransformer::get_adamw_state(std::span<float> m, std::span<float> v) const {
     use_device();
-    if (shards_) {
-        shards_->gather_moments(m, v);
-        return;
-    }
-    if (m.size() != n_ || v.size() != n_) throw Error("get_adamw_state: wrong buffer size");
-    if (host_) {
-        std::copy(host_->m().begin(), host_->m().end(), m.begin());
-        std::copy(host_->v().begin(), host_->v().end(), v.begin());
-        return;
-    }
-    check(cudaMemcpyAsync(m.data(), m_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-          "cudaMemcpy (m)");
-    check(cudaMemcpyAsync(v.data(), v_, n_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-          "cudaMemcpy (v)");
-    sync();
+    storage_->get_adamw_state(m, v);
 }
 
 void CudaTransformer::set_adamw_state(std::span<const float> m, std::span<const float> v,
@@ -362,62 +262,20 @@ void CudaTransformer::set_adamw_state(std::span<const float> m, std::span<const 
         throw Error("AdamW state holds " + std::to_string(m.size()) + " values, the model has " +
                     std::to_string(n_));
     use_device();
-    if (shards_) {
-        shards_->set_moments(m, v, steps);
-        steps_ = steps;
-        return;
-    }
-    if (host_) {
-        std::copy(m.begin(), m.end(), host_->m().begin());
-        std::copy(v.begin(), v.end(), host_->v().begin());
-        steps_ = steps;
-        // The bf16 weights the last update wrote, so a resumed run continues bit for bit.
-        host_->upload_weights(params_, steps_);
-        return;
-    }
-    check(cudaMemcpyAsync(m_, m.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
-          "cudaMemcpy (m)");
-    check(cudaMemcpyAsync(v_, v.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
-          "cudaMemcpy (v)");
-    steps_ = steps;
-    // The bf16 weights the last update wrote (stochastic rounding is a pure function of the master
-    // value, the step and the index), so a resumed run continues bit for bit.
-    if (steps_ > 0)
-        for (const DecayRange& r : ranges_)
-            stochastic_round_bf16(params_ + r.begin, master_ + r.begin, r.size,
-                                  rounding_seed(rounding_base_, steps_, r.begin), stream_);
-    sync();
+    storage_->set_adamw_state(m, v, steps);
 }
 
 void CudaTransformer::reduce_grads(Collective& collective) {
     use_device();
-    if (shards_) {
-        shards_->finish_grads();
-        return;
-    }
-    if (ddp_) {
-        ddp_->finish();  // every unit was all-reduced as backward left it
-        return;
-    }
-    sync();  // backward's last launches have written the gradients
-    collective.all_reduce_sum(grads_, n_);
+    storage_->reduce_grads(collective);
 }
 
 DeviceMemory CudaTransformer::memory() const {
     DeviceMemory m;
-    if (shards_) {
-        shards_->fill_memory(m);
-        m.activations_bytes = act_allocated_ - scratch_allocated_;
-        m.workspace_bytes = scratch_allocated_ + (allocated_ - act_allocated_) + gemm_->workspace_bytes();
-        return m;
-    }
-    m.params_bytes = n_ * sizeof(bf16);  // the working copy the passes read
-    m.grads_bytes = n_ * sizeof(float);
-    m.optimizer_bytes = host_ ? 0 : 3 * n_ * sizeof(float);  // fp32 master weights, m and v (or on the host)
+    const std::size_t state = storage_->fill_memory(m);
     m.activations_bytes = act_allocated_ - scratch_allocated_;
-    // Scratch, and what else was allocated beyond the five state buffers (the norm's partials, a
+    // Scratch, and what else was allocated beyond the storage's state buffers (the norm's partials, a
     // family's tables), plus cuBLASLt's workspace.
-    const std::size_t state = (host_ ? 1 : 4) * device_alloc_bytes(n_ * sizeof(float)) + device_alloc_bytes(n_ * sizeof(bf16));
     m.workspace_bytes = scratch_allocated_ + (allocated_ - act_allocated_ - state) + gemm_->workspace_bytes();
     return m;
 }
@@ -425,31 +283,13 @@ DeviceMemory CudaTransformer::memory() const {
 std::vector<std::byte> CudaTransformer::encode_delta(std::span<const float> theta,
                                                      const std::string& spec) {
     check_size(theta, "encode_delta");
-    if (shards_) throw Error("encode_delta: a ZeRO-3 rank encodes its shard (encode_shard_delta)");
-    if (!device_codec_supports(spec))
-        throw Error("encode_delta: '" + spec + "' has no device codec");
     use_device();
-    // Δ = θ - θ_i in a transient device buffer: only the encoded bytes leave the GPU.
-    DeviceBuffer delta(n_ * sizeof(float));
-    check(cudaMemcpyAsync(delta.get(), theta.data(), n_ * sizeof(float), cudaMemcpyHostToDevice,
-                          stream_),
-          "cudaMemcpy (theta)");
-    if (host_) {  // the offloaded master weights, through a transient device copy
-        DeviceBuffer master(n_ * sizeof(float));
-        check(cudaMemcpyAsync(master.get(), host_->master().data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
-              "cudaMemcpy (master)");
-        subtract(delta.as<float>(), master.as<float>(), n_, stream_);
-        sync();
-    } else {
-        subtract(delta.as<float>(), master_, n_, stream_);
-    }
-    return encode_on_device(spec, delta.as<float>(), n_, stream_);
+    return storage_->encode_delta(theta, spec);
 }
 
 ShardPayload CudaTransformer::encode_shard_delta(std::span<const float> theta, const std::string& spec) {
-    if (!shards_) throw Error("encode_shard_delta: this model is not a ZeRO-3 rank (use encode_delta)");
     use_device();
-    return shards_->encode_delta(theta, spec);
+    return storage_->encode_shard_delta(theta, spec);
 }
 
 std::unique_ptr<CudaModel> make_cuda_model(const ModelConfig& config,

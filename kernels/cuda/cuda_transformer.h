@@ -1,7 +1,7 @@
 // kernels/cuda/cuda_transformer.h: what the bf16 GPT-2 and Llama on one GPU share, the CUDA side of
 // core/transformer.h: the device, its stream and cuBLASLt context, the flat buffers in ParamLayout
 // order (fp32 master weights, the bf16 copy the passes read, fp32 gradients, AdamW m and v; or one
-// rank's ZeRO-3 shard of them, cuda_shards.h),
+// rank's ZeRO-3 shard of them: a CudaStorage, cuda_transformer_storage.h),
 // activation memory, the lm_head matmul with the fused classifier, AdamW with stochastic rounding,
 // set/get, DDP and the device-side pseudo-gradient. A family (cuda_gpt2.cpp, cuda_llama.cpp) adds
 // only its activations and its blocks' forward and backward launches. Internal to kernels/cuda.
@@ -17,9 +17,7 @@
 #include "core/param_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_model.h"
-#include "kernels/cuda/cuda_ddp.h"
-#include "kernels/cuda/cuda_shards.h"
-#include "kernels/cuda/host_adamw.h"
+#include "kernels/cuda/cuda_transformer_storage.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 
@@ -49,18 +47,16 @@ class CudaTransformer : public CudaModel {
     void zero_grad() override;
     std::vector<float> logits_at(int b, int t) const override;
     float adamw_step(float lr, const AdamWConfig& config) override;
-    int adamw_steps() const override { return steps_; }
+    int adamw_steps() const override { return storage_->steps(); }
     void get_adamw_state(std::span<float> m, std::span<float> v) const override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
     std::vector<std::byte> encode_delta(std::span<const float> theta,
                                         const std::string& spec) override;
     ShardPayload encode_shard_delta(std::span<const float> theta, const std::string& spec) override;
     void reduce_grads(Collective& collective) override;
-    bool sharded() const override { return shards_ != nullptr; }
-    void set_last_micro_batch(bool last) override {
-        if (ddp_) ddp_->set_last_micro_batch(last);
-    }
-    int ddp_reduces_queued() const { return ddp_ ? ddp_->reduces_queued() : 0; }
+    bool sharded() const override { return storage_->sharded(); }
+    void set_last_micro_batch(bool last) override { storage_->set_last_micro_batch(last); }
+    int ddp_reduces_queued() const { return storage_->ddp_reduces_queued(); }
     DeviceMemory memory() const override;
 
   protected:
@@ -78,15 +74,10 @@ class CudaTransformer : public CudaModel {
     // the gathered unit, so a family brackets each block's launches with enter_unit(l) / leave_unit(l)
     // (forward 0..L-1, backward L-1..0; the globals unit is entered around the passes here) and may
     // also read the next block's weights in forward.
-    const bf16* weight(std::size_t offset) { return shards_ ? shards_->weights(offset) : params_ + offset; }
-    float* grad(std::size_t offset) { return shards_ ? shards_->grads(offset) : grads_ + offset; }
-    void enter_unit(int unit) {
-        if (shards_) shards_->enter(unit);
-    }
-    void leave_unit(int unit) {
-        if (shards_) shards_->leave(unit);
-        else if (ddp_ && in_backward_) ddp_->unit_done(unit);
-    }
+    const bf16* weight(std::size_t offset) { return storage_->weights(offset); }
+    float* grad(std::size_t offset) { return storage_->grads(offset); }
+    void enter_unit(int unit) { storage_->enter(unit); }
+    void leave_unit(int unit) { storage_->leave(unit); }
 
     // Persistent device memory (freed in the destructor), zero-filled.
     void* alloc(std::size_t bytes);
@@ -137,7 +128,6 @@ class CudaTransformer : public CudaModel {
 
     std::size_t n_;
     int device_;
-    uint64_t rounding_base_;
     std::string name_;
     std::vector<void*> owned_;      // persistent allocations
     std::vector<void*> act_owned_;  // activation allocations
@@ -146,18 +136,7 @@ class CudaTransformer : public CudaModel {
 
     int globals_unit() const { return config_.num_layers; }
 
-    std::unique_ptr<CudaShards> shards_;  // ZeRO-3; else the whole buffers below
-    std::unique_ptr<CudaDdpReducer> ddp_;  // DDP with the all-reduce in backward
-    std::unique_ptr<HostAdamW> host_;  // optimizer offload: master, m and v in pinned host memory
-    bool in_backward_ = false;
-    bf16* params_ = nullptr;  // bf16 copy the passes read
-    float* grads_ = nullptr;
-    float* master_ = nullptr;  // fp32 master weights
-    float* m_ = nullptr;
-    float* v_ = nullptr;
-    double* norm_partials_ = nullptr;
-    int steps_ = 0;
-    std::vector<DecayRange> ranges_;  // AdamW's decay / no-decay runs
+    std::unique_ptr<CudaStorage> storage_;  // a full replica (DDP, offload) or a ZeRO-3 shard
 
     int cap_B_ = 0, cap_T_ = 0;  // activation capacity
     int* tokens_ = nullptr;

@@ -18,10 +18,10 @@
 #include "core/corpus.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/inner_loop.h"
 #include "core/island.h"
 #include "core/sampling.h"
 #include "core/tokenizer.h"
-#include "core/trainer.h"
 #include "core/install_paths.h"
 #include "core/log.h"
 #include "peers/cli/commands.h"
@@ -116,33 +116,6 @@ TrainConfig resolve_train(const TrainFlags& f, const Data& data) {
     return t;
 }
 
-// The run's inner loop: one device (Trainer: CPU or GPU), or an island of --devices CPU threads (Island).
-struct Loop {
-    Model& model;
-    std::unique_ptr<Trainer> one;
-    std::unique_ptr<Island> many;
-    Loop(Model& m, const TrainConfig& t, int devices, Parallel parallel, const std::string& device,
-         const diloco::DeviceOptions& options)
-        : model(m) {
-        if (devices == 1) one = std::make_unique<Trainer>(m, t);
-        else many = diloco::make_island(m.config(), t, devices, parallel, device, options);
-    }
-    StepStats step() { return one ? one->step() : many->step(); }
-    float evaluate() { return one ? one->evaluate() : many->evaluate(); }
-    bool has_val() const { return one ? one->has_val() : many->has_val(); }
-    int steps_done() const { return one ? one->steps_done() : many->steps_done(); }
-    void save(const std::string& path) { one ? one->save(path) : many->save(path); }
-    void resume(const std::string& path) { one ? one->resume(path) : many->resume(path); }
-    void init_weights(uint64_t seed) { one ? model.init_weights(seed) : many->init_weights(seed); }
-    void set_params(std::span<const float> p) { one ? model.set_params(p) : many->set_params(p); }
-    void sync_model() {  // the island's parameters into `model` (for sampling)
-        if (!many) return;
-        std::vector<float> p(model.num_params());
-        many->get_params(p);
-        model.set_params(p);
-    }
-};
-
 void log_island(const Island& island, const std::string& device, Parallel parallel, int global_rows) {
     const auto mem = island.memory();
     log::get("island")->info("{} {} devices, {}, global batch {} rows per step", mem.size(),
@@ -176,6 +149,17 @@ void report_step(const Progress& p, const StepStats& s, int steps, double eta, s
     }
 }
 
+// The model to sample from: the one the run trained on one device, or a CPU model given an island's θ
+// (kept alive in `copy`).
+Model& sampling_model(InnerLoop& loop, const ModelConfig& config, std::unique_ptr<Model>& copy) {
+    if (Model* one = loop.single_model()) return *one;
+    copy = diloco::make_model(config, "cpu");
+    std::vector<float> params(copy->num_params());
+    loop.get_params(params);
+    copy->set_params(params);
+    return *copy;
+}
+
 void print_sample(Model& model, const Tokenizer& tok, int tokens, std::FILE* out) {
     SamplingConfig sc;
     sc.max_new_tokens = tokens;
@@ -207,57 +191,58 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
     device_options.recompute = parse_recompute(f.recompute);
     device_options.offload = parse_offload(f.offload);
 
-    // The model for sampling (and the whole run on one device); an island of several devices has its own.
-    const std::unique_ptr<Model> model_ptr = devices == 1 ? diloco::make_model(model_config, device, device_options)
-                                                          : diloco::make_model(model_config, "cpu");
-    Model& model = *model_ptr;
-    Loop trainer(model, train_config, devices, parallel, device, device_options);  // validates data against the model before any file is written
+    // Validates data against the model before any file is written.
+    const std::unique_ptr<InnerLoop> loop =
+        diloco::make_inner_loop(model_config, train_config, devices, parallel, device, device_options);
     const std::string ckpt = out + "/model.bin";
     if (resume) {
-        trainer.resume(ckpt);
+        loop->resume(ckpt);
     } else if (init) {
-        trainer.set_params(read_checkpoint_params(*init, model_config));
+        loop->set_params(read_checkpoint_params(*init, model_config));
     } else if (hf) {
-        trainer.set_params(hf->params);
+        loop->set_params(hf->params);
     } else {
-        trainer.init_weights(train_config.seed);
+        loop->init_weights(train_config.seed);
     }
     std::FILE* progress = jsonl ? stderr : stdout;  // jsonl owns stdout; the progress line goes to stderr
     const bool live = ::isatty(::fileno(progress));
     const auto lg = log::get("train");
+    const Model* one_device = loop->single_model();
     lg->info("model {}, {:.2f}M params | B={} T={} accum={} | {} steps from step {} | device {}", describe(model_config),
-             model.num_params() / 1e6, train_config.B, train_config.T, train_config.grad_accum, train_config.steps,
-             trainer.steps_done(), devices == 1 ? model.device_name() : device);
-    if (trainer.many) log_island(*trainer.many, device, parallel, train_config.B * train_config.grad_accum * devices);
+             loop->num_params() / 1e6, train_config.B, train_config.T, train_config.grad_accum, train_config.steps,
+             loop->steps_done(), one_device ? one_device->device_name() : device);
+    if (const Island* island = loop->island())
+        log_island(*island, device, parallel, train_config.B * train_config.grad_accum * devices);
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec) throw Error("cannot create the output folder '" + out + "': " + ec.message());
     auto save = [&] {
-        trainer.save(ckpt);
+        loop->save(ckpt);
         if (!data.tokenizer.empty() && data.tokenizer != out + "/tokenizer.bin")
             write_file_atomic(out + "/tokenizer.bin", read_file(data.tokenizer));
     };
 
     double elapsed = 0.0;
     int steps_this_run = 0;
-    while (trainer.steps_done() < train_config.steps) {
-        const StepStats s = trainer.step();
+    while (loop->steps_done() < train_config.steps) {
+        const StepStats s = loop->step();
         elapsed += s.seconds;
         ++steps_this_run;
         std::optional<float> val;
-        if (trainer.has_val() && val_every > 0 && (s.step % val_every == 0 || s.step == train_config.steps))
-            val = trainer.evaluate();
+        if (loop->has_val() && val_every > 0 && (s.step % val_every == 0 || s.step == train_config.steps))
+            val = loop->evaluate();
         report_step(Progress{progress, live, jsonl}, s, train_config.steps, elapsed / steps_this_run * (train_config.steps - s.step), val);
         if (save_every > 0 && s.step % save_every == 0) save();
         if (stop_after > 0 && steps_this_run >= stop_after) break;
     }
     if (live) std::fputs("\n", progress);
     save();
-    lg->info("saved {} (+ .state) after step {}", ckpt, trainer.steps_done());
+    lg->info("saved {} (+ .state) after step {}", ckpt, loop->steps_done());
 
     if (sample_tokens > 0 && !data.tokenizer.empty()) {
-        trainer.sync_model();
-        print_sample(model, Tokenizer::load(data.tokenizer), sample_tokens, progress);
+        std::unique_ptr<Model> island_copy;
+        print_sample(sampling_model(*loop, model_config, island_copy), Tokenizer::load(data.tokenizer),
+                     sample_tokens, progress);
     }
 }
 

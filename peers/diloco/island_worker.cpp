@@ -13,39 +13,22 @@ namespace arch::diloco {
 IslandWorker::IslandWorker(const ModelConfig& model, const TrainConfig& train, const std::string& up_codec, int devices,
                            Parallel parallel, const std::string& device, const DeviceOptions& options)
     : codec_(compression::make_codec(up_codec)), num_params_(ParamLayout(model).num_params()) {
-    if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
-    if (devices == 1) {
-        model_ = make_model(model, device, options);
-        trainer_ = std::make_unique<Trainer>(*model_, train);
-        return;
-    }
-    if (train.optimizer != InnerOptimizer::adamw)
-        throw Error("inner.optimizer = \"" + name_in(inner_optimizer_names(), train.optimizer) + "\" runs on one device only; this island has " +
-                    std::to_string(devices) + " (use adamw, or --devices 1)");
-    island_ = make_island(model, train, devices, parallel, device, options);
+    inner_ = make_inner_loop(model, train, devices, parallel, device, options);
 }
 
-void IslandWorker::get_params(std::span<float> out) {
-    if (island_) island_->get_params(out);
-    else model_->get_params(out);
-}
+void IslandWorker::get_params(std::span<float> out) { inner_->get_params(out); }
 
-void IslandWorker::get_adamw_state(std::span<float> m, std::span<float> v) {
-    if (island_) island_->get_adamw_state(m, v);
-    else model_->get_adamw_state(m, v);
-}
+void IslandWorker::get_adamw_state(std::span<float> m, std::span<float> v) { inner_->get_adamw_state(m, v); }
 
 void IslandWorker::set_adamw_state(std::span<const float> m, std::span<const float> v) {
-    if (island_) island_->set_adamw_state(m, v);
-    else model_->set_adamw_state(m, v, model_->adamw_steps());
+    inner_->set_adamw_state(m, v);
 }
 
 void IslandWorker::set_params(std::span<const float> theta) {
     if (theta.size() != num_params_)
         throw Error("global θ has " + std::to_string(theta.size()) + " parameters, the island's model " +
                     std::to_string(num_params_));
-    if (island_) island_->set_params(theta);
-    else model_->set_params(theta);
+    inner_->set_params(theta);
 }
 
 RoundResult IslandWorker::run_steps(int steps, const std::function<void(const StepStats&)>& on_step) {
@@ -61,15 +44,14 @@ RoundResult IslandWorker::train(int steps, const rounds::ScheduleSpan* placed,
                                 const std::function<void(const StepStats&)>& on_step) {
     RoundResult r;
     double loss_sum = 0;
-    const TrainConfig& config = island_ ? island_->config() : trainer_->config();
+    const TrainConfig& config = inner_->config();
     for (int s = 0; s < steps; ++s) {
         StepStats st;
         if (placed) {
             const uint64_t at = rounds::schedule_position(*placed, static_cast<uint32_t>(s), static_cast<uint32_t>(steps));
-            const float lr = rounds::placed_lr(config.schedule, at, island_ ? island_->steps_done() : trainer_->steps_done());
-            st = island_ ? island_->step(lr) : trainer_->step(lr);
+            st = inner_->step(rounds::placed_lr(config.schedule, at, inner_->steps_done()));
         } else {
-            st = island_ ? island_->step() : trainer_->step();
+            st = inner_->step();
         }
         loss_sum += st.loss;
         if (on_step) on_step(st);
@@ -108,19 +90,7 @@ void IslandWorker::add_privacy_share(double clip, double sigma, int honest) {
 void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round) {
     const bool ef = codec_->settings().error_feedback;
     const bool on_devices = !share_ && !ef;  // a privacy share is added here, to the whole Δ; a residual is kept here
-    if (on_devices && model_) {
-        if (auto on_device = encode_delta_on_device(*model_, theta, codec_->spec())) {
-            r.payload = std::move(*on_device);
-            r.encoded_on = "on the GPU";
-            return;
-        }
-    } else if (on_devices) {
-        if (auto per_shard = encode_delta_on_island(*island_, theta, codec_->spec())) {
-            r.payload = std::move(*per_shard);
-            r.encoded_on = "per shard on " + std::to_string(island_->devices()) + " GPUs";
-            return;
-        }
-    }
+    if (on_devices && encode_on_devices(theta, r)) return;
     r.encoded_on = share_ ? "on the host, clipped and noised" : "on the host";
     if (pending_) {  // a later Δ is encoded on top of the last one: that one now counts as applied
         commit_pending();
@@ -147,6 +117,16 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, st
     r.payload = codec_->encode_feedback(delta);  // throws for a non-finite Δ: nothing sent, residual_ as it was
     if (round) pending_ = *round;
     else commit_pending();  // applied at once
+}
+
+bool IslandWorker::encode_on_devices(std::span<const float> theta, RoundResult& r) {
+    Island* island = inner_->island();
+    auto payload = island ? encode_delta_on_island(*island, theta, codec_->spec())
+                          : encode_delta_on_device(*inner_->single_model(), theta, codec_->spec());
+    if (!payload) return false;
+    r.payload = std::move(*payload);
+    r.encoded_on = island ? "per shard on " + std::to_string(island->devices()) + " GPUs" : "on the GPU";
+    return true;
 }
 
 void IslandWorker::commit_pending() {

@@ -2,10 +2,10 @@
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
 // uplink codec (its error-feedback residual persists across rounds, and stays as it was when the host
 // did not apply a Δ: settle()). Inner AdamW state stays here, except that DES-LOC rounds
-// replace its moments with the islands' mean (get/set_adamw_state). An island of several devices
-// (CPU threads: DDP or ZeRO-3, core/island.h) trains each step together; one device uses the plain
-// Trainer, on the CPU or one GPU ("cuda:N"),
-// where the pseudo-gradient is also encoded on the GPU when the codec allows it.
+// replace its moments with the islands' mean (get/set_adamw_state). The inner loop (core/inner_loop.h)
+// is the plain Trainer on one device, on the CPU or one GPU ("cuda:N"), or an Island of several (CPU
+// threads or GPUs: DDP or ZeRO-3, core/island.h) that trains each step together; the pseudo-gradient
+// is encoded on the GPU (on one, or per shard on a ZeRO-3 island of them) when the codec allows it.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +19,8 @@
 
 #include "compression/codec.h"
 #include "core/float_store.h"
+#include "core/inner_loop.h"
 #include "core/island.h"
-#include "core/model.h"
-#include "core/trainer.h"
 #include "peers/diloco/model_factory.h"
 #include "peers/rounds/local_steps.h"
 #include "privacy/gaussian_mechanism.h"
@@ -95,17 +94,18 @@ public:
     void set_adamw_state(std::span<const float> m, std::span<const float> v);
     std::size_t num_params() const { return num_params_; }
     void get_params(std::span<float> out);  // the island's current θ_i
-    int devices() const { return island_ ? island_->devices() : 1; }
+    int devices() const { return inner_->devices(); }
 
 private:
     void add_share(std::span<float> delta);  // clipped and noised, when a privacy share is on
     RoundResult train(int steps, const rounds::ScheduleSpan* placed, const std::function<void(const StepStats&)>& on_step);
     // Δ = θ − θ_i encoded into r; with error feedback, round names the Δ for settle() (none: applied at once).
     void encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round);
+    // Δ = θ − θ_i formed and encoded where θ_i lives, on one GPU or per shard on an island of them;
+    // false where the devices or the codec cannot (then the host encodes it).
+    bool encode_on_devices(std::span<const float> theta, RoundResult& r);
 
-    std::unique_ptr<Model> model_;
-    std::unique_ptr<Trainer> trainer_;  // one device
-    std::unique_ptr<Island> island_;    // or several
+    std::unique_ptr<InnerLoop> inner_;  // a Trainer on one device, or an Island of several
     std::unique_ptr<compression::Codec> codec_;
     std::size_t num_params_ = 0;
     // Error feedback of the rounds (codecs with +ef), kept here and not in the codec, so that a Δ the

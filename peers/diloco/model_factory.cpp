@@ -1,10 +1,11 @@
-// peers/diloco/model_factory.cpp: device strings to Models and Islands; GPU devices go to the
+// peers/diloco/model_factory.cpp: device strings to Models, Islands and inner loops; GPU devices go to the
 // program's GPU backend (gpu_backend.h), and a program without one says so.
 #include "peers/diloco/model_factory.h"
 
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/trainer.h"
 #include "core/transformer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
@@ -75,6 +76,16 @@ std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig
     std::vector<int> gpus;
     for (int r = 0; r < devices; ++r) gpus.push_back(d.index + r);
     return gpu_backend()->make_island(config, train, gpus, parallel, device_options);
+}
+
+std::unique_ptr<InnerLoop> make_inner_loop(const ModelConfig& config, const TrainConfig& train, int devices,
+                                           Parallel parallel, const std::string& device, const DeviceOptions& options) {
+    if (devices < 1) throw Error("an island needs at least one device, got " + std::to_string(devices));
+    if (devices == 1) return std::make_unique<Trainer>(make_model(config, device, options), train);
+    if (train.optimizer != InnerOptimizer::adamw)
+        throw Error("inner.optimizer = \"" + name_in(inner_optimizer_names(), train.optimizer) + "\" runs on one device only; this island has " +
+                    std::to_string(devices) + " (use adamw, or --devices 1)");
+    return make_island(config, train, devices, parallel, device, options);
 }
 
 std::optional<std::vector<std::byte>> encode_delta_on_device(Model& model, std::span<const float> theta,

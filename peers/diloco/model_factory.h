@@ -1,5 +1,5 @@
-// peers/diloco/model_factory.h: the Model for a device string, so the CLI, the peer daemon and the
-// benches choose CPU or GPU the same way: "cpu", "cuda" (= "cuda:0") or "cuda:N". A GPU device goes
+// peers/diloco/model_factory.h: the Model, Island or InnerLoop for a device string, so the CLI, the
+// peer daemon and the benches choose CPU or GPU (and one device or several) the same way: "cpu", "cuda" (= "cuda:0") or "cuda:N". A GPU device goes
 // to the program's GPU backend (gpu_backend.h), where it links one.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/inner_loop.h"
 #include "core/island.h"
 #include "core/model.h"
 #include "peers/diloco/gpu_backend.h"
@@ -36,6 +37,13 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::string& 
 std::unique_ptr<Island> make_island(const ModelConfig& config, const TrainConfig& train, int devices,
                                    Parallel parallel, const std::string& device,
                                    const DeviceOptions& options = {});
+
+// The inner loop of an island of `devices` devices: one device is a Trainer of make_model's model,
+// several are make_island's Island. The one place that chooses between them; throws for an inner
+// optimizer that runs on one device only (Muon) on several.
+std::unique_ptr<InnerLoop> make_inner_loop(const ModelConfig& config, const TrainConfig& train, int devices,
+                                           Parallel parallel, const std::string& device,
+                                           const DeviceOptions& options = {});
 
 // Δ = theta - θ_model encoded on the model's GPU with the codec `spec` when both allow it (a CUDA
 // model and an int8/int4/fp4 spec without error feedback); nullopt means: encode on the host.

@@ -14,13 +14,13 @@ namespace {
 
 constexpr std::size_t kParams = 64;
 
-struct Island {
+struct IslandMoments {  // one island's contribution and the moments it sent
     rounds::Contribution c;
     std::vector<float> m, v;
 };
 
-Island island(uint32_t index, float scale, double tokens = 100) {
-    Island i;
+IslandMoments island(uint32_t index, float scale, double tokens = 100) {
+    IslandMoments i;
     i.c.island = index;
     i.c.key = "key-" + std::to_string(index);
     i.c.name = "island " + std::to_string(index);
@@ -33,10 +33,10 @@ Island island(uint32_t index, float scale, double tokens = 100) {
     return i;
 }
 
-MomentPool::Mean pooled(const RunConfig& c, const std::vector<Island>& islands) {
+MomentPool::Mean pooled(const RunConfig& c, const std::vector<IslandMoments>& islands) {
     MomentPool pool(c, kParams);
     std::vector<rounds::Contribution> used;
-    for (const Island& i : islands) {
+    for (const IslandMoments& i : islands) {
         pool.accept(i.c.key, protocol::encode_moments(0, i.m, i.v), true, 0, 0);
         used.push_back(i.c);
     }
@@ -51,7 +51,7 @@ RunConfig every_round(const std::string& screen = "clip") {
 }  // namespace
 
 TEST_CASE("the mean of the moments is weighted by tokens, in island order") {
-    const std::vector<Island> islands = {island(0, 1.0f, 100), island(1, 1.0f, 300), island(2, 1.0f, 100)};
+    const std::vector<IslandMoments> islands = {island(0, 1.0f, 100), island(1, 1.0f, 300), island(2, 1.0f, 100)};
     const MomentPool::Mean mean = pooled(every_round(), islands);
     CHECK(mean.islands == std::vector<uint32_t>{0, 1, 2});
     CHECK(mean.left_out.empty());
@@ -62,7 +62,7 @@ TEST_CASE("the mean of the moments is weighted by tokens, in island order") {
 }
 
 TEST_CASE("finite moments far above the round's median norm are left out of the mean, and said so") {
-    std::vector<Island> islands = {island(0, 1.0f), island(1, 1.2f), island(2, 0.9f), island(3, 1.0f)};
+    std::vector<IslandMoments> islands = {island(0, 1.0f), island(1, 1.2f), island(2, 0.9f), island(3, 1.0f)};
     SECTION("a v a million times too large") {
         for (float& x : islands[2].v) x *= 1e6f;
         const MomentPool::Mean mean = pooled(every_round(), islands);

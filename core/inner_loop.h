@@ -1,0 +1,88 @@
+// core/inner_loop.h: what a caller does with one island's inner training loop, whatever its devices:
+// steps, validation, θ and the AdamW moments as whole vectors, save/resume; and the loop's config and
+// step stats. Trainer (one device) and Island (N devices, DDP or ZeRO-3) implement it; the CLI and the
+// DiLoCo worker hold only this. The parts only one kind has are asked for explicitly (island(),
+// single_model()), never by testing which kind it is at every call. Vectors are whole and in
+// ParamLayout order (host memory, fp32).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/adamw.h"
+#include "core/data_loader.h"
+#include "core/muon.h"
+#include "core/named_enum.h"
+
+namespace arch {
+
+class Island;
+class Model;
+
+// The inner optimizer: AdamW, or Muon for the blocks' matmul weights (core/muon.h; its momentum is
+// not saved) with AdamW for the rest. Named "adamw" and "muon" (run.toml's inner.optimizer).
+enum class InnerOptimizer { adamw, muon };
+const EnumNames<InnerOptimizer>& inner_optimizer_names();
+
+struct TrainConfig {
+    int B = 4;
+    int T = 64;
+    int grad_accum = 1;  // micro-batches per optimizer step
+    int steps = 100;     // total optimizer steps (the schedule's length)
+    LrSchedule schedule;
+    AdamWConfig adamw;
+    InnerOptimizer optimizer = InnerOptimizer::adamw;
+    MuonConfig muon;
+    uint64_t seed = 1337;
+    DataOrder order = DataOrder::shuffled;
+    std::string train_pattern;
+    std::string val_pattern;  // empty: no validation
+    int val_batches = 8;      // batches per validation, always the first ones of the val data
+};
+
+struct StepStats {
+    int step = 0;  // 1-based index of the step just taken
+    float loss = 0.0f;
+    float lr = 0.0f;
+    float grad_norm = 0.0f;
+    double seconds = 0.0;
+    double tokens_per_s = 0.0;
+};
+
+class InnerLoop {
+public:
+    virtual ~InnerLoop() = default;
+
+    StepStats step() { return step(config().schedule.at(steps_done())); }  // at the schedule's lr
+    // At a learning rate the caller chose (a DiLoCo island places its steps in the run's schedule).
+    // Throws if training diverges; after a throw from an island of several devices it is unusable.
+    virtual StepStats step(float lr) = 0;
+    virtual float evaluate() = 0;  // mean val loss over val_batches; throws if there is no val data
+    virtual bool has_val() const = 0;
+    virtual int steps_done() const = 0;
+    virtual const TrainConfig& config() const = 0;
+    virtual std::size_t num_params() const = 0;
+    virtual int devices() const = 0;
+
+    virtual void init_weights(std::uint64_t seed) = 0;  // the family's init, as on one device
+    virtual void get_params(std::span<float> full) = 0;
+    virtual void set_params(std::span<const float> full) = 0;
+    // The inner AdamW moments m and v. set keeps the step count: DES-LOC replaces the moments in the
+    // middle of a run (peers/moment_sync.h).
+    virtual void get_adamw_state(std::span<float> m, std::span<float> v) = 0;
+    virtual void set_adamw_state(std::span<const float> m, std::span<const float> v) = 0;
+
+    // The llm.c checkpoint at path and the run state at path + ".state", the same files from every
+    // kind, so runs move between one device and an island; resume validates before changing anything.
+    virtual void save(const std::string& path) = 0;
+    virtual void resume(const std::string& path) = 0;
+
+    // The island's per-device parts (memory, traffic, shards); null on one device.
+    virtual Island* island() { return nullptr; }
+    // The model a one-device loop trains (to sample from, or to encode Δ on its GPU); null for an island.
+    virtual Model* single_model() { return nullptr; }
+};
+
+}  // namespace arch
