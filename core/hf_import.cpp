@@ -99,8 +99,8 @@ HfModel import_hf_gpt2(const std::string& dir, const json& c, const std::string&
 }
 
 
-// A positive finite number under `key` of `c`, or `fallback` when absent (or null).
 namespace {
+// A positive finite number under `key` of `c`, or `fallback` when absent (or null).
 float key_float(const json& c, const char* key, float fallback, const std::string& where) {
     if (!c.contains(key) || c.at(key).is_null()) return fallback;
     const json& v = c.at(key);

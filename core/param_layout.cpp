@@ -9,6 +9,7 @@ namespace arch {
 namespace {
 const char* kBlockNames[kBlockTensors] = {"ln1w", "ln1b",     "qkvw", "qkvb", "attprojw", "attprojb",
                                           "ln2w", "ln2b",     "fcw",  "fcb",  "fcprojw",  "fcprojb"};
+const char* kGlobalNames[] = {"wte", "wpe", "lm_head", "lnfw", "lnfb"};  // by GlobalTensor::Which
 
 std::size_t elements(const std::vector<int>& shape) {
     std::size_t n = 1;
@@ -40,13 +41,12 @@ ParamLayout::ParamLayout(const ModelConfig& config) : config_(config) {
         blocks_.push_back({o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11]});
     }
     block_size_ = config.num_layers > 0 ? offset / config.num_layers : 0;
+    std::size_t* const slot[] = {&wte_, &wpe_, &lm_head_, &lnfw_, &lnfb_};  // by GlobalTensor::Which
     for (GlobalTensor& g : family.global_tensors(config)) {
-        using W = GlobalTensor::Which;
-        static constexpr const char* kNames[] = {"wte", "wpe", "lm_head", "lnfw", "lnfb"};
-        std::size_t* const slot[] = {&wte_, &wpe_, &lm_head_, &lnfw_, &lnfb_};
-        *slot[static_cast<int>(g.which)] = add(kNames[static_cast<int>(g.which)], std::move(g.shape));
-        if (g.which == W::wte && lm_head_ == kAbsent) lm_head_ = wte_;  // tied unless the family adds its own
+        const int which = static_cast<int>(g.which);
+        *slot[which] = add(kGlobalNames[which], std::move(g.shape));
     }
+    if (lm_head_ == kAbsent) lm_head_ = wte_;  // tied unless the family adds its own
     num_params_ = offset;
 }
 
