@@ -39,11 +39,7 @@ inline T load_le(const std::byte* p) {
     return v;
 }
 
-// The bytes of a span of objects, as std::byte (a string's, a token array's).
-template <class T>
-inline std::span<const std::byte> byte_view(std::span<const T> s) {
-    return std::as_bytes(s);
-}
+// A string's bytes, as std::byte.
 inline std::span<const std::byte> byte_view(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
 class ByteWriter {

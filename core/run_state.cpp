@@ -23,7 +23,7 @@ void write_run_state(const std::string& path, const RunState& s) {
     if (s.m.size() != s.v.size()) throw Error("write_run_state: m and v differ in size");
     if (sodium_init() < 0) throw Error("libsodium failed to initialise");
     ByteWriter w;
-    w.reserve(kFixedBytes + 2 * s.m.size() * sizeof(float) + kHashBytes);
+    w.reserve(kFixedBytes + 2 * s.m.size() * sizeof(float));
     w.raw(std::as_bytes(std::span(kMagic)));
     w.u32(kVersion);
     w.i32(static_cast<int32_t>(s.step));
@@ -33,11 +33,11 @@ void write_run_state(const std::string& path, const RunState& s) {
     for (uint64_t x : s.train_cursor.rng_state) w.u64(x);
     w.raw(std::as_bytes(std::span(s.m)));
     w.raw(std::as_bytes(std::span(s.v)));
-    const std::span<std::byte> hash = w.raw_in_place(kHashBytes);
-    const std::vector<std::byte> out = w.take();
-    crypto_generichash(reinterpret_cast<unsigned char*>(hash.data()), kHashBytes, reinterpret_cast<const unsigned char*>(out.data()),
-                       out.size() - kHashBytes, nullptr, 0);
-    write_file_atomic(path, out);
+    const std::vector<std::byte> body = w.take();
+    unsigned char hash[kHashBytes];
+    crypto_generichash(hash, kHashBytes, reinterpret_cast<const unsigned char*>(body.data()), body.size(), nullptr, 0);
+    const std::span<const std::byte> parts[] = {body, std::as_bytes(std::span(hash))};
+    write_file_atomic(path, parts);
 }
 
 RunState read_run_state(const std::string& path, std::size_t expected_params) {

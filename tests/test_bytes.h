@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes.h"
+
 namespace arch::test {
 
 inline std::vector<std::byte> bytes_of(std::initializer_list<unsigned> values) {
@@ -24,8 +26,8 @@ inline std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
     return out;
 }
 inline std::vector<std::byte> text_bytes(const std::string& text) {
-    const auto* p = reinterpret_cast<const std::byte*>(text.data());
-    return {p, p + text.size()};
+    const std::span<const std::byte> b = byte_view(text);
+    return {b.begin(), b.end()};
 }
 
 inline std::string text_of(std::span<const std::byte> bytes) {

@@ -118,11 +118,10 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     protocol::Hello hello;
     hello.name = "attacker";
     const std::vector<std::byte> hello_bytes = protocol::encode(hello);
-    const std::span<const std::byte> hello_payload(reinterpret_cast<const std::byte*>(hello_bytes.data()), hello_bytes.size());
     attacker.leave();
     for (int burst = 0; burst < 5; ++burst) {
         auto socket = raw_socket(run, 3);
-        for (int i = 0; i < 50000; ++i) send_raw(*socket, static_cast<uint16_t>(protocol::Type::hello), hello_payload);
+        for (int i = 0; i < 50000; ++i) send_raw(*socket, static_cast<uint16_t>(protocol::Type::hello), hello_bytes);
         socket.reset();
         if (!(host->running())) FAIL(diagnostics());
     }
@@ -130,11 +129,10 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     {
         auto socket = raw_socket(run, 3);
         const std::vector<std::byte> report = protocol::encode(protocol::HashReport{0, std::string(64, 'f')});
-        const std::span<const std::byte> report_payload(reinterpret_cast<const std::byte*>(report.data()), report.size());
         const auto flood = Clock::real().now();
         for (int i = 0; seconds_since(flood) < 20 && i < 20000; ++i) {
-            send_raw(*socket, static_cast<uint16_t>(protocol::Type::hello), hello_payload);
-            send_raw(*socket, static_cast<uint16_t>(protocol::Type::hash_report), report_payload);
+            send_raw(*socket, static_cast<uint16_t>(protocol::Type::hello), hello_bytes);
+            send_raw(*socket, static_cast<uint16_t>(protocol::Type::hash_report), report);
             std::this_thread::sleep_until(flood + std::chrono::microseconds(1000 * (i + 1)));
         }
     }
@@ -223,9 +221,7 @@ std::pair<std::string, std::string> async_run_with_reconnect(bool replay) {
     ByteWriter w;
     w.bytes(protocol::encode(protocol::PseudoGradMeta{rs.round, 32.0, 4.0f, 3, 1.0f}));
     w.bytes(compression::make_codec("fp32")->encode(delta));
-    const std::vector<std::byte> blob = w.take();
-    const std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(blob.data()),
-                                     reinterpret_cast<const std::byte*>(blob.data()) + blob.size());
+    const std::vector<std::byte> bytes = w.take();
     const uint32_t tag = static_cast<uint32_t>(protocol::Type::pseudo_grad);
     std::string error;
     net::TransferSender sender(0x5eed, bytes, NetLink::kChunkBytes, tag);

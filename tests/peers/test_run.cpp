@@ -212,14 +212,13 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     PeerLink& link = *by_hand.link;
     const std::string hostkey = by_hand.host_key;
     auto wait_event = [&](protocol::Type type, double timeout_s) { return by_hand.wait_event(type, timeout_s); };
-    auto bytes = [](const std::string& s) { return std::vector<std::byte>(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size()); };
 
     // A wrong protocol version, then garbage, then a real hello.
     protocol::Hello hello;
     hello.name = "by-hand";
     hello.protocol_version = 99;
     link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
-    link.send(hostkey, protocol::Type::hello, 0, bytes("garbage that is not a hello"));
+    link.send(hostkey, protocol::Type::hello, 0, arch::test::text_bytes("garbage that is not a hello"));
     REQUIRE(host->wait_for("protocol version 99", 30));
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (count(host->log(), "rejected a hello message") < 2 && std::chrono::steady_clock::now() < until)
