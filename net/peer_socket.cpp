@@ -80,6 +80,7 @@ void PeerSocket::State::handle_monitor_event(const detail::MonitorEvent& e) {
     } else if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
         log("peer: host refused our key " + fingerprint(options.keys.public_key) + " (ZAP status " +
             std::to_string(e.value) + "); ask the host to add it to its allow-list");
+        if (pending.empty() || pending.back().kind != Incoming::Kind::refused) event(Incoming::Kind::refused);
     } else {
         log("peer: " + detail::describe_handshake_failure(e));
     }

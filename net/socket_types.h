@@ -30,11 +30,12 @@ struct Limits {
     int queue_messages = 256;          // ZMQ_SNDHWM and ZMQ_RCVHWM
 };
 
-// One thing poll() hands back: a message, or a connection event.
+// One thing poll() hands back: a message, or a connection event (refused: on a peer, the host's
+// ZAP handler refused this peer's key at the handshake).
 // peer_key is the authenticated Z85 key of the other side: on the host the ZAP User-Id of the
 // connection the message came in on (never a payload field); on a peer, the host's key.
 struct Incoming {
-    enum class Kind { message, connected, disconnected };
+    enum class Kind { message, connected, disconnected, refused };
     Kind kind = Kind::message;
     std::string peer_key;
     Header header;                 // kind == message only

@@ -45,7 +45,8 @@ std::vector<float> warm_start_theta(const RunConfig& c, const ModelConfig& model
 Host::Host(HostOptions options)
     : options_(std::move(options)),
       clock_(*options_.clock),
-      roster_(options_.config.islands, clock_, [this](const std::string& line) { log(line); }) {
+      roster_(options_.config.islands, clock_, [this](const std::string& line) { log(line); },
+              [this](const RunEvent& event) { emit(event); }) {
     const RunConfig& c = options_.config;
     int vocab = 0;
     std::string train = c.train_data, val = c.val_data;
@@ -73,15 +74,21 @@ Host::Host(HostOptions options)
         privacy_ = std::make_unique<privacy::PrivacyBudget>(c.privacy, run_updates(c));
         log_privacy_plan();
     }
-    deltas_ = std::make_unique<HostDeltas>(c, *global_, privacy_.get(), [this](const std::string& line) { log(line); });
+    deltas_ = std::make_unique<HostDeltas>(c, *global_, privacy_.get(), [this](const std::string& line) { log(line); },
+                                           [this](const RunEvent& event) { emit(event); });
     checkpoints_ = std::make_unique<HostCheckpoints>(
-        c, model_config_, clock_, [this] { return checkpoint_source(); }, [this](const std::string& line) { log(line); });
+        c, model_config_, clock_, [this] { return checkpoint_source(); }, [this](const std::string& line) { log(line); },
+        [this](const RunEvent& event) { emit(event); });
     if (std::optional<HostCheckpoints::Loaded> loaded = checkpoints_->load(*global_)) {
         round_ = loaded->round;
         roster_.restore(std::move(loaded->islands));
         log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
-    } else if (!c.init.empty() || !c.init_hf.empty())
-        log("warm start: round 0 starts from " + (c.init.empty() ? c.init_hf : c.init) + ", θ " + global_->hash().substr(0, 12));
+        emit({.kind = "resumed", .round = static_cast<int64_t>(round_), .theta = global_->hash().substr(0, 12), .detail = c.checkpoint_dir});
+    } else if (!c.init.empty() || !c.init_hf.empty()) {
+        const std::string& from = c.init.empty() ? c.init_hf : c.init;
+        log("warm start: round 0 starts from " + from + ", θ " + global_->hash().substr(0, 12));
+        emit({.kind = "warm_start", .round = 0, .theta = global_->hash().substr(0, 12), .detail = from});
+    }
     ledger_.theta(round_, global_->hash());
 }
 
@@ -121,6 +128,10 @@ uint64_t Host::uplink_bytes(const Link& link) {
 
 void Host::log(const std::string& line) const {
     if (options_.log) options_.log(line);
+}
+
+void Host::emit(const RunEvent& event) const {
+    if (options_.event) options_.event(event);
 }
 
 void Host::publish(const std::string& key, uint64_t up, uint64_t down) {
@@ -308,6 +319,7 @@ void Host::start_round(Link& link) {
     const rounds::RoundPolicy::Opening opening = policy_->open_round(view(link));
     start_islands(link, opening.starts);
     log("round " + std::to_string(round_) + " started with " + std::to_string(opening.islands) + " islands");
+    emit({.kind = "round_started", .round = static_cast<int64_t>(round_), .islands = static_cast<int>(opening.islands)});
     if (options_.status) {
         options_.status->set_state("training");
         publish_run(link);
@@ -320,6 +332,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     if (!seat) {
         link.send(key, Type::reject, round_, protocol::encode({protocol::ReasonCode::run_full, "the run is full (" + std::to_string(c.islands) + " islands)"}));
         log("refused " + h.name + " (" + short_key(key) + "): the run is full");
+        emit({.kind = "refused", .peer = h.name, .type = "run_full"});
         return;
     }
     if (seat->newcomer) checkpoints_->island_map_changed();
@@ -341,6 +354,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     link.send(key, Type::welcome, round_, protocol::encode(w));
     log("admitted " + h.name + " (" + short_key(key) + ") as island " + std::to_string(p.island) +
         (p.in_sync ? ", in sync" : ", needs the state"));
+    emit({.kind = "admitted", .island = static_cast<int>(p.island), .peer = h.name, .type = p.in_sync ? "in_sync" : "needs_state"});
     publish(key);
     if (!p.in_sync) send_state(link, key);
     else offer_round(link, key);
@@ -361,11 +375,14 @@ void Host::revoke(Link& link, const std::string& key) {
     if (moments_) moments_->drop(key);
     const bool in_round = policy_->on_gone(key, true);  // what it sent that is not applied yet goes with it
     std::string freed;
+    RunEvent event{.kind = "revoked", .round = in_round ? static_cast<int64_t>(round_) : -1, .peer = found ? found->name : ""};
     if (const std::optional<uint32_t> island = roster_.release(key)) {
         checkpoints_->island_map_changed();
         freed = "; island " + std::to_string(*island) + " is free for a later invitee";
+        event.island = static_cast<int>(*island);
     }
     log("revoked " + who + freed + (in_round ? "; round " + std::to_string(round_) + " goes on without it" : ""));
+    emit(event);
 }
 
 void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds) {
@@ -392,10 +409,12 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const double max_tokens = static_cast<double>(p.started_steps) * c.batch * c.seq_len * c.grad_accum;
     if (!(meta.tokens > 0)) throw Error("a pseudo-gradient with a token weight of " + std::to_string(meta.tokens));
     const double tokens = std::min(meta.tokens, max_tokens);
-    if (tokens < meta.tokens)
+    if (tokens < meta.tokens) {
         log("island " + std::to_string(p.island) + " (" + p.name + ") claimed " + std::to_string(meta.tokens) +
             " tokens for round " + std::to_string(meta.round) + "; counted " + std::to_string(max_tokens) +
             " (its steps x B x T x grad_accum)");
+        emit({.kind = "weight_capped", .round = static_cast<int64_t>(meta.round), .island = static_cast<int>(p.island), .peer = p.name});
+    }
     // The size first, nothing is decoded in vain: θ's, or in streaming mode the round's fragment's.
     const std::size_t expected = global_->fragment(round_fragment(c, meta.round)).size;
     const uint64_t values = compression::inspect(payload).count;
@@ -445,9 +464,12 @@ void Host::handle(Link& link, const LinkEvent& e) {
         if (policy_->on_gone(e.peer, false)) {
             log("island " + std::to_string(found->island) + " (" + found->name + ") disconnected; round " +
                 std::to_string(round_) + " goes on without it");
+            emit({.kind = "dropped", .round = static_cast<int64_t>(round_), .island = static_cast<int>(found->island),
+                  .peer = found->name, .type = "disconnected"});
         }
         return;
     }
+    if (e.kind != LinkEvent::Kind::message) return;  // refused: a peer's side only
     if (!roster_.within_budget(e)) return;
     found = roster_.find(e.peer);
     if (e.type == Type::hello) {
@@ -494,8 +516,12 @@ void Host::handle(Link& link, const LinkEvent& e) {
             link.forget(e.peer);  // what waits for it, or from it, is freed
             shipping_.settled(e.peer);
             publish(e.peer);
-            log(p.name + " left: " + protocol::decode_reason(e.payload).text);
+        {
+            const protocol::Reason reason = protocol::decode_reason(e.payload);
+            log(p.name + " left: " + reason.text);
+            emit({.kind = "peer_left", .island = static_cast<int>(p.island), .peer = p.name, .type = protocol::reason_name(reason.code)});
             break;
+        }
         default:
             throw Error(std::string("unexpected ") + protocol::type_name(e.type) + " message from a peer");
     }
@@ -557,6 +583,9 @@ void Host::turn(Link& link, Clock::time_point join_deadline) {
         } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
             log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " + roster_.who(e->peer) +
                 ": " + err.what());
+            const PeerState* from = roster_.find(e->peer);
+            emit({.kind = "rejected", .round = static_cast<int64_t>(e->round), .island = from ? static_cast<int>(from->island) : -1,
+                  .peer = from ? from->name : "", .type = protocol::type_name(e->type), .detail = err.what()});
         }
     }
     checkpoints_->pump();
@@ -608,6 +637,7 @@ void Host::run(Link& link) {
     const uint64_t updates = last_update();
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +
         std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
+    emit({.kind = "waiting", .round = static_cast<int64_t>(round_), .islands = c.islands});
     publish_run(link);
     while (!stop_ && round_ < updates) turn(link, join_deadline);
     // The last checkpoint is written while the last update drains: the writer takes it once it is free,
@@ -626,6 +656,7 @@ void Host::run(Link& link) {
     }
     if (options_.status) options_.status->set_state(round_ >= updates ? "finished" : "stopped");
     log(round_ >= updates ? "run finished after " + std::to_string(round_) + " rounds" : "stopped");
+    emit({.kind = round_ >= updates ? "finished" : "stopped", .round = static_cast<int64_t>(round_)});
 }
 
 }  // namespace arch

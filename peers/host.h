@@ -39,6 +39,7 @@
 #include "peers/round_ledger.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
+#include "peers/run_events.h"
 #include "peers/state_shipping.h"
 #include "privacy/privacy_budget.h"
 
@@ -50,6 +51,7 @@ struct HostOptions {
     RunConfig config;
     std::function<void(const std::string&)> log;     // one line per event
     std::function<void(const RoundRow&)> on_round;   // one call per finished round
+    std::function<void(const RunEvent&)> event;      // what happened, as data (peers/run_events.h)
     RunStatus* status = nullptr;  // optional: the control API's view of the run, and its pause/leave commands
     // Membership while the run goes on: called from the event loop about once a second, returns the
     // keys taken off the allow-list since the last call; each is cut off (Host::revoke).
@@ -117,6 +119,7 @@ private:
     void send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob);
     HostCheckpoints::Source checkpoint_source();  // what a checkpoint taken now holds
     void log(const std::string& line) const;
+    void emit(const RunEvent& event) const;
     void publish(const std::string& key, uint64_t up = 0, uint64_t down = 0);  // PeerState -> options_.status
     void publish_run(Link& link);
 

@@ -44,8 +44,8 @@ void write_checkpoint_files(const std::string& dir, const ModelConfig& model, co
 }  // namespace
 
 HostCheckpoints::HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock, SourceFn source,
-                                 std::function<void(const std::string&)> log)
-    : config_(config), clock_(clock), source_(std::move(source)), log_(std::move(log)) {
+                                 std::function<void(const std::string&)> log, std::function<void(const RunEvent&)> event)
+    : config_(config), clock_(clock), source_(std::move(source)), log_(std::move(log)), event_(std::move(event)) {
     std::filesystem::create_directories(config.checkpoint_dir);
     writer_ = std::make_unique<CheckpointWriter>(
         [dir = config.checkpoint_dir, model](const CheckpointSnapshot& s) { write_checkpoint_files(dir, model, s); });
@@ -157,6 +157,8 @@ void HostCheckpoints::log_result(const CheckpointWriter::Result& r) const {
     else  // a full disk or a read-only folder is no reason to stop serving
         log_("could not write the checkpoint at round " + std::to_string(r.round) +
              " (the run goes on; the next one tries again): " + r.error);
+    event_({.kind = r.error.empty() ? "checkpoint_written" : "checkpoint_failed", .round = static_cast<int64_t>(r.round),
+            .detail = r.error});
 }
 
 std::optional<HostCheckpoints::Loaded> HostCheckpoints::load(diloco::GlobalModel& global) const {

@@ -23,6 +23,7 @@
 #include "peers/checkpoint_writer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/run_config.h"
+#include "peers/run_events.h"
 #include "peers/staged_write.h"
 
 namespace arch {
@@ -48,7 +49,7 @@ public:
     // Creates the folder and starts the writer. `source` is asked what a checkpoint holds whenever
     // one is taken; log gets one line per checkpoint written or refused.
     HostCheckpoints(const RunConfig& config, const ModelConfig& model, const Clock& clock, SourceFn source,
-                    std::function<void(const std::string&)> log);
+                    std::function<void(const std::string&)> log, std::function<void(const RunEvent&)> event);
     // The folder's checkpoint loaded into `global`: its round and island map; none when the folder has
     // none. Throws arch::Error for a file that is not a host checkpoint or is corrupt.
     std::optional<Loaded> load(diloco::GlobalModel& global) const;
@@ -74,6 +75,7 @@ private:
     const Clock& clock_;
     SourceFn source_;
     std::function<void(const std::string&)> log_;
+    std::function<void(const RunEvent&)> event_;  // checkpoint_written / checkpoint_failed
     std::unique_ptr<CheckpointWriter> writer_;
     bool wanted_ = false;  // a snapshot is due and not taken yet
     uint64_t updates_since_ = 0;

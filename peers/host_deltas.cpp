@@ -9,11 +9,12 @@
 namespace arch {
 
 HostDeltas::HostDeltas(const RunConfig& config, const diloco::GlobalModel& global, const privacy::PrivacyBudget* privacy,
-                       std::function<void(const std::string&)> log)
+                       std::function<void(const std::string&)> log, std::function<void(const RunEvent&)> event)
     : config_(config),
       global_(global),
       privacy_(privacy),
       log_(std::move(log)),
+      event_(std::move(event)),
       screen_(outer::ScreenPolicy{config.outer.screen, config.outer.screen_factor}) {
     if (privacy_ && !config.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
 }
@@ -100,6 +101,8 @@ void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) 
             log_(std::string(v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected") +
                 " the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name + ") for round " +
                 std::to_string(round) + ": " + figures);
+            event_({.kind = "screened", .round = static_cast<int64_t>(round), .island = static_cast<int>(all[i].island),
+                    .peer = all[i].name, .type = v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected"});
         }
         if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
     }
@@ -122,6 +125,8 @@ bool HostDeltas::privatize(std::vector<rounds::Contribution>& all, uint64_t roun
             std::snprintf(figures, sizeof(figures), "norm %.4g, above %.4g (the clip and its noise share)", norm, bound);
             log_("clipped the pseudo-gradient of island " + std::to_string(c.island) + " (" + c.name + ") for round " +
                 std::to_string(round) + ": " + figures);
+            event_({.kind = "screened", .round = static_cast<int64_t>(round), .island = static_cast<int>(c.island), .peer = c.name,
+                    .type = "privacy_clipped"});
         }
     }
     if (noise_) privacy::add_central_noise(all.front().delta, d.clip, sigma, *noise_);

@@ -20,6 +20,7 @@
 #include "peers/diloco/global_model.h"
 #include "peers/rounds/round_policy.h"
 #include "peers/run_config.h"
+#include "peers/run_events.h"
 #include "privacy/gaussian_mechanism.h"
 #include "privacy/privacy_budget.h"
 
@@ -29,7 +30,7 @@ class HostDeltas {
 public:
     // `privacy`: the run's budget when [privacy] is on (it sets the noise), else null. Both outlive this.
     HostDeltas(const RunConfig& config, const diloco::GlobalModel& global, const privacy::PrivacyBudget* privacy,
-               std::function<void(const std::string&)> log);
+               std::function<void(const std::string&)> log, std::function<void(const RunEvent&)> event);
 
     // The payload of a pseudo-gradient of `values` values (its size already checked) into c: decoded,
     // or held encoded with its norm. Throws arch::Error for a payload that does not decode.
@@ -51,6 +52,7 @@ private:
     const diloco::GlobalModel& global_;
     const privacy::PrivacyBudget* privacy_;
     std::function<void(const std::string&)> log_;
+    std::function<void(const RunEvent&)> event_;  // screened: a Δ clipped or left out
     outer::NormScreen screen_;                    // outer.screen: Δ norms against the round's median
     std::unique_ptr<privacy::NoiseSource> noise_;  // central mode: the host's noise
     std::vector<std::vector<float>> spare_;        // decoded Δs' buffers (at most one a run's island)

@@ -7,8 +7,9 @@ namespace arch {
 
 std::string short_key(const std::string& key) { return key.substr(0, 8); }
 
-HostRoster::HostRoster(int islands, const Clock& clock, std::function<void(const std::string&)> log)
-    : islands_(islands), clock_(clock), log_(std::move(log)) {}
+HostRoster::HostRoster(int islands, const Clock& clock, std::function<void(const std::string&)> log,
+                       std::function<void(const RunEvent&)> event)
+    : islands_(islands), clock_(clock), log_(std::move(log)), event_(std::move(event)) {}
 
 bool HostRoster::within_budget(const LinkEvent& e) {
     auto it = peers_.find(e.peer);
@@ -19,9 +20,11 @@ bool HostRoster::within_budget(const LinkEvent& e) {
     PeerState& p = it->second;
     TokenBucket& bucket = e.type == protocol::Type::hello ? p.hellos : p.messages;
     if (bucket.take(clock_.now())) return true;
-    if (p.over_budget++ % 1000 == 0)
+    if (p.over_budget++ % 1000 == 0) {
         log_("dropped a " + std::string(protocol::type_name(e.type)) + " from " + who(e.peer) +
              ": over its message budget (" + std::to_string(p.over_budget) + " dropped so far)");
+        event_({.kind = "over_budget", .peer = p.name, .type = protocol::type_name(e.type)});
+    }
     return false;
 }
 

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "peers/link.h"
 #include "peers/rate_limit.h"
+#include "peers/run_events.h"
 
 namespace arch {
 
@@ -40,7 +41,8 @@ struct PeerState {
 class HostRoster {
 public:
     // `islands`: the run's island count; `log` gets a line per thousand messages dropped from a key.
-    HostRoster(int islands, const Clock& clock, std::function<void(const std::string&)> log);
+    HostRoster(int islands, const Clock& clock, std::function<void(const std::string&)> log,
+               std::function<void(const RunEvent&)> event);
 
     // Whether e is within its sender's budget (a key not seen yet gets a PeerState, while fewer than
     // 4 per island + 16 are known); false: drop it.
@@ -69,6 +71,7 @@ private:
     int islands_;
     const Clock& clock_;
     std::function<void(const std::string&)> log_;
+    std::function<void(const RunEvent&)> event_;  // over_budget
     std::map<std::string, PeerState> peers_;      // by key
     std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
 };

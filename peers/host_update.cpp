@@ -19,6 +19,7 @@ void Host::make_update(Link& link) {
     } recycle{*deltas_, all};
     auto again = [&](const std::string& why) {
         log("round " + std::to_string(round_) + why + "; starting it again");
+        emit({.kind = "round_restarted", .round = static_cast<int64_t>(round_), .detail = why});
         start_islands(link, policy_->after_update(view(link), false));
     };
     if (all.empty()) return again(" has no pseudo-gradients");
@@ -113,6 +114,8 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
         for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
         log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
             " (weighted by tokens), moments " + moments.hash.substr(0, 16));
+        emit({.kind = "moments_averaged", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(moments.islands.size()),
+              .hash = moments.hash.substr(0, 16), .detail = which});
     } else if (moments_ && moments_round(options_.config, ended)) {
         log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
     }
@@ -123,6 +126,9 @@ void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double lo
     RoundRow row = ledger_.close(ended, islands, loss, val, uplink_bytes(link));
     if (privacy_) row.epsilon = privacy_->spent(round_);
     if (options_.on_round) options_.on_round(row);
+    emit({.kind = "round_finished", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(islands),
+          .theta = global_->hash().substr(0, 12), .val_loss = val,
+          .fragment = global_->fragments() > 1 ? round_fragment(options_.config, ended) : -1});
     if (options_.status) {
         options_.status->add_round(row);
         publish_run(link);

@@ -19,7 +19,7 @@
 namespace arch {
 
 struct LinkEvent {
-    enum class Kind { message, connected, disconnected };
+    enum class Kind { message, connected, disconnected, refused };  // refused: the host refused our key
     Kind kind = Kind::message;
     std::string peer;  // the other side's authenticated public key (Z85)
     protocol::Type type = protocol::Type::hello;

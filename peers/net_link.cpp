@@ -128,6 +128,7 @@ bool NetLink::admit_begin(const net::Incoming& in, uint64_t id) {
         const std::vector<std::byte> abort = net::encode(net::AbortMsg{id, reason});
         emit(in.peer_key, net::kTransferAbort, in.header.round, abort, static_cast<protocol::Type>(0));
         if (log_) log_("refused a transfer from " + net::fingerprint(in.peer_key) + ": " + reason);
+        if (on_refused_) on_refused_(reason);
         return false;
     };
     const auto& done = completed_[in.peer_key];
@@ -252,8 +253,8 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
         pump(in->peer_key);
         return e;
     }
-    if (in->kind == net::Incoming::Kind::disconnected) {
-        e.kind = LinkEvent::Kind::disconnected;
+    if (in->kind == net::Incoming::Kind::disconnected || in->kind == net::Incoming::Kind::refused) {
+        e.kind = in->kind == net::Incoming::Kind::refused ? LinkEvent::Kind::refused : LinkEvent::Kind::disconnected;
         return e;
     }
     if (in->header.type < net::kFirstProtocolType) {

@@ -35,6 +35,8 @@ public:
     // Called after each transfer chunk this side sends: the seam for fault injection (the peer's
     // hidden --fault-kill-after-chunks, which test_run uses to die in the middle of a blob).
     void on_chunk_sent(std::function<void()> hook) { on_chunk_sent_ = std::move(hook); }
+    // Called for each transfer this side refuses at its begin (over a bound), with the reason.
+    void on_refused(std::function<void(const std::string& reason)> hook) { on_refused_ = std::move(hook); }
 
     static constexpr uint32_t kChunkBytes = 1u << 20;
     // Bounds per peer: what may wait in its outbound queue, and how long an inbound transfer may go
@@ -83,6 +85,7 @@ private:
     std::map<std::string, LinkStats> stats_;  // per peer, what this side measured
     std::function<void(const std::string&)> log_;
     std::function<void()> on_chunk_sent_;
+    std::function<void(const std::string&)> on_refused_;
     Clock::time_point last_retry_{};
 };
 

@@ -42,6 +42,10 @@ void Peer::log(const std::string& line) const {
     if (options_.log) options_.log(line);
 }
 
+void Peer::emit(const RunEvent& event) const {
+    if (options_.event) options_.event(event);
+}
+
 void Peer::publish(Link& link) {
     if (!options_.status) return;
     RunStatus& s = *options_.status;
@@ -121,6 +125,7 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
         describe(model_) + ", " + std::to_string(options_.devices) + " device(s)" +
         (options_.devices > 1 ? std::string(" (") + parallel_name(options_.parallel) + ")" : std::string()) +
         " on " + options_.device + "; working directory " + options_.workdir);
+    emit({.kind = "joined", .islands = static_cast<int>(w.num_islands), .island = static_cast<int>(island_)});
     data_ = std::make_unique<IslandData>(w.data, options_.workdir, options_.data_dirs, [this](const std::string& l) { log(l); });
     if (data_->complete()) return data_ready(link);
     if (!w.data.served)
@@ -219,6 +224,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
     std::snprintf(figures, sizeof(figures), ": a state of %.1f MB in %.2f s since it was asked for (%.1f MB/s)",
                   static_cast<double>(blob.size()) / 1e6, took, static_cast<double>(blob.size()) / 1e6 / std::max(took, 1e-9));
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12) + figures);
+    emit({.kind = "synced", .round = static_cast<int64_t>(round_), .theta = replica_->hash().substr(0, 12)});
     if (stream_) {
         stream_->restart();  // its next round starts from this θ
         stream_next_.reset();
@@ -264,6 +270,9 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     const std::string part = replica_->fragments() > 1 ? " to fragment " + std::to_string(fragment) : std::string();
     const std::string part_hash =
         replica_->fragments() > 1 ? ", fragment θ " + replica_->fragment_hash(fragment).substr(0, 16) : std::string();
+    emit({.kind = replica_->hash() == meta.theta_hash ? "round_applied" : "theta_differs", .round = static_cast<int64_t>(meta.round),
+          .islands = static_cast<int>(meta.islands), .theta = replica_->hash().substr(0, 12), .val_loss = meta.val_loss,
+          .fragment = replica_->fragments() > 1 ? fragment : -1});
     if (replica_->hash() != meta.theta_hash) log("θ hash differs from the host's after round " + std::to_string(meta.round));
     else log("round " + std::to_string(meta.round) + " applied" + part + " (" + std::to_string(meta.islands) + " islands" +
              (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + ")" + part_hash +
@@ -357,6 +366,8 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         (stream_ ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) +
                        " steps, loss " + std::to_string(result.mean_loss) + ")"
                  : std::string()));
+    emit({.kind = "sent", .round = static_cast<int64_t>(m.round), .steps = static_cast<int>(result.steps),
+          .fragment = stream_ ? fragment : -1, .bytes = static_cast<int64_t>(result.payload.size())});
     sent_at_ = Clock::real().now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
@@ -371,6 +382,7 @@ void Peer::send_moments(Link& link, uint64_t round) {
     const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode_moments(round, m, v));
     link.send_blob(host_, Type::moments, round, blob);
     log("round " + std::to_string(round) + " sent AdamW moments: " + std::to_string(blob->size()) + " bytes");
+    emit({.kind = "moments_sent", .round = static_cast<int64_t>(round), .bytes = static_cast<int64_t>(blob->size())});
 }
 
 void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::Moments>& mean) {
@@ -382,8 +394,11 @@ void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<pr
     worker_->set_adamw_state(mean->m, mean->v);
     std::vector<float> m(mean->m.size()), v(mean->v.size());  // what the island holds now
     worker_->get_adamw_state(m, v);
+    const std::string hash = moments_hash(m, v).substr(0, 16);
     log("round " + std::to_string(meta.round) + ": AdamW moments replaced by the mean of " +
-        std::to_string(meta.moments_from.size()) + " islands, moments " + moments_hash(m, v).substr(0, 16));
+        std::to_string(meta.moments_from.size()) + " islands, moments " + hash);
+    emit({.kind = "moments_taken", .round = static_cast<int64_t>(meta.round), .islands = static_cast<int>(meta.moments_from.size()),
+          .hash = hash});
 }
 
 void Peer::stream_turn(Link& link) {
@@ -402,6 +417,7 @@ void Peer::stream_turn(Link& link) {
         const std::string rule = config_->merge == diloco::StreamingMerge::mix ? "mix, alpha " + std::to_string(config_->alpha) : "carry";
         log("fragment " + which + " merged into this island's θ (" + rule + ") after " +
             std::to_string(overlapped) + " overlapped steps");
+        emit({.kind = "merged", .steps = static_cast<int>(overlapped)});
     }
     if (!stream_->busy() && stream_next_) {
         const protocol::RoundStart next = *stream_next_;
@@ -420,6 +436,7 @@ void Peer::settle_dropped(std::optional<uint64_t> held) {
         log("round " + std::to_string(*it) + ": the host did not apply this island's pseudo-gradient; " +
             (exact ? std::string("its error-feedback residual is put back as it was before it")
                    : std::string("a later one was encoded on top of it, so the residual stays as it is")));
+        emit({.kind = "not_applied", .round = static_cast<int64_t>(*it)});
         if (exact) residual_event(ResidualEvent::restored, *it);
     }
 }
@@ -438,6 +455,7 @@ void Peer::on_message(Link& link, const LinkEvent& e) {
             if (options_.status && options_.status->paused()) {
                 deferred_ = protocol::decode_round_start(e.payload);  // answered after resume
                 log("paused: round " + std::to_string(deferred_->round) + " waits for resume");
+                emit({.kind = "paused", .round = static_cast<int64_t>(deferred_->round)});
             } else {
                 on_round_start(link, protocol::decode_round_start(e.payload));
             }
@@ -445,12 +463,17 @@ void Peer::on_message(Link& link, const LinkEvent& e) {
         case Type::reject: {
             const protocol::Reason reason = protocol::decode_reason(e.payload);
             log("host says: " + reason.text);
-            if (reason.code == protocol::ReasonCode::say_hello_first) hello(link);
-            else throw Fatal("the host refused this peer: " + reason.text);
+            if (reason.code == protocol::ReasonCode::say_hello_first) {
+                hello(link);
+                break;
+            }
+            emit({.kind = "left", .type = protocol::reason_name(reason.code), .detail = reason.text});
+            throw Fatal("the host refused this peer: " + reason.text);
             break;
         }
         case Type::bye: {
             const protocol::Reason reason = protocol::decode_reason(e.payload);
+            emit({.kind = "left", .type = protocol::reason_name(reason.code), .detail = reason.text});
             if (reason.code == protocol::ReasonCode::revoked)
                 throw Fatal("the host revoked this peer's key: it is no longer in the run");
             log("host says goodbye: " + reason.text);
@@ -507,6 +530,9 @@ bool Peer::run(Link& link, const std::string& host_key) {
         }
         try {
             switch (e->kind) {
+                case LinkEvent::Kind::refused:
+                    emit({.kind = "key_refused"});  // once per refusal in a row: the socket says so once
+                    continue;
                 case LinkEvent::Kind::disconnected:
                     if (!disconnected) log("lost the host; reconnecting");
                     disconnected = true;
@@ -529,6 +555,7 @@ bool Peer::run(Link& link, const std::string& host_key) {
         } catch (const Error& err) {
             const std::string what = err.what();
             log(std::string("rejected a ") + protocol::type_name(e->type) + " message: " + what);
+            emit({.kind = "rejected", .round = static_cast<int64_t>(e->round), .type = protocol::type_name(e->type), .detail = what});
         }
     }
     publish(link);

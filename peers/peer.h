@@ -25,6 +25,7 @@
 #include "peers/island_data.h"
 #include "peers/link.h"
 #include "peers/run_config.h"
+#include "peers/run_events.h"
 
 namespace arch {
 
@@ -45,6 +46,7 @@ struct PeerOptions {
     std::string device = "cpu";  // "cpu" or "cuda[:N]" (the first GPU of the island)
     diloco::DeviceOptions device_options;  // recompute, offload (GPUs)
     std::function<void(const std::string&)> log;
+    std::function<void(const RunEvent&)> event;  // what happened, as data (peers/run_events.h)
     RunStatus* status = nullptr;  // optional: the control API's view of this island, and its pause/leave commands
     std::string workdir;          // everything this peer writes: fetched data, the island's shard
     std::vector<std::string> data_dirs;  // the user's own copies of data sets, matched by hash (--data)
@@ -83,6 +85,7 @@ private:
     void residual_event(ResidualEvent what, uint64_t round);
     void report_hash(Link& link);
     void log(const std::string& line) const;
+    void emit(const RunEvent& event) const;
     std::string state_path(const std::string& name) const;  // in workdir (--state-on-disk)
     void publish(Link& link);  // round, θ, traffic -> options_.status
 

@@ -9,6 +9,18 @@
 
 namespace arch::protocol {
 
+const char* reason_name(ReasonCode code) {
+    switch (code) {
+        case ReasonCode::say_hello_first: return "say_hello_first";
+        case ReasonCode::run_full: return "run_full";
+        case ReasonCode::revoked: return "revoked";
+        case ReasonCode::run_finished: return "run_finished";
+        case ReasonCode::left: return "left";
+        case ReasonCode::other: break;
+    }
+    return "other";
+}
+
 const char* type_name(Type t) {
     switch (t) {
         case Type::hello: return "hello";

@@ -149,6 +149,7 @@ struct Reason {
     ReasonCode code = ReasonCode::other;
     std::string text;
 };
+const char* reason_name(ReasonCode code);  // "run_full", ...; "other" for a code this build does not know
 
 std::vector<std::byte> encode(const Hello& m);
 std::vector<std::byte> encode(const Welcome& m);

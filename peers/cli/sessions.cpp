@@ -74,6 +74,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     ho.config = config;
     ho.log = line;
     ho.status = &status;
+    ho.event = [&](const RunEvent& e) { status.event(e); };
     RoundTable table;
     ho.on_round = [&](const RoundRow& row) { table.print(row); };
     net::HostSocket* live = nullptr;
@@ -82,10 +83,14 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
         std::optional<AllowListWatch::Change> change = watch.check();
         if (!change || !live) return {};
         live->set_allow_list(change->list);  // new handshakes at once; removed keys' messages dropped
-        for (const std::string& key : change->added)
+        for (const std::string& key : change->added) {
             line("allow-list: " + change->list.name_of(key) + " (" + net::fingerprint(key) + ") may join now");
-        for (const std::string& key : change->removed)
+            status.event({.kind = "allow_list", .peer = change->list.name_of(key), .type = "added"});
+        }
+        for (const std::string& key : change->removed) {
             line("allow-list: " + before.name_of(key) + " (" + net::fingerprint(key) + ") was taken off");
+            status.event({.kind = "allow_list", .peer = before.name_of(key), .type = "removed"});
+        }
         return change->removed;
     };
     Host host(std::move(ho));
@@ -94,6 +99,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     line("listening on " + socket.endpoint() + " for run " + config.name + " (" + std::to_string(config.islands) +
          " islands, " + std::to_string(run_updates(config)) + " rounds, " + mode_name(config.mode) + ")");
     HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
+    link.on_refused([&](const std::string& reason) { status.event({.kind = "transfer_refused", .detail = reason}); });
     if (stop_on_signal) {
         g_host = &host;
         if (g_signalled) host.stop();
@@ -187,6 +193,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     po.device_options.offload = parse_offload(session.offload);
     po.log = line;
     po.status = &status;
+    po.event = [&](const RunEvent& e) { status.event(e); };
     po.workdir = peer_workdir(session);
     po.data_dirs = session.data_dirs;
     po.state_on_disk = session.state_on_disk;
@@ -210,6 +217,9 @@ void add_control_flags(CLI::App& command, ControlFlags& f) {
                        "its bearer token (default $ARCH_TOKEN_FILE or ~/.config/archipelago/token, made 0600)")
         ->group("Control API");
     command.add_flag("--metrics-public", f.metrics_public, "serve /metrics without the token")->group("Control API");
+    command.add_option("--events", f.events_file,
+                       "append the run's events to FILE, one JSON object a line (docs/events.md), for scripts")
+        ->group("Control API");
 }
 
 void resolve_control_flags(ControlFlags& f) {
@@ -217,6 +227,10 @@ void resolve_control_flags(ControlFlags& f) {
 }
 
 ControlEndpoint::ControlEndpoint(const ControlFlags& flags, RunStatus& status, ControlActions actions) {
+    if (!flags.events_file.empty()) {
+        events_ = std::make_unique<EventFile>(flags.events_file);
+        status.set_event_sink([events = events_.get()](const RunEvent& e) { events->write(e); });
+    }
     if (flags.port < 0) return;
     api_ = std::make_unique<ControlApi>(status, load_or_create_token(flags.token_file), std::move(actions),
                                         flags.metrics_public);

@@ -46,23 +46,26 @@ void add_peer_flags(CLI::App& command, PeerSession& session);
 void check_peer_flags(const PeerSession& session);
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);
 
-// --control-port P (-1: none), --token-file F, --metrics-public.
+// --control-port P (-1: none), --token-file F, --metrics-public, --events FILE.
 struct ControlFlags {
     int port = -1;
     std::string token_file;
     bool metrics_public = false;
+    std::string events_file;  // "": none
 };
 constexpr int kDefaultControlPort = 7480;  // the daemon's and `archipelago status`'s default
 void add_control_flags(CLI::App& command, ControlFlags& flags);  // flags.port holds the default
 void resolve_control_flags(ControlFlags& flags);                // the default token file
 
 // A ControlApi and its server, started when flags.port >= 0; logs "control API on 127.0.0.1:PORT".
+// And the events file, when flags.events_file names one: status's event sink while this lives.
 class ControlEndpoint {
 public:
     ControlEndpoint(const ControlFlags& flags, RunStatus& status, ControlActions actions);
     int port() const { return server_ ? server_->port() : -1; }
 
 private:
+    std::unique_ptr<EventFile> events_;
     std::unique_ptr<ControlApi> api_;
     std::unique_ptr<ControlServer> server_;
 };

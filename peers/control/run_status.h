@@ -2,12 +2,14 @@
 // thread-safe snapshot (one mutex) that the Host and Peer loops update through small hooks, plus the
 // commands the API sends back (pause, leave). Header-only so peers/host.cpp and peers/peer.cpp need
 // no link dependency on the control library. It never touches the run's state: it only copies.
+// It also carries the run's events (peers/run_events.h) to the sink the command set (--events FILE).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -16,6 +18,7 @@
 #include "core/clock.h"
 #include "peers/host.h"
 #include "peers/protocol.h"
+#include "peers/run_events.h"
 #include "privacy/privacy_budget.h"
 
 namespace arch {
@@ -134,6 +137,11 @@ public:
             s_.bytes_received[t] = link.bytes_received(t);
         }
     }
+    // Where the run's events go (none: dropped); set once, before a session starts.
+    void set_event_sink(std::function<void(const RunEvent&)> sink) { event_sink_ = std::move(sink); }
+    void event(const RunEvent& e) const {
+        if (event_sink_) event_sink_(e);
+    }
     void log(const std::string& line) {
         std::lock_guard lock(mu_);
         log_.push_back(line);
@@ -178,6 +186,7 @@ private:
     StatusSnapshot s_;
     std::map<std::string, PeerRow> peers_;
     std::deque<std::string> log_;
+    std::function<void(const RunEvent&)> event_sink_;
     Clock::time_point started_;
     std::atomic<bool> paused_{false}, leave_{false};
 };

@@ -6,10 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
 #include "peers/control/control_server.h"
 #include "peers/control/token.h"
 #include "tests/control/http_test_util.h"
@@ -26,23 +26,31 @@ namespace {
 
 const std::vector<std::string> kEnv = {"OMP_NUM_THREADS=1"};
 
-// A daemon process on an ephemeral control port; its port is read from the line it logs.
+// A daemon process on a free control port, ready once its API answers; its run events in NAME.events.
 struct Daemon {
     std::unique_ptr<Process> process;
-    int port = -1;
+    int port = free_port();
     std::string token;
 
     Daemon(const TempDir& dir, const std::string& name) {
-        const std::string token_file = dir.file(name + ".token");
-        process = std::make_unique<Process>(
-            std::vector<std::string>{"daemon", "--control-port", "0", "--token-file", token_file, "--name", name},
-            dir.file(name + ".log"), kEnv);
-        REQUIRE(process->wait_for("idle; host or join through the control API", 30));
-        std::smatch m;
-        const std::string log = process->log();
-        REQUIRE(std::regex_search(log, m, std::regex("control API on 127\\.0\\.0\\.1:(\\d+)")));
-        port = std::stoi(m[1]);
-        token = load_token(token_file);
+        const std::string token_file = dir.file(name + ".token"), events = dir.file(name + ".events");
+        process = std::make_unique<Process>(std::vector<std::string>{"daemon", "--control-port", std::to_string(port),
+                                                                     "--token-file", token_file, "--name", name,
+                                                                     "--events", events},
+                                            dir.file(name + ".log"), kEnv);
+        process->watch_events(events);
+        const bool up = process->wait_until(
+            [&] {
+                if (!file_exists(token_file)) return false;
+                try {
+                    token = load_token(token_file);
+                    return http_request(port, "GET", "/api/status", token, "", 1).status == 200;
+                } catch (const std::exception&) {
+                    return false;  // not listening yet
+                }
+            },
+            30);
+        if (!up) FAIL(process->log());
     }
     json get(const std::string& target) {
         const HttpReply r = http_request(port, "GET", target, token);
@@ -55,12 +63,7 @@ struct Daemon {
     }
     std::string state() { return get("/api/status").at("state").get<std::string>(); }
     std::size_t rounds() { return get("/api/rounds").at("rounds").size(); }
-    bool log_has(const std::string& needle) {
-        const json log = get("/api/log?lines=500");
-        for (const json& l : log.at("lines"))
-            if (l.get<std::string>().find(needle) != std::string::npos) return true;
-        return false;
-    }
+    int events(const arch::test::EventMatch& m) { return process->count(m); }
 };
 
 // The bodies of POST /api/host and /api/join.
@@ -126,14 +129,14 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
     CHECK(ps.at("island").get<double>() == 0);
     CHECK(ps.at("devices").get<double>() == 1);
     // The island is ready: a host that ignored the pause would start round 0 within its 50 ms loop.
-    CHECK_FALSE(eventually([&] { return host.log_has("round 0 started"); }, 1.0));
+    CHECK_FALSE(eventually([&] { return host.events({.kind = "round_started"}) > 0; }, 1.0));
     CHECK(host.get("/api/status").at("state").get<std::string>() == "paused");
     CHECK(host.get("/api/status").at("paused").get<bool>());
 
     // Pause the peer too, then resume the host: round 0 starts but the island holds its answer.
     REQUIRE(peer.post("/api/pause").status == 200);
     REQUIRE(host.post("/api/resume").status == 200);
-    REQUIRE(eventually([&] { return peer.log_has("paused: round 0 waits for resume"); }, 30));
+    REQUIRE(peer.process->wait_event({.kind = "paused", .round = 0}, 30));
     CHECK(host.rounds() == 0);
     REQUIRE(peer.post("/api/resume").status == 200);
 
@@ -196,7 +199,7 @@ TEST_CASE("a peer told to leave says bye; the host goes on without it") {
     REQUIRE(eventually([&] { return host.rounds() >= 1; }, 60));
     REQUIRE(peer.post("/api/leave").status == 200);
     REQUIRE(eventually([&] { return peer.state() == "stopped"; }, 30));
-    if (!eventually([&] { return host.log_has("peerd left: peerd left"); }, 30))
+    if (!host.process->wait_event({.kind = "peer_left", .peer = "peerd", .type = "left"}, 30))
         FAIL(host.process->log() + "\n---\n" + peer.process->log());
     CHECK_FALSE(host.get("/api/peers").at("peers")[0].at("connected").get<bool>());
     // Stopping the host through the API.

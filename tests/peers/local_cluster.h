@@ -1,5 +1,5 @@
 // tests/peers/local_cluster.h: a real Host and real Peers in one process over a LocalNet
-// (tests/peers/local_net.h), each node on its own thread with its own folder and log, and every
+// (tests/peers/local_net.h), each node on its own thread with its own folder, log and run events, and every
 // island's error-feedback residual events kept, for tests that reach into the nodes: the round
 // policies (test_rounds_run.cpp) and a peer whose island is a ZeRO-3 island of GPUs
 // (tests/cuda/test_cuda_peer_run.cpp).
@@ -23,6 +23,7 @@
 #include "peers/protocol.h"
 #include "peers/run_config.h"
 #include "tests/core/temp_dir.h"
+#include "tests/peers/event_match.h"
 #include "tests/peers/local_net.h"
 
 namespace arch::test {
@@ -70,6 +71,7 @@ public:
         if (configure) configure(o);
         o.workdir = dir_.file(name);
         o.log = [this, name](const std::string& line) { append(name, line); };
+        o.event = [this, name](const RunEvent& e) { record(name, e); };
         o.on_residual = [this, name, hook](ResidualEvent what, uint64_t round, std::span<const float> r) {
             {
                 std::lock_guard lock(mutex_);
@@ -90,6 +92,7 @@ public:
         ho.clock = host_clock_;
         ho.config = config();
         ho.log = [this](const std::string& line) { append("host", line); };
+        ho.event = [this](const RunEvent& e) { record("host", e); };
         ho.on_round = [this](const RoundRow& row) {
             std::lock_guard lock(mutex_);
             rows_.push_back(row);
@@ -139,6 +142,12 @@ public:
         for (const std::string& n : names_) out += "--- " + n + "\n" + log(n);
         return out;
     }
+    std::vector<RunEvent> events(const std::string& node) const {
+        std::lock_guard lock(mutex_);
+        const auto it = events_.find(node);
+        return it == events_.end() ? std::vector<RunEvent>{} : it->second;
+    }
+    int count(const std::string& node, const EventMatch& m) const { return count_events(events(node), m); }
     std::vector<ResidualSeen> residuals(const std::string& name) const {
         std::lock_guard lock(mutex_);
         const auto it = residuals_.find(name);
@@ -181,6 +190,10 @@ private:
         std::lock_guard lock(mutex_);
         logs_[node] += line + "\n";
     }
+    void record(const std::string& node, const RunEvent& e) {
+        std::lock_guard lock(mutex_);
+        events_[node].push_back(e);
+    }
 
     TempDir dir_;
     std::string toml_;
@@ -192,6 +205,7 @@ private:
     std::vector<std::thread> threads_;
     mutable std::mutex mutex_;
     std::map<std::string, std::string> logs_;
+    std::map<std::string, std::vector<RunEvent>> events_;
     std::map<std::string, std::vector<ResidualSeen>> residuals_;
     std::vector<RoundRow> rows_;
 };

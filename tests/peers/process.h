@@ -1,6 +1,7 @@
 // tests/peers/process.h: start the real archipelago binary as a child process (stdout and stderr to
-// a log file, extra environment), wait for a line in its log or for its exit with a deadline, and
-// kill it; and a free loopback port. For tests that drive hosts and peers as a user would.
+// a log file, extra environment), read its run events (--events FILE), wait for one of them or for
+// its exit with a deadline, and kill it; and a free loopback port. For tests that drive hosts and
+// peers as a user would. Its log is for the failure message, and for tests of what a user is told.
 #pragma once
 
 #include <arpa/inet.h>
@@ -20,6 +21,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/peers/event_match.h"
 
 namespace arch::test {
 
@@ -101,16 +104,27 @@ public:
     void kill(int sig) { ::kill(pid_, sig); }
     pid_t pid() const { return pid_; }
     std::string log() const { return slurp(log_); }
-    // Waits until the log contains needle; false on timeout or if the process died first.
-    bool wait_for(const std::string& needle, double timeout_s) {
-        return wait_until([&](const std::string& text) { return text.find(needle) != std::string::npos; }, timeout_s);
+
+    // The file its --events flag names (as this process sees the path); events() reads from byte
+    // `from` on: what this start of a node appends (take the file's size before starting it again).
+    Process& watch_events(const std::string& path, std::size_t from = 0) {
+        events_ = path;
+        events_from_ = from;
+        return *this;
     }
-    // Waits until `seen(log)` holds; false on timeout or if the process died first.
-    bool wait_until(const std::function<bool(const std::string&)>& seen, double timeout_s) {
+    // The events this process added to its events file so far.
+    std::vector<RunEvent> events() const { return read_events(events_, events_from_); }
+    int count(const EventMatch& m) const { return count_events(events(), m); }
+    // Waits until `times` of its events match m; false on timeout or if the process ended first.
+    bool wait_event(const EventMatch& m, double timeout_s, int times = 1) {
+        return wait_until([&] { return count(m) >= times; }, timeout_s);
+    }
+    // Waits until `seen()` holds; false on timeout or if the process ended first (then seen() once more).
+    bool wait_until(const std::function<bool()>& seen, double timeout_s) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
         while (std::chrono::steady_clock::now() < end) {
-            if (seen(log())) return true;
-            if (!running()) return seen(log());
+            if (seen()) return true;
+            if (!running()) return seen();
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         return false;
@@ -119,6 +133,8 @@ public:
 private:
     pid_t pid_ = -1;
     std::string log_;
+    std::string events_;
+    std::size_t events_from_ = 0;
     bool exited_ = false;
     int status_ = 0;
 };

@@ -58,13 +58,23 @@ struct Run {
         Process inv(args, dir.file("setup.log"));
         REQUIRE(inv.wait(30) == 0);
     }
+    // Each start of a node appends to its log and its events file (node.log, node.events).
     std::unique_ptr<Process> host() {
-        return std::make_unique<Process>(std::vector<std::string>{"host", "--config", config}, dir.file("host.log"), kEnv);
+        const std::string events = dir.file("host.events");
+        const std::size_t from = slurp(events).size();
+        auto p = std::make_unique<Process>(std::vector<std::string>{"host", "--config", config, "--events", events},
+                                           dir.file("host.log"), kEnv);
+        p->watch_events(events, from);
+        return p;
     }
     std::unique_ptr<Process> peer(int i, std::vector<std::string> env = kEnv, std::vector<std::string> extra = {}) {
-        std::vector<std::string> args = {"peer", "--invite", invite(i), "--key", key(i), "--name", "peer-" + std::to_string(i)};
+        const std::string name = "peer-" + std::to_string(i), events = dir.file(name + ".events");
+        std::vector<std::string> args = {"peer", "--invite", invite(i), "--key", key(i), "--name", name, "--events", events};
         args.insert(args.end(), extra.begin(), extra.end());
-        return std::make_unique<Process>(args, dir.file("peer-" + std::to_string(i) + ".log"), env);
+        const std::size_t from = slurp(events).size();
+        auto p = std::make_unique<Process>(args, dir.file(name + ".log"), env);
+        p->watch_events(events, from);
+        return p;
     }
 };
 
@@ -104,11 +114,11 @@ struct HandPeer {
             if (auto e = link->poll(50); e && e->kind == LinkEvent::Kind::message && e->type == type) return e;
         return std::nullopt;
     }
-    // Keeps this side's transfers moving until the host's log holds `needle` `times` times.
-    bool wait_host(Process& host, const std::string& needle, int times, int timeout_s = 30) {
+    // Keeps this side's transfers moving until `times` of the host's events match m.
+    bool wait_host(Process& host, const EventMatch& m, int times, int timeout_s = 30) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
         while (std::chrono::steady_clock::now() < end) {
-            if (count(host.log(), needle) >= times) return true;
+            if (host.count(m) >= times) return true;
             link->poll(50);
         }
         return false;
@@ -151,11 +161,13 @@ struct HandPeer {
     }
 };
 
-// The last "val loss X" a peer's log reports (the host's val loss of the latest θ).
-inline double last_val_loss(const std::string& log) {
-    const std::size_t at = log.rfind("val loss ");
-    REQUIRE(at != std::string::npos);
-    return std::stod(log.substr(at + 9));
+// The val loss of the latest θ, as the host sent it with the last update a peer applied.
+inline double last_val_loss(const Process& peer) {
+    const std::vector<RunEvent> events = peer.events();
+    const auto last = std::find_if(events.rbegin(), events.rend(), EventMatch{.kind = "round_applied"});
+    REQUIRE(last != events.rend());
+    REQUIRE(last->val_loss >= 0);
+    return last->val_loss;
 }
 
 }  // namespace arch::test

@@ -64,15 +64,20 @@ struct Machines {
         }
     }
     std::string peer_dir(int i) const { return dir.file("peer-node-" + std::to_string(i)); }
+    // Each node writes its events into its own folder (node.events).
     std::unique_ptr<Process> host() {
-        return std::make_unique<Process>(std::vector<std::string>{"host", "--config", "run.toml"}, dir.file("host.log"),
-                                         kEnv, host_dir);
+        auto p = std::make_unique<Process>(std::vector<std::string>{"host", "--config", "run.toml", "--events", "node.events"},
+                                           dir.file("host.log"), kEnv, host_dir);
+        p->watch_events(host_dir + "/node.events");
+        return p;
     }
     std::unique_ptr<Process> peer(int i, std::vector<std::string> extra = {}) {
         std::vector<std::string> args = {"peer", "--invite", "run.invite", "--key", "node.key", "--name",
-                                         "peer-" + std::to_string(i), "--workdir", "work"};
+                                         "peer-" + std::to_string(i), "--workdir", "work", "--events", "node.events"};
         args.insert(args.end(), extra.begin(), extra.end());
-        return std::make_unique<Process>(args, dir.file("peer-" + std::to_string(i) + ".log"), kEnv, peer_dir(i));
+        auto p = std::make_unique<Process>(args, dir.file("peer-" + std::to_string(i) + ".log"), kEnv, peer_dir(i));
+        p->watch_events(peer_dir(i) + "/node.events");
+        return p;
     }
     std::string logs(std::vector<std::unique_ptr<Process>>& peers, Process& host) {
         std::string all = "--- host\n" + host.log();
@@ -92,12 +97,13 @@ void fetch_and_train(int islands, int token_bytes) {
     if (host->wait(240) != 0) FAIL(m.logs(peers, *host));
     for (auto& p : peers) CHECK(p->wait(30) == 0);
     INFO(m.logs(peers, *host));
-    CHECK(host->log().find("run finished after 2 rounds") != std::string::npos);
+    CHECK(host->count({.kind = "finished", .round = 2}) == 1);
     uint64_t island_tokens = 0;
     for (int i = 1; i <= islands; ++i) {
         const std::string log = peers[i - 1]->log();
         CHECK(log.find("data: fetching") != std::string::npos);
-        CHECK(count(log, "matches the host") == 2);  // the θ hash, every round
+        CHECK(peers[i - 1]->count({.kind = "round_applied"}) == 2);  // the θ hash, every round
+        CHECK(peers[i - 1]->count({.kind = "theta_differs"}) == 0);
         CHECK_FALSE(fs::exists(m.peer_dir(i) + "/shards"));  // nothing of the host's layout appears here
         CHECK(fs::exists(m.peer_dir(i) + "/work/peer.log"));
         int shards = 0;
@@ -141,7 +147,8 @@ TEST_CASE("peers holding the data set under --data (under other names) fetch not
         CHECK(log.find("found in mydata/part-a.bin") != std::string::npos);
         CHECK(log.find("found in mydata/part-b.bin") != std::string::npos);
         CHECK(log.find("data: fetching") == std::string::npos);
-        CHECK(count(log, "matches the host") == 2);
+        CHECK(p->count({.kind = "round_applied"}) == 2);
+        CHECK(p->count({.kind = "theta_differs"}) == 0);
     }
     const std::string traffic = host->log().substr(host->log().find("bytes on the wire by message type"));
     CHECK(traffic.find(" data_request ") == std::string::npos);
@@ -177,7 +184,7 @@ TEST_CASE("bad data is refused by name and nothing partial is used") {
     SECTION("the host's copy changed after it described it: the fetched chunk is refused, nothing is kept") {
         Machines m(1);
         auto host = m.host();
-        REQUIRE(host->wait_for("waiting for 1 islands", 60));
+        REQUIRE(host->wait_event({.kind = "waiting", .islands = 1}, 60));
         // Same size, other content: the manifest the host sent no longer describes what it serves.
         write_token_shard(m.host_dir + "/shards/train_000.bin", random_tokens(40'000, 7));
         auto peer = m.peer(1);

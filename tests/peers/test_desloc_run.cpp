@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <regex>
 
 #include "peers/protocol.h"
 #include "tests/peers/run_fixture.h"
@@ -24,20 +23,15 @@ void set_moments_every(const Run& run, int k) {
     write_file(run.config, toml);
 }
 
-// The moments hash the host logged for `round`, and the islands it averaged ("" when it logged none).
-std::pair<std::string, std::string> host_mean(const std::string& log, int round) {
-    const std::regex line("round " + std::to_string(round) +
-                          " averaged the AdamW moments of islands ([0-9, ]+) \\(weighted by tokens\\), moments ([0-9a-f]{16})");
-    std::smatch m;
-    if (!std::regex_search(log, m, line)) return {"", ""};
-    return {m[2], m[1]};
+// The moments hash the host sent with the update of `round`, and the islands it averaged ("" when none).
+std::pair<std::string, std::string> host_mean(const Process& host, int round) {
+    const RunEvent e = first_event(host.events(), {.kind = "moments_averaged", .round = round});
+    return {e.hash, e.detail};
 }
 
-// The moments hash an island logged after taking the mean of `round` ("" when it did not).
-std::string island_mean(const std::string& log, int round) {
-    const std::regex line("round " + std::to_string(round) + ": AdamW moments replaced by the mean of [0-9]+ islands, moments ([0-9a-f]{16})");
-    std::smatch m;
-    return std::regex_search(log, m, line) ? std::string(m[1]) : std::string();
+// The moments hash an island holds after taking the mean of `round` ("" when it did not).
+std::string island_mean(const Process& peer, int round) {
+    return first_event(peer.events(), {.kind = "moments_taken", .round = round}).hash;
 }
 
 }  // namespace
@@ -53,31 +47,29 @@ TEST_CASE("DES-LOC: after a moments round every island holds the host's mean, an
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
-    const std::string hl = host->log(), l1 = p1->log(), l2 = p2->log();
-    INFO(hl << "\n--- peer 1\n" << l1 << "\n--- peer 2\n" << l2);
+    INFO(host->log() << "\n--- peer 1\n" << p1->log() << "\n--- peer 2\n" << p2->log());
     for (int r : {1, 3}) {
         INFO("round " << r);
-        const auto [hash, islands] = host_mean(hl, r);
+        const auto [hash, islands] = host_mean(*host, r);
         CHECK(islands == "0, 1");
         REQUIRE(hash.size() == 16);
-        CHECK(island_mean(l1, r) == hash);
-        CHECK(island_mean(l2, r) == hash);
-        CHECK(l1.find("round " + std::to_string(r) + " sent AdamW moments") != std::string::npos);
+        CHECK(island_mean(*p1, r) == hash);
+        CHECK(island_mean(*p2, r) == hash);
+        CHECK(p1->count({.kind = "moments_sent", .round = r}) == 1);
     }
     for (int r : {0, 2}) {  // no moments: nothing sent, nothing replaced
-        CHECK(host_mean(hl, r).first.empty());
-        CHECK(island_mean(l1, r).empty());
-        CHECK(l2.find("round " + std::to_string(r) + " sent AdamW moments") == std::string::npos);
+        CHECK(host_mean(*host, r).first.empty());
+        CHECK(island_mean(*p1, r).empty());
+        CHECK(p2->count({.kind = "moments_sent", .round = r}) == 0);
     }
-    CHECK(count(l1, "sent AdamW moments") == 2);
-    CHECK(count(l2, "sent AdamW moments") == 2);
+    CHECK(p1->count({.kind = "moments_sent"}) == 2);
+    CHECK(p2->count({.kind = "moments_sent"}) == 2);
     // θ is untouched by the moments: every island still ends every round with the host's.
-    CHECK(count(l1, "matches the host") == 4);
-    CHECK(count(l2, "matches the host") == 4);
-    CHECK(l1.find("differs") == std::string::npos);
-    CHECK(l2.find("differs") == std::string::npos);
-    CHECK(hl.find("moments ") != std::string::npos);
-    CHECK(hl.find("rejected") == std::string::npos);
+    for (const Process* p : {p1.get(), p2.get()}) {
+        CHECK(p->count({.kind = "round_applied"}) == 4);
+        CHECK(p->count({.kind = "theta_differs"}) == 0);
+    }
+    CHECK(host->count({.kind = "rejected"}) == 0);
 }
 
 TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or too large are refused and change nothing") {
@@ -95,26 +87,27 @@ TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or 
                                 std::make_shared<const std::vector<std::byte>>(std::move(blob)));
     };
     const std::vector<float> m(params, 1e-3f), v(params, 1e-6f);
-    auto wait_host = [&](const std::string& needle, int times) {
-        if (!by_hand.wait_host(*host, needle, times, 60)) FAIL(host->log());
+    auto wait_rejected = [&](const std::string& detail) {
+        const EventMatch rejected{.kind = "rejected", .peer = "by-hand", .type = "moments", .detail = detail};
+        if (!by_hand.wait_host(*host, rejected, 1, 60)) FAIL(host->log());
     };
     // One value short: through the transfer's bound, refused by the decoder.
     send_moments(protocol::encode_moments(rs.round, std::span(m).first(params - 1), std::span(v).first(params - 1)));
-    wait_host("the model's take " + std::to_string(protocol::moments_bytes(params)), 1);
+    wait_rejected("the model's take " + std::to_string(protocol::moments_bytes(params)));
     // The right size with a NaN in v.
     std::vector<float> nan_v = v;
     nan_v[params / 2] = std::nanf("");
     send_moments(protocol::encode_moments(rs.round, m, nan_v));
-    wait_host("v[" + std::to_string(params / 2) + "]", 1);
+    wait_rejected("v[" + std::to_string(params / 2) + "]");
     // A round it was not started on.
     send_moments(protocol::encode_moments(rs.round + 3, m, v));
-    wait_host("moments for round " + std::to_string(rs.round + 3) + ", but this island was started on round", 1);
+    wait_rejected("moments for round " + std::to_string(rs.round + 3) + ", but this island was started on round");
     // More than m and v can hold: refused at the transfer's begin, before anything is allocated.
     std::vector<std::byte> big = protocol::encode_moments(rs.round, m, v);
     big.resize(big.size() + 4096);
     send_moments(std::move(big));
-    wait_host("refused a transfer", 1);
-    CHECK(count(host->log(), "rejected a moments message from by-hand") == 3);
+    if (!by_hand.wait_host(*host, {.kind = "transfer_refused"}, 1, 60)) FAIL(host->log());
+    CHECK(host->count({.kind = "rejected", .peer = "by-hand", .type = "moments"}) == 3);
     // Its Δ counts; its moments were all refused, so the mean holds the honest island's only.
     by_hand.send_grad(rs.round, std::vector<float>(params, 0.0f), 3.0 * 2 * 16);
     const std::optional<LinkEvent> update = by_hand.wait_event(protocol::Type::update, 120);
@@ -127,10 +120,10 @@ TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or 
     by_hand.leave();  // the run goes on with peer 1 alone
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
-    const std::string hl = host->log(), l1 = p1->log();
-    INFO(hl << "\n--- peer 1\n" << l1);
-    const auto [hash, islands] = host_mean(hl, static_cast<int>(rs.round));
+    INFO(host->log() << "\n--- peer 1\n" << p1->log());
+    const auto [hash, islands] = host_mean(*host, static_cast<int>(rs.round));
     CHECK(islands == std::to_string(meta.moments_from[0]));
-    CHECK(island_mean(l1, static_cast<int>(rs.round)) == hash);
-    CHECK(count(l1, "matches the host") == 2);
+    CHECK(island_mean(*p1, static_cast<int>(rs.round)) == hash);
+    CHECK(p1->count({.kind = "round_applied"}) == 2);
+    CHECK(p1->count({.kind = "theta_differs"}) == 0);
 }

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
-#include <regex>
 
 #include "core/corpus.h"
 #include "core/hf_export.h"
@@ -21,11 +20,11 @@ using namespace arch::test;
 namespace {
 
 // The val losses a peer's log reports, round by round ("round R applied (2 islands, val loss X)").
-std::vector<double> val_losses(const std::string& log) {
+// The host's val loss of θ after each update a peer applied, in order.
+std::vector<double> val_losses(const Process& peer) {
     std::vector<double> out;
-    const std::regex line(R"(round (\d+) applied \(\d+ islands, val loss ([0-9.]+)\))");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
-        out.push_back(std::strtod((*it)[2].str().c_str(), nullptr));
+    for (const RunEvent& e : peer.events())
+        if (e.kind == "round_applied") out.push_back(e.val_loss);
     return out;
 }
 
@@ -67,17 +66,17 @@ TEST_CASE("a Llama run warm-started from a Hugging Face folder: islands bit-iden
     if (host->wait(600) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
-    const std::string hl = host->log();
-    CHECK(hl.find("warm start: round 0 starts from " + folder + ", θ " + expected) != std::string::npos);
-    CHECK(hl.find("run finished after " + std::to_string(rounds) + " rounds") != std::string::npos);
+    const RunEvent warm = first_event(host->events(), {.kind = "warm_start", .round = 0});
+    CHECK(warm.detail == folder);
+    CHECK(warm.theta == expected);
+    CHECK(host->count({.kind = "finished", .round = rounds}) == 1);
     for (auto* p : {p1.get(), p2.get()}) {
-        const std::string log = p->log();
-        CHECK(log.find("synced to round 0, θ " + expected) != std::string::npos);
-        CHECK(log.find("llama L2 C64 NH4 KV2 F160") != std::string::npos);
-        CHECK(count(log, "matches the host") == rounds);
-        CHECK(log.find("differs from the host") == std::string::npos);
+        CHECK(first_event(p->events(), {.kind = "synced", .round = 0}).theta == expected);
+        CHECK(p->log().find("llama L2 C64 NH4 KV2 F160") != std::string::npos);  // the model it tells its user it trains
+        CHECK(p->count({.kind = "round_applied"}) == rounds);
+        CHECK(p->count({.kind = "theta_differs"}) == 0);
     }
-    const std::vector<double> val = val_losses(p1->log());
+    const std::vector<double> val = val_losses(*p1);
     REQUIRE(val.size() == static_cast<std::size_t>(rounds));
     WARN("val loss after round 0 " << val.front() << ", after round " << rounds - 1 << " " << val.back());
     CHECK(val.back() < val.front() - 0.05);

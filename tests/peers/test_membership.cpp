@@ -28,19 +28,6 @@ using namespace arch::test;
 namespace {
 
 
-// Waits until `needle` turns up in the log after byte `from`; returns its offset, or npos by the deadline.
-std::size_t wait_after(Process& p, const std::string& needle, std::size_t from, double timeout_s) {
-    const auto end = Clock::real().now() + std::chrono::duration<double>(timeout_s);
-    while (Clock::real().now() < end) {
-        const std::string log = p.log();
-        if (const std::size_t at = log.find(needle, from); at != std::string::npos) return at;
-        if (!p.running()) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    const std::string log = p.log();
-    return log.find(needle, std::min(from, log.size()));
-}
-
 std::string all_logs(Run& run, Process& host) {
     std::string out = "--- host\n" + host.log();
     for (int i = 1; i <= 3; ++i) out += "\n--- peer " + std::to_string(i) + "\n" + slurp(run.dir.file("peer-" + std::to_string(i) + ".log"));
@@ -64,32 +51,18 @@ TEST_CASE("a peer invited with `archipelago invite` while the run goes on joins 
     auto p1 = run.peer(1);
     auto p2 = run.peer(2);
     // It starts with the two it has (join_timeout_s), rounds go by.
-    const std::size_t going = wait_after(*host, "round 2 started", 0, 180);
-    if (going == std::string::npos) FAIL(all_logs(run, *host));
+    if (!host->wait_event({.kind = "round_started", .round = 2}, 180)) FAIL(all_logs(run, *host));
 
     run.make_peer(3);  // keygen + `archipelago invite` against the same run.toml
-    const std::size_t listed = wait_after(*host, "allow-list: peer-3", going, 10);
-    if (listed == std::string::npos) FAIL(all_logs(run, *host));
-    CHECK(host->log().find("may join now", listed) != std::string::npos);
+    if (!host->wait_event({.kind = "allow_list", .peer = "peer-3", .type = "added"}, 10)) FAIL(all_logs(run, *host));
     auto p3 = run.peer(3);
-    const std::size_t admitted = wait_after(*host, "admitted peer-3", listed, 60);
-    if (admitted == std::string::npos) FAIL(all_logs(run, *host));
-    CHECK(host->log().find("as island 2", admitted) != std::string::npos);
+    if (!host->wait_event({.kind = "admitted", .island = 2, .peer = "peer-3"}, 60)) FAIL(all_logs(run, *host));
 
     // A round later it is one of three, and its θ matches the host's.
-    if (wait_after(*host, "started with 3 islands", admitted, 60) == std::string::npos) FAIL(all_logs(run, *host));
-    const auto deadline = Clock::real().now() + std::chrono::seconds(60);
-    bool three = false;
-    while (!three && Clock::real().now() < deadline) {
-        const std::string log = p3->log();
-        for (std::size_t at = log.find(" applied (3 islands"); at != std::string::npos && !three;
-             at = log.find(" applied (3 islands", at + 1))
-            three = log.find("matches the host", at) < log.find('\n', at);
-        if (!three) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!three) FAIL(all_logs(run, *host));
-    CHECK(p3->log().find("θ hash differs") == std::string::npos);
-    CHECK(p1->wait_for(" applied (3 islands", 30));
+    if (!host->wait_event({.kind = "round_started", .islands = 3}, 60)) FAIL(all_logs(run, *host));
+    if (!p3->wait_event({.kind = "round_applied", .islands = 3}, 60)) FAIL(all_logs(run, *host));
+    CHECK(p3->count({.kind = "theta_differs"}) == 0);
+    CHECK(p1->wait_event({.kind = "round_applied", .islands = 3}, 30));
     stop_host(*host);
 }
 
@@ -101,8 +74,7 @@ TEST_CASE("`archipelago revoke` cuts a peer off within a heartbeat; its reconnec
     auto host = run.host();
     auto p1 = run.peer(1);
     auto p2 = run.peer(2);
-    const std::size_t going = wait_after(*host, "round 2 started with 2 islands", 0, 180);
-    if (going == std::string::npos) FAIL(all_logs(run, *host));
+    if (!host->wait_event({.kind = "round_started", .round = 2, .islands = 2}, 180)) FAIL(all_logs(run, *host));
 
     // A name that is not listed: a clear error, and nothing changes.
     const std::string allow_path = run.dir.file("host/allow_list.txt");
@@ -112,37 +84,34 @@ TEST_CASE("`archipelago revoke` cuts a peer off within a heartbeat; its reconnec
     CHECK(wrong.log().find("no peer named 'nobody'") != std::string::npos);
     CHECK(slurp(allow_path) == before);
 
-    const std::size_t mark = host->log().size();
     Process revoke({"revoke", "--config", run.config, "--name", "peer-2"}, run.dir.file("revoke.log"));
     REQUIRE(revoke.wait(30) == 0);
     const auto revoked_at = Clock::real().now();
-    const std::size_t cut = wait_after(*host, "revoked peer-2", mark, 10);
-    if (cut == std::string::npos) FAIL(all_logs(run, *host));
+    const EventMatch cut{.kind = "revoked", .peer = "peer-2"};
+    if (!host->wait_event(cut, 10)) FAIL(all_logs(run, *host));
     CHECK(std::chrono::duration<double>(Clock::real().now() - revoked_at).count() < 2.0 + 1.5);  // a heartbeat, and the poll
-    CHECK(host->log().find("is free for a later invitee", cut) != std::string::npos);
+    CHECK(first_event(host->events(), cut).island >= 0);  // its island is free for a later invitee
     // It was told why, and stops with an error.
-    CHECK(p2->wait_for("the host revoked this peer's key", 20));
+    CHECK(p2->wait_event({.kind = "left", .type = "revoked"}, 20));
     CHECK(p2->wait(30) > 0);
 
     // Later rounds go on without it.
-    const std::size_t later = wait_after(*host, "started with 1 islands", cut, 60);
-    if (later == std::string::npos) FAIL(all_logs(run, *host));
-    CHECK(host->log().find("started with 2 islands", cut) == std::string::npos);
+    const EventMatch with_one{.kind = "round_started", .islands = 1}, with_two{.kind = "round_started", .islands = 2};
+    if (!host->wait_event(with_one, 60)) FAIL(all_logs(run, *host));
+    CHECK(count_events(events_after(host->events(), cut), with_two) == 0);
 
-    // Started again with the same key and invite, it does not get through the handshake.
+    // Started again with the same key and invite, it does not get through the handshake: it is told so.
     const std::string key2 = net::load_public_key(run.key(2) + ".pub");
     auto again = run.peer(2);
-    if (wait_after(*host, "refused a connection", cut, 30) == std::string::npos) FAIL(all_logs(run, *host));
-    CHECK(host->log().find(key2 + ") is not on the allow-list", cut) != std::string::npos);
+    if (!again->wait_event({.kind = "key_refused"}, 30)) FAIL(all_logs(run, *host));
+    CHECK(host->log().find(key2 + ") is not on the allow-list") != std::string::npos);  // and the host's operator why
     // Rounds keep going, and it is never admitted: the next round starts with 1 island still.
-    const std::size_t refused = host->log().size();
-    if (wait_after(*host, "started with 1 islands", refused, 60) == std::string::npos) FAIL(all_logs(run, *host));
-    const std::string hl = host->log();
-    CHECK(hl.find("admitted peer-2", cut) == std::string::npos);
-    CHECK(hl.find("started with 2 islands", cut) == std::string::npos);
-    CHECK(again->wait_for("host refused our key", 20));  // it is told so at the handshake
+    if (!host->wait_event(with_one, 60, host->count(with_one) + 1)) FAIL(all_logs(run, *host));
+    const std::vector<RunEvent> after = events_after(host->events(), cut);
+    CHECK(count_events(after, {.kind = "admitted", .peer = "peer-2"}) == 0);
+    CHECK(count_events(after, with_two) == 0);
     stop_host(*host);
-    CHECK(p1->log().find("θ hash differs") == std::string::npos);
+    CHECK(p1->count({.kind = "theta_differs"}) == 0);
 }
 
 TEST_CASE("the allow-list watch reports changes, keeps the old list through a bad file, and logs it once") {

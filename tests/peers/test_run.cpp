@@ -67,16 +67,14 @@ TEST_CASE("islands end every round bit-identical to the host; the wire holds no 
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
-    const std::string hl = host->log();
-    CHECK(hl.find("run finished after 3 rounds") != std::string::npos);
-    CHECK(p2->log().find("2 device(s) (zero3)") != std::string::npos);
+    CHECK(host->count({.kind = "finished", .round = 3}) == 1);
+    CHECK(p2->log().find("2 device(s) (zero3)") != std::string::npos);  // what it tells its user it runs on
     for (int r = 0; r < 3; ++r) {
         INFO("round " << r);
-        CHECK(p1->log().find("round " + std::to_string(r) + " applied (2 islands") != std::string::npos);
-        CHECK(p2->log().find("round " + std::to_string(r) + " applied (2 islands") != std::string::npos);
+        CHECK(p1->count({.kind = "round_applied", .round = r, .islands = 2}) == 1);
+        CHECK(p2->count({.kind = "round_applied", .round = r, .islands = 2}) == 1);
     }
-    CHECK(count(p1->log(), "matches the host") == 3);
-    CHECK(count(p2->log(), "matches the host") == 3);
+    CHECK(p1->count({.kind = "theta_differs"}) + p2->count({.kind = "theta_differs"}) == 0);
 
     const std::vector<std::byte> wire = relay.recorded();
     CHECK(wire.size() > 3'000'000);  // three fp32 pseudo-gradients of ~2.9 MB went through it
@@ -103,22 +101,20 @@ TEST_CASE("a peer SIGKILLed mid-send does not stop the round; restarted, it rejo
     auto p2 = run.peer(2, kEnv, {"--fault-kill-after-chunks", "1"});  // dies after the first chunk of its pseudo-gradient
     if (p2->wait(180) != -SIGKILL) FAIL(host->log() + "\n--- peer 2\n" + p2->log());
     const auto killed = std::chrono::steady_clock::now();
-    if (!host->wait_for("round 1 started", 120)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
+    if (!host->wait_event({.kind = "round_started", .round = 1}, 120)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
     CHECK(seconds < 30 + 2 + 5);  // round deadline + heartbeat timeout + slack
-    CHECK(host->log().find("goes on without it") != std::string::npos);
+    CHECK(host->count({.kind = "dropped", .peer = "peer-2", .type = "disconnected"}) >= 1);
 
     auto p2_again = run.peer(2);
-    CHECK(p2_again->wait_for("synced to round", 120));
+    CHECK(p2_again->wait_event({.kind = "synced"}, 120));
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 2\n" + p2_again->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2_again->wait(30) == 0);
     // After its rejoin, every update it applied left it with the host's θ.
-    const std::string l2 = p2_again->log();
-    INFO(host->log() + "\n--- peer 2, restarted\n" + l2);
-    CHECK(l2.find("round " + std::to_string(kRounds - 1) + " applied") != std::string::npos);
-    CHECK(count(l2, "matches the host") >= 1);
-    CHECK(l2.find("differs") == std::string::npos);
+    INFO(host->log() + "\n--- peer 2, restarted\n" + p2_again->log());
+    CHECK(p2_again->count({.kind = "round_applied", .round = kRounds - 1}) == 1);
+    CHECK(p2_again->count({.kind = "theta_differs"}) == 0);
 }
 
 TEST_CASE("a host killed and restarted from its checkpoint loses at most one round") {
@@ -133,12 +129,9 @@ TEST_CASE("a host killed and restarted from its checkpoint loses at most one rou
     auto p2 = run.peer(2);
     // Checkpoints are written in the background, a new one only once the last is on disk, so the
     // writer may skip round 2: wait for the first of round 2 or later the host says is written.
-    const auto checkpoint_from_round_2 = [](const std::string& text) {
-        for (std::size_t at = text.find("checkpoint at round "); at != std::string::npos;
-             at = text.find("checkpoint at round ", at + 1)) {
-            const std::size_t end = text.find(" written", at);
-            if (end != std::string::npos && std::stoi(text.substr(at + 20, end - at - 20)) >= 2) return true;
-        }
+    const auto checkpoint_from_round_2 = [&] {
+        for (const RunEvent& e : host->events())
+            if (e.kind == "checkpoint_written" && e.round >= 2) return true;
         return false;
     };
     if (!host->wait_until(checkpoint_from_round_2, 180)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
@@ -146,21 +139,17 @@ TEST_CASE("a host killed and restarted from its checkpoint loses at most one rou
     host->wait(10);
     const std::string first_log = host->log();
     auto host2 = run.host();
-    if (!host2->wait_for("resumed from", 120)) FAIL(first_log + "\n--- second host\n" + host2->log());
+    if (!host2->wait_event({.kind = "resumed"}, 120)) FAIL(first_log + "\n--- second host\n" + host2->log());
     if (host2->wait(300) != 0) FAIL(host2->log() + "\n--- peer 1\n" + p1->log());
-    const std::string log = host2->log();
     // The second host started from round 2 (or later, if round 2 finished before the kill).
-    const std::size_t at = log.find("resumed from");
-    const std::size_t r = log.find("at round ", at);
-    REQUIRE(r != std::string::npos);
-    CHECK(std::stoi(log.substr(r + 9)) >= 2);
-    CHECK(std::stoi(log.substr(r + 9)) < kRounds);  // killed before the run ended
-    CHECK(log.find("run finished after " + std::to_string(kRounds) + " rounds") != std::string::npos);
+    const RunEvent resumed = first_event(host2->events(), {.kind = "resumed"});
+    CHECK(resumed.round >= 2);
+    CHECK(resumed.round < kRounds);  // killed before the run ended
+    CHECK(host2->count({.kind = "finished", .round = kRounds}) == 1);
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
-    const std::string last_round = "round " + std::to_string(kRounds - 1) + " applied (2 islands";
-    CHECK(p1->log().find(last_round) != std::string::npos);
-    CHECK(p2->log().find(last_round) != std::string::npos);
+    CHECK(p1->count({.kind = "round_applied", .round = kRounds - 1, .islands = 2}) == 1);
+    CHECK(p2->count({.kind = "round_applied", .round = kRounds - 1, .islands = 2}) == 1);
 }
 
 TEST_CASE("a host.state of version 1 (checked with BLAKE2b) is still read; a corrupt one is refused") {
@@ -189,17 +178,16 @@ TEST_CASE("a host.state of version 1 (checked with BLAKE2b) is still read; a cor
     write_file(path, arch::test::text_of(v1));
     {
         auto host = run.host();
-        CHECK(host->wait_for("resumed from", 60));
+        CHECK(host->wait_event({.kind = "resumed", .round = 1}, 60));
         host->kill(SIGTERM);
         host->wait(60);
-        INFO(host->log());
-        CHECK(host->log().find("at round 1") != std::string::npos);
     }
     v1[v1.size() / 2] ^= std::byte{1};  // a bit of the state flipped
     write_file(path, arch::test::text_of(v1));
     auto host = run.host();
     CHECK(host->wait(60) != 0);
-    CHECK(host->log().find("checksum mismatch") != std::string::npos);
+    CHECK(host->log().find("checksum mismatch") != std::string::npos);  // what the user is told
+    CHECK(host->count({.kind = "waiting"}) == 0);  // it refused to start
 }
 
 TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged") {
@@ -219,17 +207,17 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     hello.protocol_version = 99;
     link.send(hostkey, protocol::Type::hello, 0, protocol::encode(hello));
     link.send(hostkey, protocol::Type::hello, 0, arch::test::text_bytes("garbage that is not a hello"));
-    REQUIRE(host->wait_for("protocol version 99", 30));
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (count(host->log(), "rejected a hello message") < 2 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    REQUIRE(count(host->log(), "rejected a hello message") == 2);
+    REQUIRE(host->wait_event({.kind = "rejected", .type = "hello", .detail = "protocol version 99"}, 30));
+    REQUIRE(host->wait_event({.kind = "rejected", .type = "hello"}, 30, 2));
+    REQUIRE(host->count({.kind = "rejected", .type = "hello"}) == 2);
     const std::size_t params = by_hand.join("by-hand");  // now a real hello: welcome, state, in sync
     std::optional<LinkEvent> start = wait_event(protocol::Type::round_start, 60);
     REQUIRE(start);
     const protocol::RoundStart rs = protocol::decode_round_start(start->payload);
 
-    auto wait_host = [&](const std::string& needle, int times) { return by_hand.wait_host(*host, needle, times); };
+    auto rejected = [&](const std::string& detail) {
+        return EventMatch{.kind = "rejected", .peer = "by-hand", .type = "pseudo_grad", .detail = detail};
+    };
     const std::size_t n = 1;  // the host checks the size against the model and refuses
     auto send_grad = [&](uint64_t round, std::vector<float> delta, bool poke_nan) {
         std::vector<std::byte> payload = compression::make_codec("fp32")->encode(delta);
@@ -243,16 +231,17 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
         link.send_blob(hostkey, protocol::Type::pseudo_grad, round, std::make_shared<const std::vector<std::byte>>(w.take()));
     };
     send_grad(rs.round + 7, std::vector<float>(n, 0.5f), false);  // wrong round
-    REQUIRE(wait_host("pseudo-gradient for round " + std::to_string(rs.round + 7), 1));
+    REQUIRE(by_hand.wait_host(*host, rejected("pseudo-gradient for round " + std::to_string(rs.round + 7)), 1));
     send_grad(rs.round, std::vector<float>(n, 0.5f), false);  // wrong size
-    REQUIRE(wait_host("the model has", 1));
+    REQUIRE(by_hand.wait_host(*host, rejected("the model has"), 1));
     send_grad(rs.round, std::vector<float>(params, 0.5f), true);  // the right size, and a NaN in it
-    REQUIRE(wait_host("rejected a pseudo_grad message from by-hand", 3));
-    CHECK(host->log().find("is not finite") != std::string::npos);
+    REQUIRE(by_hand.wait_host(*host, rejected("is not finite"), 1));
+    CHECK(host->count(rejected("")) == 3);
     by_hand.leave();  // the hand-made peer leaves: the run goes on with peer 1 alone
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
-    CHECK(count(p1->log(), "matches the host") == 2);
+    CHECK(p1->count({.kind = "round_applied"}) == 2);
+    CHECK(p1->count({.kind = "theta_differs"}) == 0);
 }
 
 TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradient cannot poison the run") {
@@ -267,7 +256,7 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
         for (int i = 1; i <= 3; ++i) peers.push_back(ref.peer(i));
         if (host->wait(300) != 0) FAIL(host->log());
         for (auto& p : peers) CHECK(p->wait(30) == 0);
-        honest_val = last_val_loss(peers[0]->log());
+        honest_val = last_val_loss(*peers[0]);
     }
 
     Run run(3, 4);
@@ -297,16 +286,16 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
         liar.report(um.round + 1, um.theta_hash);
     }
     if (host->wait(300) != 0) FAIL(host->log());
-    const std::string hl = host->log();
-    INFO(hl);
-    CHECK(count(hl, "clipped the pseudo-gradient of island") >= 2);
-    CHECK(count(hl, "(liar) for round") >= 2);
-    CHECK(hl.find("(liar) claimed 1000000000000") != std::string::npos);
+    INFO(host->log());
+    CHECK(host->count({.kind = "screened", .type = "clipped"}) >= 2);
+    CHECK(host->count({.kind = "screened", .peer = "liar", .type = "clipped"}) >= 2);
+    CHECK(host->count({.kind = "weight_capped", .peer = "liar"}) == 1);
     for (auto& p : peers) {
         CHECK(p->wait(30) == 0);
-        CHECK(count(p->log(), "matches the host") == 3);  // the honest islands stayed in the run, in sync
+        CHECK(p->count({.kind = "round_applied"}) == 3);  // the honest islands stayed in the run, in sync
+        CHECK(p->count({.kind = "theta_differs"}) == 0);
     }
-    const double val = last_val_loss(peers[0]->log());
+    const double val = last_val_loss(*peers[0]);
     INFO("val loss " << val << " with the liar, " << honest_val << " without it");
     CHECK(val == Approx(honest_val).epsilon(0.02));
     const ModelConfig config = read_checkpoint_config(run.dir.file("host/model.bin"));
@@ -329,18 +318,20 @@ TEST_CASE("async: pseudo-gradients for another round, or sent twice, are refused
     const std::vector<float> zero(replayer.join("replayer"), 0.0f);
     const protocol::RoundStart rs = replayer.wait_round_start();
     replayer.send_grad(rs.round + 5, zero, 32.0);  // a round it was not started on
-    REQUIRE(replayer.wait_host(*host, "but this island was started on round " + std::to_string(rs.round), 1, 60));
+    const EventMatch rejected{.kind = "rejected", .peer = "replayer", .type = "pseudo_grad"};
+    REQUIRE(replayer.wait_host(*host, rejected, 1, 60));
     replayer.send_grad(rs.round, zero, 32.0);  // the one it was asked for: applied
     REQUIRE(replayer.wait_event(protocol::Type::update, 60));
     replayer.send_grad(rs.round, zero, 32.0);  // the same again, as after a reconnect: refused (the host has moved it on)
-    REQUIRE(replayer.wait_host(*host, "rejected a pseudo_grad message from replayer", 2, 60));
-    CHECK(count(host->log(), "rejected a pseudo_grad message from replayer") == 2);
-    CHECK(count(host->log(), "a pseudo-gradient for round " + std::to_string(rs.round + 5) + ", but") == 1);
-    CHECK(count(host->log(), "a pseudo-gradient for round " + std::to_string(rs.round) + ", but") == 1);
+    REQUIRE(replayer.wait_host(*host, rejected, 2, 60));
+    const std::vector<RunEvent> events = host->events();
+    CHECK(count_events(events, rejected) == 2);
+    CHECK(count_events(events, {.kind = "rejected", .round = static_cast<int64_t>(rs.round) + 5, .peer = "replayer"}) == 1);
+    CHECK(count_events(events, {.kind = "rejected", .round = static_cast<int64_t>(rs.round), .peer = "replayer"}) == 1);
     replayer.leave();  // the replayer leaves: the run goes on with peer 1
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     if (p1->wait(30) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
-    CHECK(p1->log().find("differs") == std::string::npos);
+    CHECK(p1->count({.kind = "theta_differs"}) == 0);
 }
 
 TEST_CASE("trimmed with a dropout below its minimum: the host says so, keeps serving, and finishes") {
@@ -356,11 +347,10 @@ TEST_CASE("trimmed with a dropout below its minimum: the host says so, keeps ser
     auto p2 = run.peer(2);
     auto p3 = run.peer(3, kEnv, {"--fault-kill-after-chunks", "1"});  // dies in the middle of its first pseudo-gradient
     if (p3->wait(180) != -SIGKILL) FAIL(host->log() + "\n--- peer 3\n" + p3->log());
-    if (!host->wait_for("needs at least 3", 120)) FAIL(host->log());
-    CHECK(host->log().find("starting it again") != std::string::npos);
+    if (!host->wait_event({.kind = "round_restarted", .detail = "needs at least 3"}, 120)) FAIL(host->log());
     auto p3_again = run.peer(3);  // back: the round can close with three
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 3\n" + p3_again->log());
-    CHECK(host->log().find("run finished after 3 rounds") != std::string::npos);
+    CHECK(host->count({.kind = "finished", .round = 3}) == 1);
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
     CHECK(p3_again->wait(30) == 0);
@@ -387,9 +377,11 @@ TEST_CASE("model.init and init_hf: round 0 starts from the host's checkpoint, wh
         auto p1 = run.peer(1);
         if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
         CHECK(p1->wait(30) == 0);
-        CHECK(host->log().find("warm start: round 0 starts from " + ckpt + ", θ " + expected) != std::string::npos);
-        CHECK(p1->log().find("synced to round 0, θ " + expected) != std::string::npos);
-        CHECK(count(p1->log(), "matches the host") == 1);
+        const RunEvent warm = first_event(host->events(), {.kind = "warm_start", .round = 0});
+        CHECK(warm.detail == ckpt);
+        CHECK(warm.theta == expected);
+        CHECK(first_event(p1->events(), {.kind = "synced", .round = 0}).theta == expected);
+        CHECK(p1->count({.kind = "round_applied"}) == 1);
     }
     SECTION("model.init_hf: the same θ from a Hugging Face folder") {
         const std::string folder = run.dir.file("hf");
@@ -399,8 +391,10 @@ TEST_CASE("model.init and init_hf: round 0 starts from the host's checkpoint, wh
         auto p1 = run.peer(1);
         if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
         CHECK(p1->wait(30) == 0);
-        CHECK(host->log().find("warm start: round 0 starts from " + folder + ", θ " + expected) != std::string::npos);
-        CHECK(p1->log().find("synced to round 0, θ " + expected) != std::string::npos);
+        const RunEvent warm = first_event(host->events(), {.kind = "warm_start", .round = 0});
+        CHECK(warm.detail == folder);
+        CHECK(warm.theta == expected);
+        CHECK(first_event(p1->events(), {.kind = "synced", .round = 0}).theta == expected);
     }
     SECTION("a checkpoint of another model, or a truncated one, stops the host before it serves") {
         ModelConfig other = model;

@@ -91,10 +91,10 @@ TEST_CASE("a peer with its state on disk trains in sync with the host and a peer
     c.add_peer("on-disk", 1.0, {}, [](PeerOptions& o) { o.state_on_disk = true; });
     if (!c.run(120)) FAIL(c.all_logs());
     INFO(c.all_logs());
-    CHECK(c.log("host").find("run finished after 4 rounds") != std::string::npos);
+    CHECK(c.count("host", {.kind = "finished", .round = 4}) == 1);
     const std::string disk = c.log("on-disk");
     CHECK(disk.find("kept on disk, memory-mapped") != std::string::npos);
-    CHECK(disk.find("round 3 applied") != std::string::npos);
-    for (const char* name : {"in-ram", "on-disk"}) CHECK(c.log(name).find("differs") == std::string::npos);
+    CHECK(c.count("on-disk", {.kind = "round_applied", .round = 3}) == 1);
+    for (const char* name : {"in-ram", "on-disk"}) CHECK(c.count(name, {.kind = "theta_differs"}) == 0);
     check_in_sync(c, 2);
 }

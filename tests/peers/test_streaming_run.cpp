@@ -4,7 +4,8 @@
 // each merges the update only after its τ overlapped steps; and the val loss falls.
 #include <catch2/catch.hpp>
 
-#include <regex>
+#include <algorithm>
+#include <map>
 
 #include "compression/codec.h"
 #include "core/corpus.h"
@@ -30,17 +31,6 @@ std::string streaming_toml(const Run& run) {
 }
 
 // "round R updated fragment P (... islands), fragment θ HASH" in the host's log: R -> HASH.
-std::map<int, std::string> host_fragment_hashes(const std::string& log) {
-    std::map<int, std::string> out;
-    const std::regex line(R"(round (\d+) updated fragment (\d+) \(3 islands\), fragment θ ([0-9a-f]{16}))");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
-        const int round = std::stoi((*it)[1]);
-        CHECK(std::stoi((*it)[2]) == round % kFragments);
-        out[round] = (*it)[3];
-    }
-    return out;
-}
-
 }  // namespace
 
 TEST_CASE("streaming: every island matches the host fragment by fragment, sends one fragment a round, merges after τ") {
@@ -58,10 +48,13 @@ TEST_CASE("streaming: every island matches the host fragment by fragment, sends 
     for (auto& p : peers) all += "\n--- peer\n" + p->log();
     INFO(all);
     REQUIRE(ok);
-    CHECK(host->log().find("run finished after " + std::to_string(kUpdates) + " rounds") != std::string::npos);
+    CHECK(host->count({.kind = "finished", .round = kUpdates}) == 1);
 
-    const std::map<int, std::string> host_hashes = host_fragment_hashes(host->log());
-    REQUIRE(host_hashes.size() == kUpdates);
+    // θ's hash after each update, and the fragment it updated, as the host made them.
+    std::map<int64_t, RunEvent> host_rounds;
+    for (const RunEvent& e : host->events())
+        if (e.kind == "round_finished") host_rounds[e.round] = e;
+    REQUIRE(host_rounds.size() == kUpdates);
 
     // What one fragment's fp4 Δ takes on the wire, from the model the host and peers build.
     const RunConfig c = parse_run_config(toml, "test");
@@ -73,33 +66,35 @@ TEST_CASE("streaming: every island matches the host fragment by fragment, sends 
     const std::size_t whole = codec->encode(std::vector<float>(ParamLayout(model).num_params(), 1.0f)).size();
 
     for (auto& p : peers) {
-        const std::string log = p->log();
+        const std::vector<RunEvent> events = p->events();
         for (int r = 0; r < kUpdates; ++r) {
             INFO("round " << r);
             const int f = r % kFragments;
-            // Bit-identical, fragment by fragment: the fragment's hash after the update is the host's.
-            CHECK(log.find("round " + std::to_string(r) + " applied to fragment " + std::to_string(f) + " (3 islands") !=
-                  std::string::npos);
-            CHECK(log.find("fragment θ " + host_hashes.at(r) + ", θ ") != std::string::npos);
+            CHECK(host_rounds.at(r).fragment == f);
+            // Bit-identical: θ's hash after the update is the host's, with the fragment the host updated.
+            const RunEvent applied = first_event(events, {.kind = "round_applied", .round = r, .islands = 3});
+            CHECK(applied.fragment == f);
+            CHECK(applied.theta == host_rounds.at(r).theta);
             // Only the round's fragment travels: its fp4 size, about 1/P of the whole θ's.
+            const RunEvent sent = first_event(events, {.kind = "sent", .round = r});
             const std::size_t bytes = codec->encode(std::vector<float>(fragments[f].size, 1.0f)).size();
-            CHECK(log.find("round " + std::to_string(r) + " sent pseudo-gradient: " + std::to_string(bytes) +
-                           " bytes (fragment " + std::to_string(f)) != std::string::npos);
+            CHECK(sent.fragment == f);
+            CHECK(sent.bytes == static_cast<int64_t>(bytes));
             CHECK(bytes < whole * 0.6);
         }
-        CHECK(count(log, "matches the host") == kUpdates);
-        // Each update but the last waits for the island's τ = 1 step after its send; the last has none.
-        CHECK(count(log, "after 1 overlapped steps") == kUpdates - 1);
-        CHECK(count(log, "after 0 overlapped steps") == 1);
         // A round after the first trains H / P − τ steps before its send: the τ step was the round's start.
-        CHECK(log.find("(fragment 1, after 2 steps") != std::string::npos);
+        CHECK(std::any_of(events.begin(), events.end(),
+                          [](const RunEvent& e) { return e.kind == "sent" && e.fragment == 1 && e.steps == 2; }));
+        CHECK(count_events(events, {.kind = "theta_differs"}) == 0);
+        // Each update but the last waits for the island's τ = 1 step after its send; the last has none.
+        int after_one = 0, after_none = 0;
+        for (const RunEvent& e : events) {
+            after_one += e.kind == "merged" && e.steps == 1;
+            after_none += e.kind == "merged" && e.steps == 0;
+        }
+        CHECK(after_one == kUpdates - 1);
+        CHECK(after_none == 1);
     }
     // And the run learns: the host's val loss after the last update is below the first's.
-    const std::regex val(R"(round (\d+) applied to fragment \d \(3 islands, val loss ([0-9.]+)\))");
-    const std::string log = peers[0]->log();
-    std::map<int, double> losses;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), val); it != std::sregex_iterator(); ++it)
-        losses[std::stoi((*it)[1])] = std::stod((*it)[2]);
-    REQUIRE(losses.size() == kUpdates);
-    CHECK(losses.at(kUpdates - 1) < losses.at(0) - 0.05);
+    CHECK(host_rounds.at(kUpdates - 1).val_loss < host_rounds.at(0).val_loss - 0.05);
 }
