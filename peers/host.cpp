@@ -68,7 +68,10 @@ Host::Host(HostOptions options)
                                                                     : warm_start_theta(c, model_config_);
     global_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_config_));
     eval_ = std::make_unique<GlobalEval>(c, model_config_, std::move(val));
-    policy_ = rounds::make_round_policy(c, [this](const std::string& line) { log(line); });
+    policy_ = rounds::make_round_policy(c, [this](const std::string& line, const RunEvent& event) {
+        log(line);
+        emit(event);
+    });
     if (c.sync_moments_every > 0) moments_ = std::make_unique<MomentPool>(c, global_->theta().size());
     if (c.privacy.on()) {
         privacy_ = std::make_unique<privacy::PrivacyBudget>(c.privacy, run_updates(c));
@@ -435,6 +438,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     ledger_.took_in(static_cast<double>(expected) * sizeof(float));
     const rounds::Arrival a = policy_->on_arrival(view(link), std::move(contribution));
     if (!a.note.empty()) log(a.note);
+    if (!a.event.kind.empty()) emit(a.event);
     if (a.restart) start_island(link, *a.restart);
 }
 

@@ -22,6 +22,8 @@ std::string event_json(const RunEvent& e) {
     if (e.steps >= 0) j["steps"] = e.steps;
     if (e.fragment >= 0) j["fragment"] = e.fragment;
     if (e.bytes >= 0) j["bytes"] = e.bytes;
+    if (e.stale >= 0) j["stale"] = e.stale;
+    if (e.scale >= 0) j["scale"] = e.scale;
     if (!e.hash.empty()) j["hash"] = e.hash;
     if (!e.detail.empty()) j["detail"] = e.detail;
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -44,6 +46,8 @@ RunEvent parse_event(const std::string& line) {
         e.steps = j.value("steps", -1);
         e.fragment = j.value("fragment", -1);
         e.bytes = j.value("bytes", int64_t{-1});
+        e.stale = j.value("stale", int64_t{-1});
+        e.scale = j.value("scale", -1.0);
         e.hash = j.value("hash", std::string());
         e.detail = j.value("detail", std::string());
     } catch (const nlohmann::json::exception& err) {

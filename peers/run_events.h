@@ -23,6 +23,8 @@ struct RunEvent {
     int steps = -1;           // inner steps (merged: the overlapped ones)
     int fragment = -1;        // streaming: the fragment of θ it concerns
     int64_t bytes = -1;       // a payload's size
+    int64_t stale = -1;       // async: how many updates old a pseudo-gradient is
+    double scale = -1;        // async: the factor a stale pseudo-gradient was scaled by
     std::string hash = {};    // another hash: DES-LOC's mean of the AdamW moments (16 hex digits)
     std::string detail = {};  // for people: an error's text, a path
 };

@@ -9,8 +9,7 @@
 
 namespace arch::rounds {
 
-AsyncPolicy::AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness, std::function<void(const std::string&)> log)
-    : H_(steps_per_round), staleness_(staleness), log_(std::move(log)) {}
+AsyncPolicy::AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness) : H_(steps_per_round), staleness_(staleness) {}
 
 Start AsyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
     float fastest = 0;  // among the islands here now, by the host's own clock
@@ -61,6 +60,8 @@ Arrival AsyncPolicy::on_arrival(const RunSnapshot& run, Contribution c) {
         a.note = "refused the pseudo-gradient of " + who + " from round " + std::to_string(c.round) + ": " +
                  std::to_string(staleness) + " updates stale (async.max_staleness = " +
                  std::to_string(staleness_.max_staleness) + "); it starts again from round " + std::to_string(run.round);
+        a.event = {.kind = "stale", .round = static_cast<int64_t>(c.round), .island = static_cast<int>(c.island), .peer = c.name,
+                   .type = "refused", .stale = static_cast<int64_t>(staleness)};
         a.restart = start(run, c.key);
         return a;
     }
@@ -71,6 +72,8 @@ Arrival AsyncPolicy::on_arrival(const RunSnapshot& run, Contribution c) {
         a.note = "downweighted the pseudo-gradient of " + who + " from round " + std::to_string(c.round) + ": " +
                  std::to_string(staleness) + " updates stale (async.max_staleness = " +
                  std::to_string(staleness_.max_staleness) + "), scaled by " + scale;
+        a.event = {.kind = "stale", .round = static_cast<int64_t>(c.round), .island = static_cast<int>(c.island), .peer = c.name,
+                   .type = "downweighted", .stale = static_cast<int64_t>(staleness), .scale = v.scale};
     }
     waiting_.push_back(std::move(c));
     return a;

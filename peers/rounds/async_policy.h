@@ -15,7 +15,7 @@ namespace arch::rounds {
 
 class AsyncPolicy final : public RoundPolicy {
 public:
-    AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness, std::function<void(const std::string&)> log);
+    AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness);
 
     bool open() const override { return open_; }
     Opening open_round(const RunSnapshot& run) override;
@@ -32,7 +32,6 @@ private:
 
     uint32_t H_;
     StalenessRule staleness_;
-    std::function<void(const std::string&)> log_;
     bool open_ = false;
     std::deque<Contribution> waiting_;   // arrived, not yet made into an update (one update each)
     std::vector<std::string> in_update_; // the islands of the update being made: started again after it

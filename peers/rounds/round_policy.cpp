@@ -10,15 +10,13 @@
 
 namespace arch::rounds {
 
-std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, std::function<void(const std::string&)> log) {
+std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, Notes notes) {
     const auto H = static_cast<uint32_t>(c.steps_per_round);
     switch (c.mode) {
-        case RunMode::sync: return std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(log));
-        case RunMode::async:
-            return std::make_unique<AsyncPolicy>(
-                H, StalenessRule{static_cast<uint64_t>(c.max_staleness), c.stale}, std::move(log));
+        case RunMode::sync: return std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(notes));
+        case RunMode::async: return std::make_unique<AsyncPolicy>(H, StalenessRule{static_cast<uint64_t>(c.max_staleness), c.stale});
         case RunMode::streaming:
-            return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(log));
+            return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(notes));
     }
     throw Error("run.mode has no round policy");
 }

@@ -18,6 +18,7 @@
 
 #include "compression/held_payload.h"
 #include "peers/rounds/local_steps.h"
+#include "peers/run_events.h"
 
 namespace arch {
 struct RunConfig;  // peers/run_config.h
@@ -83,8 +84,13 @@ struct Contribution {
 };
 
 // What became of an arrival.
+// What a policy tells the host beside what it returns: a sentence for the log, and the same as a run
+// event (docs/events.md).
+using Notes = std::function<void(const std::string& line, const RunEvent& event)>;
+
 struct Arrival {
     std::string note;                // a line for the log (folded, downweighted, refused): empty for none
+    RunEvent event;                  // the same as an event (kind "" with no note)
     std::optional<Start> restart;    // refused (nothing of it kept): start the island again from the current θ
 };
 
@@ -126,7 +132,7 @@ public:
     virtual std::vector<Start> after_update(const RunSnapshot& run, bool applied) = 0;
 };
 
-// The policy for run.mode ("sync", "async" or "streaming"; run_config.cpp checks the name); log: one line per event.
-std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& config, std::function<void(const std::string&)> log);
+// The policy for run.mode ("sync", "async" or "streaming"; run_config.cpp checks the name).
+std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& config, Notes notes);
 
 }  // namespace arch::rounds

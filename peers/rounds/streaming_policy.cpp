@@ -8,9 +8,8 @@ ScheduleSpan streaming_span(uint64_t round, uint32_t fragments, uint32_t H) {
     return {cycle * H + k * H / fragments, cycle * H + (k + 1) * H / fragments};
 }
 
-StreamingPolicy::StreamingPolicy(uint32_t steps_per_round, uint32_t fragments, double round_timeout_s,
-                                 std::function<void(const std::string&)> log)
-    : SyncPolicy(steps_per_round, round_timeout_s, false, std::move(log)), H_(steps_per_round), P_(fragments) {}
+StreamingPolicy::StreamingPolicy(uint32_t steps_per_round, uint32_t fragments, double round_timeout_s, Notes notes)
+    : SyncPolicy(steps_per_round, round_timeout_s, false, std::move(notes)), H_(steps_per_round), P_(fragments) {}
 
 Start StreamingPolicy::start(const RunSnapshot& run, const std::string& key) const {
     Start s;

@@ -8,9 +8,8 @@
 
 namespace arch::rounds {
 
-SyncPolicy::SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold,
-                       std::function<void(const std::string&)> log)
-    : H_(steps_per_round), round_timeout_s_(round_timeout_s), fold_(fold), log_(std::move(log)) {}
+SyncPolicy::SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, Notes notes)
+    : H_(steps_per_round), round_timeout_s_(round_timeout_s), fold_(fold), notes_(std::move(notes)) {}
 
 Start SyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
     Start s;
@@ -62,6 +61,7 @@ Arrival SyncPolicy::on_arrival(const RunSnapshot& run, Contribution c) {
     Arrival a;
     if (c.round + 1 == run.round) {
         a.note = "folded a late pseudo-gradient of island " + std::to_string(c.island) + " into round " + std::to_string(run.round);
+        a.event = {.kind = "folded", .round = static_cast<int64_t>(run.round), .island = static_cast<int>(c.island), .peer = c.name};
         folded_.push_back(std::move(c));
         return a;
     }
@@ -97,8 +97,10 @@ bool SyncPolicy::deadline_passed(const RunSnapshot& run) {
         if (!deadline_logged_) {
             char rate[48] = "not measured yet";
             if (i->delta_bytes_per_s > 0) std::snprintf(rate, sizeof(rate), "%.2f MB/s", i->delta_bytes_per_s / 1e6);
-            log_("round " + std::to_string(run.round) + ": past its deadline, but the pseudo-gradient of " + i->name +
-                 " (" + std::to_string(i->delta_bytes) + " bytes) is still moving (link " + rate + "); waiting for it");
+            notes_("round " + std::to_string(run.round) + ": past its deadline, but the pseudo-gradient of " + i->name +
+                       " (" + std::to_string(i->delta_bytes) + " bytes) is still moving (link " + rate + "); waiting for it",
+                   {.kind = "deadline_waits", .round = static_cast<int64_t>(run.round), .peer = i->name,
+                    .bytes = static_cast<int64_t>(i->delta_bytes)});
             deadline_logged_ = true;
         }
         return false;
@@ -110,8 +112,9 @@ bool SyncPolicy::update_due(const RunSnapshot& run) {
     if (!open_) return false;
     if (complete()) return true;
     if (deadline_passed(run)) {
-        log_("round " + std::to_string(run.round) + " deadline passed (" + std::to_string(static_cast<int>(run.seconds_open)) +
-             " s after its start); closing it with " + std::to_string(contributions_.size()) + " islands");
+        notes_("round " + std::to_string(run.round) + " deadline passed (" + std::to_string(static_cast<int>(run.seconds_open)) +
+                   " s after its start); closing it with " + std::to_string(contributions_.size()) + " islands",
+               {.kind = "deadline_passed", .round = static_cast<int64_t>(run.round), .islands = static_cast<int>(contributions_.size())});
         return true;
     }
     if (expected_.empty()) {

@@ -13,7 +13,7 @@ namespace arch::rounds {
 
 class SyncPolicy : public RoundPolicy {
 public:
-    SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, std::function<void(const std::string&)> log);
+    SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, Notes notes);
 
     bool open() const override { return open_; }
     Opening open_round(const RunSnapshot& run) override;
@@ -36,7 +36,7 @@ private:
     uint32_t H_;
     double round_timeout_s_;
     bool fold_;
-    std::function<void(const std::string&)> log_;
+    Notes notes_;
     bool open_ = false;
     std::map<std::string, bool> expected_;      // the round's islands: key -> delivered
     std::vector<Contribution> contributions_;   // this round's

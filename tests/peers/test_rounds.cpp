@@ -113,7 +113,11 @@ TEST_CASE("staleness: in full up to max_staleness, then downweighted by (1+max)/
 
 TEST_CASE("sync: a round waits for every island it started, refuses what does not belong, then makes one update") {
     std::vector<std::string> log;
-    SyncPolicy p(8, 30, false, [&](const std::string& l) { log.push_back(l); });
+    std::vector<RunEvent> events;
+    SyncPolicy p(8, 30, false, [&](const std::string& l, const RunEvent& e) {
+        log.push_back(l);
+        events.push_back(e);
+    });
     std::vector<IslandView> islands = {island("a", 0), island("b", 1), island("c", 2)};
     islands[2].ready = false;  // not in sync: not in this round
     CHECK_FALSE(p.open());
@@ -158,7 +162,11 @@ TEST_CASE("streaming: round r syncs fragment r mod P and covers the steps betwee
     }
     CHECK(at == 150);
     std::vector<std::string> log;
-    StreamingPolicy p(50, 4, 30, [&](const std::string& l) { log.push_back(l); });
+    std::vector<RunEvent> events;
+    StreamingPolicy p(50, 4, 30, [&](const std::string& l, const RunEvent& e) {
+        log.push_back(l);
+        events.push_back(e);
+    });
     const std::vector<IslandView> islands = {island("a", 0), island("b", 1)};
     const RoundPolicy::Opening o = p.open_round(run_view(1, 8, islands));
     REQUIRE(o.starts.size() == 2);
@@ -172,7 +180,11 @@ TEST_CASE("streaming: round r syncs fragment r mod P and covers the steps betwee
 
 TEST_CASE("sync: the deadline closes a round unless a Δ is still moving; a leaver is not waited for") {
     std::vector<std::string> log;
-    SyncPolicy p(8, 30, false, [&](const std::string& l) { log.push_back(l); });
+    std::vector<RunEvent> events;
+    SyncPolicy p(8, 30, false, [&](const std::string& l, const RunEvent& e) {
+        log.push_back(l);
+        events.push_back(e);
+    });
     std::vector<IslandView> islands = {island("a", 0), island("b", 1)};
     p.open_round(run_view(0, 10, islands));
     p.on_arrival(run_view(0, 10, islands), delta(islands[0], 0));
@@ -183,17 +195,19 @@ TEST_CASE("sync: the deadline closes a round unless a Δ is still moving; a leav
     CHECK_FALSE(p.update_due(run_view(0, 10, islands, 32)));
     REQUIRE(log.size() == 1);  // said once
     CHECK_THAT(log[0], Catch::Contains("still moving"));
+    CHECK((events[0].kind == "deadline_waits" && events[0].peer == "b" && events[0].bytes == 1000));
     islands[1].delta_moving = false;
     CHECK(p.update_due(run_view(0, 10, islands, 33)));
     CHECK_THAT(log.back(), Catch::Contains("deadline passed"));
+    CHECK((events.back().kind == "deadline_passed" && events.back().round == 0 && events.back().islands == 1));
 
-    SyncPolicy q(8, 30, false, [](const std::string&) {});
+    SyncPolicy q(8, 30, false, [](const std::string&, const RunEvent&) {});
     q.open_round(run_view(0, 10, islands));
     q.on_arrival(run_view(0, 10, islands), delta(islands[0], 0));
     CHECK(q.on_gone("b", false));  // waited for
     CHECK_FALSE(q.on_gone("b", false));
     CHECK(q.update_due(run_view(0, 10, islands)));  // the others left: close with what arrived
-    SyncPolicy r(8, 30, false, [](const std::string&) {});
+    SyncPolicy r(8, 30, false, [](const std::string&, const RunEvent&) {});
     r.open_round(run_view(0, 10, islands));
     r.on_gone("a", false);
     r.on_gone("b", false);
@@ -202,7 +216,7 @@ TEST_CASE("sync: the deadline closes a round unless a Δ is still moving; a leav
 }
 
 TEST_CASE("sync, straggler = fold: a late Δ joins the next update, and its island is told it is held") {
-    SyncPolicy p(8, 30, true, [](const std::string&) {});
+    SyncPolicy p(8, 30, true, [](const std::string&, const RunEvent&) {});
     std::vector<IslandView> islands = {island("a", 0), island("b", 1)};
     p.open_round(run_view(0, 10, islands));
     p.on_arrival(run_view(0, 10, islands), delta(islands[0], 0));
@@ -212,6 +226,7 @@ TEST_CASE("sync, straggler = fold: a late Δ joins the next update, and its isla
     // b's Δ of round 0 arrives during round 1's gathering: folded.
     const Arrival late = p.on_arrival(run_view(1, 10, islands), delta(islands[1], 0));
     CHECK_THAT(late.note, Catch::Contains("folded"));
+    CHECK((late.event.kind == "folded" && late.event.round == 1 && late.event.island == 1));
     const RoundPolicy::Opening o = p.open_round(run_view(1, 10, islands));
     REQUIRE(o.starts.size() == 2);
     CHECK_FALSE(o.starts[0].held);
@@ -235,7 +250,7 @@ TEST_CASE("sync, straggler = fold: a late Δ joins the next update, and its isla
 
 TEST_CASE("async: each Δ is its own update; DLU steps; stale ones scaled or refused and their island restarted") {
     std::vector<IslandView> islands = {island("fast", 0, 4.0f), island("slow", 1, 1.0f)};
-    AsyncPolicy p(40, StalenessRule{1, StaleAction::refuse}, [](const std::string&) {});
+    AsyncPolicy p(40, StalenessRule{1, StaleAction::refuse});
     const RoundPolicy::Opening o = p.open_round(run_view(0, 20, islands));
     REQUIRE(o.starts.size() == 2);
     CHECK(o.starts[0].steps == 40);
@@ -258,15 +273,18 @@ TEST_CASE("async: each Δ is its own update; DLU steps; stale ones scaled or ref
     p.after_update(run_view(2, 20, islands), true);
     const Arrival refused = p.on_arrival(run_view(4, 20, islands), delta(islands[1], 2));  // 2 stale
     CHECK_THAT(refused.note, Catch::Contains("island 1 (slow)") && Catch::Contains("2 updates stale"));
+    CHECK((refused.event.kind == "stale" && refused.event.type == "refused" && refused.event.island == 1 &&
+           refused.event.stale == 2));
     REQUIRE(refused.restart);
     CHECK(refused.restart->key == "slow");
     CHECK_FALSE(p.update_due(run_view(4, 20, islands)));
     CHECK_THROWS(p.admit(run_view(4, 20, islands), islands[0], 5));  // ahead of the host
 
-    AsyncPolicy d(40, StalenessRule{0, StaleAction::downweight}, [](const std::string&) {});
+    AsyncPolicy d(40, StalenessRule{0, StaleAction::downweight});
     d.open_round(run_view(0, 20, islands));
     const Arrival scaled = d.on_arrival(run_view(3, 20, islands), delta(islands[1], 0, 2.0f));
     CHECK_THAT(scaled.note, Catch::Contains("scaled by 0.25"));
+    CHECK((scaled.event.type == "downweighted" && scaled.event.stale == 3 && scaled.event.scale == 0.25));
     const std::vector<Contribution> one = d.take_update();
     REQUIRE(one.size() == 1);
     CHECK(one[0].delta[0] == 0.5f);  // 2 * 1/(1+3)

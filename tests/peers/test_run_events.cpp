@@ -15,7 +15,8 @@ using namespace arch::test;
 TEST_CASE("a run event survives its JSON line; unset fields stay out of it") {
     const RunEvent full{.kind = "round_applied", .round = 7, .islands = 3, .island = 2, .peer = "peer-1",
                         .type = "pseudo_grad", .theta = "0123456789ab", .val_loss = 4.25, .steps = 5, .fragment = 1,
-                        .bytes = 1 << 20, .hash = "fedcba9876543210", .detail = "a \"quoted\" path\tand θ"};
+                        .bytes = 1 << 20, .stale = 4, .scale = 0.4, .hash = "fedcba9876543210",
+                        .detail = "a \"quoted\" path\tand θ"};
     const RunEvent back = parse_event(event_json(full));
     CHECK(back.kind == full.kind);
     CHECK(back.round == full.round);
@@ -28,6 +29,8 @@ TEST_CASE("a run event survives its JSON line; unset fields stay out of it") {
     CHECK(back.steps == full.steps);
     CHECK(back.fragment == full.fragment);
     CHECK(back.bytes == full.bytes);
+    CHECK(back.stale == full.stale);
+    CHECK(back.scale == full.scale);
     CHECK(back.hash == full.hash);
     CHECK(back.detail == full.detail);
     CHECK(event_json(full).find('\n') == std::string::npos);  // one line
