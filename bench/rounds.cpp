@@ -270,8 +270,9 @@ nlohmann::ordered_json measure(const Options& o) {
               dir.file("setup.log"));
     }
     const Clock::time_point started = Clock::real().now();
-    test::Process host({"host", "--config", config}, dir.file("host.log"), env);
-    if (!host.wait_for("waiting for", o.timeout_s)) throw Error("bench_rounds: the host did not start: " + host.log());
+    test::Process host({"host", "--config", config, "--events", dir.file("host.events")}, dir.file("host.log"), env);
+    host.watch_events(dir.file("host.events"));
+    if (!host.wait_event({.kind = "waiting"}, o.timeout_s)) throw Error("bench_rounds: the host did not start: " + host.log());
     const double host_start = seconds_since(started);
     std::fprintf(stderr, "  host listening after %.1f s\n", host_start);
     std::vector<std::unique_ptr<test::Process>> peers;

@@ -180,6 +180,7 @@ void Peer::data_ready(Link& link) {
     }
     const RunConfig& c = *config_;
     log("data: island " + std::to_string(island_) + " trains on " + shard + " (" + mib(data_->bytes()) + ")");
+    emit({.kind = "data_ready", .island = static_cast<int>(island_), .bytes = static_cast<int64_t>(data_fetched_)});
     data_.reset();
     try {
         worker_ = std::make_unique<diloco::IslandWorker>(model_, run_train_config(c, shard, "", c.seed + 1 + island_),
@@ -343,10 +344,12 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         }
         if (options_.throttle > 0 && options_.throttle < 1.0)
             std::this_thread::sleep_for(std::chrono::duration<double>(s.seconds * (1.0 / options_.throttle - 1.0)));
-        if (done % 10 == 0 || done == static_cast<int>(m.steps))
+        if (done % 10 == 0 || done == static_cast<int>(m.steps)) {
             log("round " + std::to_string(m.round) + " step " + std::to_string(done) + "/" + std::to_string(m.steps) +
                 " loss " + std::to_string(s.loss) + " lr " + std::to_string(s.lr) + " (" +
                 std::to_string(static_cast<int>(s.tokens_per_s)) + " tok/s)");
+            emit({.kind = "progress", .round = static_cast<int64_t>(m.round), .steps = done});
+        }
     };
     const diloco::RoundResult result =
         stream_ ? stream_->run_round(*replica_, fragment, plan.schedule.value(), m.round + 1 < run_updates(*config_), on_step)

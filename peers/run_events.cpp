@@ -2,6 +2,7 @@
 #include "peers/run_events.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -10,8 +11,9 @@
 
 namespace arch {
 
-std::string event_json(const RunEvent& e) {
+std::string event_json(const RunEvent& e, double time) {
     nlohmann::json j = {{"kind", e.kind}};
+    if (time >= 0) j["time"] = time;
     if (e.round >= 0) j["round"] = e.round;
     if (e.islands >= 0) j["islands"] = e.islands;
     if (e.island >= 0) j["island"] = e.island;
@@ -65,7 +67,9 @@ EventFile::~EventFile() {
 }
 
 void EventFile::write(const RunEvent& event) {
-    const std::string line = event_json(event) + "\n";
+    // The time the line is written: for scripts that time what happened.
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const std::string line = event_json(event, std::chrono::duration_cast<std::chrono::milliseconds>(now).count() / 1e3) + "\n";
     std::lock_guard lock(mu_);
     std::fwrite(line.data(), 1, line.size(), file_);
     std::fflush(file_);

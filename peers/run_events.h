@@ -29,12 +29,14 @@ struct RunEvent {
     std::string detail = {};  // for people: an error's text, a path
 };
 
-// One JSON object on one line (no newline); only the fields that are set.
-std::string event_json(const RunEvent& event);
+// One JSON object on one line (no newline); only the fields that are set, and `time` (seconds since
+// the Unix epoch) when it is given.
+std::string event_json(const RunEvent& event, double time = -1);
 // Its inverse; throws arch::Error on a line that is not such an object.
 RunEvent parse_event(const std::string& line);
 
-// An append-only events file, one JSON line an event, flushed at once. Thread-safe.
+// An append-only events file, one JSON line an event with the time it was written, flushed at once.
+// Thread-safe.
 class EventFile {
   public:
     explicit EventFile(const std::string& path);  // throws arch::Error if it cannot be opened

@@ -31,13 +31,13 @@ one_run() {
   wan_invite_peers 2> /dev/null
   wan_start_host
   for i in 1 2 3; do wan_start_peer "$i"; done
-  wan_wait_for "$(wan_peer_log 1)" "synced to round 0" 300 "${WAN_PEER_PID[1]}" || wan_die "peer 1 never synced"
+  wan_wait_event "$(wan_peer_events 1)" 300 "${WAN_PEER_PID[1]}" synced round=0 || wan_die "peer 1 never synced"
   local rx0 tx0 rx1 tx1
   read -r rx0 tx0 < <(wan_veth_bytes 1)
   wan_wait_pid "$WAN_HOST_PID" 900 || wan_die "the host did not finish ($codec at $mbit Mbit/s)"
   wan_wait_peers 30 >&2 || true
   read -r rx1 tx1 < <(wan_veth_bytes 1)
-  grep -q "run finished after $ROUNDS rounds" "$(wan_host_log)" || wan_die "the run did not finish ($codec at $mbit Mbit/s)"
+  [ "$(wan_count "$(wan_host_events)" finished round="$ROUNDS")" = 1 ] || wan_die "the run did not finish ($codec at $mbit Mbit/s)"
   for i in 1 2 3; do wan_round_times "$(wan_peer_log "$i")"; done | awk -v codec="$codec" -v mbit="$mbit" \
     -v rounds="$ROUNDS" -v up=$((rx1 - rx0)) -v down=$((tx1 - tx0)) '
       { c += $2; m += $3; n++; src[$4]++ }

@@ -291,28 +291,78 @@ wan_start_proxy() {
 }
 
 # wan_start_host ARGS...: archipelago host in the host namespace and folder; stdout (the round table)
-# to host.out, stderr (the log) to host.log. Sets WAN_HOST_PID.
+# to host.out, stderr (the log) to host.log, its run events to host.events. Sets WAN_HOST_PID.
 wan_start_host() {
   local hd; hd=$(wan_node_dir host)
   (cd "$hd" && ARCH_DATA_DIR=$hd/data OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
-    exec ip netns exec "$(wan_ns host)" "$WAN_ARCH" host --config run.toml "$@" > "$hd/host.out" 2> "$hd/host.log") &
+    exec ip netns exec "$(wan_ns host)" "$WAN_ARCH" host --config run.toml --events host.events "$@" \
+    > "$hd/host.out" 2> "$hd/host.log") &
   WAN_HOST_PID=$!
   WAN_PIDS+=("$WAN_HOST_PID")
 }
 
-# wan_start_peer I ARGS...: archipelago peer I in its namespace and folder; log to peer.log.
+# wan_start_peer I ARGS...: archipelago peer I in its namespace and folder; log to peer.log, its run
+# events to peer.events (a peer started again appends to both).
 wan_start_peer() {
   local i=$1 pd; shift
   pd=$(wan_node_dir "$i")
   (cd "$pd" && ARCH_DATA_DIR=$pd/data OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
-    exec ip netns exec "$(wan_ns "$i")" "$WAN_ARCH" peer --invite peer.invite --key peer.key --name "peer-$i" "$@" \
-    > "$pd/peer.out" 2> "$pd/peer.log") &
+    exec ip netns exec "$(wan_ns "$i")" "$WAN_ARCH" peer --invite peer.invite --key peer.key --name "peer-$i" \
+      --events peer.events "$@" > "$pd/peer.out" 2> "$pd/peer.log") &
   WAN_PEER_PID[$i]=$!
   WAN_PIDS+=("$!")
 }
 
 wan_host_log() { echo "$(wan_node_dir host)/host.log"; }
 wan_peer_log() { echo "$(wan_node_dir "$1")/peer.log"; }
+wan_host_events() { echo "$(wan_node_dir host)/host.events"; }
+wan_peer_events() { echo "$(wan_node_dir "$1")/peer.events"; }
+
+# wan_events FILE [FROM] KIND [FIELD=VALUE ...]: the run events of FILE (docs/events.md) of KIND whose
+# fields equal the values given, one JSON object a line; FROM (a number: a line count) skips that many
+# lines first. The tests wait on these, not on the log's wording.
+wan_events() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+args = sys.argv[1:]
+path, args = args[0], args[1:]
+skip = int(args.pop(0)) if args and args[0].isdigit() else 0
+kind, conds = args[0], [a.split("=", 1) for a in args[1:]]
+try:
+    lines = open(path, errors="replace").read().split("\n")[:-1]  # a torn last line waits
+except FileNotFoundError:
+    lines = []
+for line in lines[skip:]:
+    e = json.loads(line)
+    if e.get("kind") == kind and all(str(e.get(k)) == v for k, v in conds):
+        print(line)
+PY
+}
+# wan_count FILE [FROM] KIND [FIELD=VALUE ...]: how many such events.
+wan_count() { wan_events "$@" | wc -l; }
+# wan_lines FILE: the lines of an events file so far (a FROM for the calls above).
+wan_lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
+# wan_field FILE [FROM] KIND [FIELD=VALUE ...] -- NAME: field NAME of the first such event ("" if none).
+wan_field() {
+  local args=() name
+  while [ "$1" != "--" ]; do args+=("$1"); shift; done
+  name=$2
+  wan_events "${args[@]}" | head -n 1 | wan_json "j.get('$name', '')"
+}
+# wan_wait_event FILE SECONDS PID [FROM] KIND [FIELD=VALUE ...]: until such an event is in FILE; fails
+# after SECONDS, or when PID (the process that writes FILE) has ended without writing it.
+wan_wait_event() {
+  local f=$1 secs=$2 pid=$3 k; shift 3
+  for ((k = 0; k < secs * 5; k++)); do
+    [ -n "$(wan_events "$f" "$@")" ] && return 0
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2> /dev/null; then
+      [ -n "$(wan_events "$f" "$@")" ] && return 0
+      return 1
+    fi
+    sleep 0.2
+  done
+  return 1
+}
 
 # wan_wait_for FILE ERE SECONDS [PID]: until a line of FILE matches ERE; fails after SECONDS, or when PID
 # (the process that writes FILE) has ended without writing it.
@@ -405,19 +455,21 @@ for r in sorted(set(applied) | set(own)):
 PY
 }
 
+# wan_json_lines EXPR: wan_json for each JSON line on stdin (events), one result a line.
+wan_json_lines() { /usr/bin/python3 -c "import json,sys
+for line in sys.stdin:
+    j = json.loads(line); print($1)"; }
 # wan_json EXPR: evaluates a Python expression over the JSON on stdin (bound to j); prints the result.
 wan_json() { /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); r=($1); print(r if not isinstance(r,(dict,list)) else json.dumps(r))"; }
 
-# wan_host_theta: the host's final θ hash (16 hex digits, from "θ HASH; checkpoint ...").
-wan_host_theta() { grep -oE "θ [0-9a-f]{16}; checkpoint" "$(wan_host_log)" | tail -n 1 | grep -oE "[0-9a-f]{16}"; }
-# wan_peer_theta PEER ROUND: the θ hash (12 hex digits) peer PEER logged as matching after ROUND.
-wan_peer_theta() { grep -oE "round $2 applied .*θ [0-9a-f]+ matches the host" "$(wan_peer_log "$1")" | tail -n 1 | grep -oE "θ [0-9a-f]+" | cut -c4-; }
+# wan_host_theta: the host's θ hash after its last update (12 hex digits, its last round_finished).
+wan_host_theta() { wan_events "$(wan_host_events)" round_finished | tail -n 1 | wan_json "j['theta']"; }
+# wan_peer_theta PEER ROUND: the θ hash (12 hex digits) peer PEER held, matching the host's, after ROUND.
+wan_peer_theta() { wan_events "$(wan_peer_events "$1")" round_applied "round=$2" | tail -n 1 | wan_json "j['theta']"; }
 # wan_table_rows: the host's round table rows as "ROUND ISLANDS SECONDS".
 wan_table_rows() { awk '$1 ~ /^[0-9]+$/ && NF == 8 {print $1, $2, $8}' "$(wan_node_dir host)/host.out"; }
-# wan_log_time FILE ERE: epoch seconds of the first line of FILE matching ERE (empty if none).
-wan_log_time() {
-  grep -E -m 1 -- "$2" "$1" | cut -c1-23 | while read -r d t; do date -d "$d $t" +%s.%N | cut -c1-14; done
-}
+# wan_event_time FILE [FROM] KIND [FIELD=VALUE ...]: epoch seconds of the first such event ("" if none).
+wan_event_time() { wan_events "$@" | head -n 1 | wan_json "j['time']"; }
 
 # wan_msg: log lines on stdin without the date and level ("13:49:52.063 round 0 started ...").
 wan_msg() { sed -E 's/^[0-9-]+ ([0-9:.]+) [a-z]+ +\[[a-z]+\] /\1 /'; }

@@ -22,17 +22,17 @@ hd=$(wan_node_dir host)
 tok=$hd/token
 wan_start_host --control-port "$CTL" --token-file "$tok"
 for i in 1 2 3; do wan_start_peer "$i"; done
-hlog=$(wan_host_log)
-plog=$(wan_peer_log "$CUT")
+hev=$(wan_host_events)
+pev=$(wan_peer_events "$CUT")
 
-wan_wait_for "$plog" "round 1 step 10/" 240 "${WAN_PEER_PID[$CUT]}" || wan_die "peer $CUT never reached round 1 step 10"
+wan_wait_event "$pev" 240 "${WAN_PEER_PID[$CUT]}" progress round=1 steps=10 || wan_die "peer $CUT never reached round 1 step 10"
 wan_link_down "$CUT"
 t_cut=$(date +%s.%N)
 wan_log "peer $CUT's link is down for $CUT_S s (in round 1)"
-wan_wait_for "$hlog" "\(peer-$CUT\) disconnected; round 1 goes on without it" 30 "$WAN_HOST_PID" ||
+wan_wait_event "$hev" 30 "$WAN_HOST_PID" dropped round=1 peer=peer-$CUT type=disconnected ||
   wan_die "the host did not drop peer $CUT from round 1"
-wan_wait_for "$hlog" "round 2 started" "$ROUND_TIMEOUT_S" "$WAN_HOST_PID" || wan_die "round 1 did not close within $ROUND_TIMEOUT_S s"
-t_closed=$(wan_log_time "$hlog" "round 2 started")
+wan_wait_event "$hev" "$ROUND_TIMEOUT_S" "$WAN_HOST_PID" round_started round=2 || wan_die "round 1 did not close within $ROUND_TIMEOUT_S s"
+t_closed=$(wan_event_time "$hev" round_started round=2)
 closed_after=$(/usr/bin/python3 -c "print('%.1f' % ($t_closed - $t_cut))")
 row1=$(wan_table_rows | awk '$1 == 1')
 [ "$(echo "$row1" | awk '{print $2}')" = 2 ] || wan_die "round 1 closed with '$row1' (round islands seconds), expected 2 islands"
@@ -43,45 +43,39 @@ sleep_left=$(/usr/bin/python3 -c "print(max(0.0, $t_cut + $CUT_S - $(date +%s.%N
 sleep "$sleep_left"
 wan_link_up "$CUT"
 t_up=$(date +%s.%N)
-lines_before=$(wc -l < "$plog")
+from=$(wan_lines "$pev")
 rows_before=$(wan_table_rows | wc -l)
 wan_log "peer $CUT's link is up again after the host closed $rows_before rounds"
 
 # Back: reconnect (or a fresh connection), the state, then a round it trained and whose update matches.
-sync_re="synced to round ([0-9]+)"
-for ((k = 0; k < 600; k++)); do
-  tail -n +"$((lines_before + 1))" "$plog" | grep -qE "$sync_re" && break
-  kill -0 "${WAN_PEER_PID[$CUT]}" 2> /dev/null || wan_die "peer $CUT exited after the cut"
-  sleep 0.2
-done
-after=$(tail -n +"$((lines_before + 1))" "$plog")
-sync_round=$(echo "$after" | grep -oE "$sync_re" | head -n 1 | grep -oE '[0-9]+$') || wan_die "peer $CUT did not resync within 120 s of the link coming back"
-t_sync=$(wan_log_time <(echo "$after") "$sync_re")
+wan_wait_event "$pev" 120 "${WAN_PEER_PID[$CUT]}" "$from" synced ||
+  wan_die "peer $CUT did not resync within 120 s of the link coming back"
+sync_round=$(wan_field "$pev" "$from" synced -- round)
+t_sync=$(wan_event_time "$pev" "$from" synced)
 wan_log "peer $CUT resynced to round $sync_round, $(/usr/bin/python3 -c "print('%.1f' % ($t_sync - $t_up))") s after link up"
 # It must stay: two rounds trained with all 3 islands after it came back, each ending with θ matching.
 contributed=""
 for ((k = 0; k < 900; k++)); do
-  after=$(tail -n +"$((lines_before + 1))" "$plog")
   contributed=""
-  for r in $(echo "$after" | grep -oE "round [0-9]+ sent pseudo-gradient" | grep -oE '[0-9]+' || true); do
-    if echo "$after" | grep -qE "round $r applied \(3 islands.* matches the host"; then contributed+="${contributed:+,}$r"; fi
+  for r in $(wan_events "$pev" "$from" sent | wan_json_lines "j['round']"); do
+    [ -n "$(wan_events "$pev" "$from" round_applied "round=$r" islands=3)" ] && contributed+="${contributed:+,}$r"
   done
   [[ "$contributed" == *,* ]] && break
   kill -0 "$WAN_HOST_PID" 2> /dev/null || break
   sleep 0.2
 done
 [[ "$contributed" == *,* ]] || wan_die "peer $CUT did not train 2 rounds with the others after rejoining (rounds: '$contributed'); rounds after the cut (round islands seconds): $(wan_table_rows | awk -v n="$rows_before" 'NR > n' | paste -sd,)"
-! echo "$after" | grep -q "θ hash differs" || wan_die "peer $CUT's θ differed from the host's after rejoining"
+[ "$(wan_count "$pev" "$from" theta_differs)" = 0 ] || wan_die "peer $CUT's θ differed from the host's after rejoining"
 wan_log "peer $CUT trained rounds $contributed with the others again; its θ after each matches the host's"
 
 [ "$(wan_api host "$CTL" "$tok" POST /api/leave | wan_json 'j.get("ok")')" = True ] || wan_die "POST /api/leave failed"
 rc=0; wan_wait_pid "$WAN_HOST_PID" 60 || rc=$?
 # A host told to leave exits 1 ("stopped": the run did not finish), 124 here if it did not stop at all.
-[ "$rc" != 124 ] && grep -q "\] stopped$" "$hlog" || wan_die "the host did not stop after POST /api/leave (exit $rc)"
+[ "$rc" != 124 ] && [ "$(wan_count "$hev" stopped)" = 1 ] || wan_die "the host did not stop after POST /api/leave (exit $rc)"
 wan_wait_peers 30 || true
 
 for i in 1 2; do
-  ! grep -q "θ hash differs" "$(wan_peer_log "$i")" || wan_die "peer $i: θ differed from the host's"
+  [ "$(wan_count "$(wan_peer_events "$i")" theta_differs)" = 0 ] || wan_die "peer $i: θ differed from the host's"
 done
 echo "round table (round islands seconds):"
 wan_table_rows

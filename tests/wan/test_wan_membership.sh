@@ -23,47 +23,44 @@ tok=$hd/token
 wan_start_host --control-port "$CTL" --token-file "$tok"
 wan_start_peer 1
 wan_start_peer 2
-hlog=$(wan_host_log)
-wan_wait_for "$hlog" "round 1 started with 2 islands" 180 "$WAN_HOST_PID" || wan_die "the run did not start with 2 islands"
+hev=$(wan_host_events)
+wan_wait_event "$hev" 180 "$WAN_HOST_PID" round_started round=1 islands=2 || wan_die "the run did not start with 2 islands"
 
 # A third peer, invited now.
 wan_invite_peer 3
-wan_wait_for "$hlog" "allow-list: peer-3 .* may join now" 10 "$WAN_HOST_PID" || wan_die "the host did not take the new invite"
+wan_wait_event "$hev" 10 "$WAN_HOST_PID" allow_list peer=peer-3 type=added || wan_die "the host did not take the new invite"
 wan_start_peer 3
-p3=$(wan_peer_log 3)
-wan_wait_for "$p3" "round [0-9]+ applied \(3 islands.* matches the host" 180 "${WAN_PEER_PID[3]}" ||
-  wan_die "peer 3 did not train a round with the others"
-joined=$(grep -oE "round [0-9]+ applied \(3 islands" "$p3" | head -n 1 | grep -oE '[0-9]+' | head -n 1)
-grep -q "data: island 2 trains on" "$p3" || wan_die "peer 3 did not get island 2's data"
+p3=$(wan_peer_events 3)
+wan_wait_event "$p3" 180 "${WAN_PEER_PID[3]}" round_applied islands=3 || wan_die "peer 3 did not train a round with the others"
+joined=$(wan_field "$p3" round_applied islands=3 -- round)
+[ "$(wan_count "$p3" data_ready island=2)" = 1 ] || wan_die "peer 3 did not get island 2's data"
 wan_log "peer 3, invited during the run, trained round $joined with the others; θ matches the host's"
 
 # Revoke peer 2.
-mark=$(wc -l < "$hlog")
+from=$(wan_lines "$hev")
 (cd "$hd" && ARCH_DATA_DIR=$hd/data "$WAN_ARCH" revoke --config run.toml --name peer-2 > revoke.log 2>&1) ||
   wan_die "revoke failed: $(cat "$hd/revoke.log")"
 t_revoke=$(date +%s.%N)
-for ((k = 0; k < 100; k++)); do tail -n +"$((mark + 1))" "$hlog" | grep -q "revoked peer-2" && break; sleep 0.1; done
-tail -n +"$((mark + 1))" "$hlog" | grep -q "revoked peer-2" || wan_die "the host did not cut peer-2 off within 10 s"
-t_cut=$(wan_log_time <(tail -n +"$((mark + 1))" "$hlog") "revoked peer-2")
+wan_wait_event "$hev" 10 "$WAN_HOST_PID" "$from" revoked peer=peer-2 || wan_die "the host did not cut peer-2 off within 10 s"
+t_cut=$(wan_event_time "$hev" "$from" revoked peer=peer-2)
 took=$(/usr/bin/python3 -c "print('%.1f' % ($t_cut - $t_revoke))")
 /usr/bin/python3 -c "import sys; sys.exit(0 if $took <= $HEARTBEAT_S + 1.5 else 1)" ||
   wan_die "peer-2 was cut off $took s after the revoke (more than a heartbeat of $HEARTBEAT_S s and the 1 s check)"
 wan_wait_pid "${WAN_PEER_PID[2]}" 30 && wan_die "peer-2 exited 0 after being revoked" || true
-grep -q "the host revoked this peer's key" "$(wan_peer_log 2)" || wan_die "peer-2 was not told it was revoked"
+[ "$(wan_count "$(wan_peer_events 2)" left type=revoked)" = 1 ] || wan_die "peer-2 was not told it was revoked"
 wan_log "peer-2 cut off $took s after the revoke, and told so"
-for ((k = 0; k < 600; k++)); do tail -n +"$((mark + 1))" "$hlog" | grep -q "started with 2 islands" && break; sleep 0.2; done
-tail -n +"$((mark + 1))" "$hlog" | grep -q "started with 2 islands" || wan_die "no round went on with the 2 others"
+wan_wait_event "$hev" 120 "$WAN_HOST_PID" "$from" round_started islands=2 || wan_die "no round went on with the 2 others"
 
-# Restarted with the same key and invite, it does not get through the handshake.
-mark=$(wc -l < "$hlog")
-mv "$(wan_peer_log 2)" "$(wan_node_dir 2)/peer.first.log"
+# Restarted with the same key and invite, it does not get through the handshake: it is told so.
+p2=$(wan_peer_events 2)
+from2=$(wan_lines "$p2")
 wan_start_peer 2
-for ((k = 0; k < 100; k++)); do tail -n +"$((mark + 1))" "$hlog" | grep -q "is not on the allow-list" && break; sleep 0.2; done
-tail -n +"$((mark + 1))" "$hlog" | grep -q "is not on the allow-list" || wan_die "the host did not refuse peer-2's reconnect"
-! grep -q "joined as island" "$(wan_peer_log 2)" || wan_die "the revoked peer-2 was admitted again"
+wan_wait_event "$p2" 20 "${WAN_PEER_PID[2]}" "$from2" key_refused || wan_die "the host did not refuse peer-2's reconnect"
+[ "$(wan_count "$p2" "$from2" joined)" = 0 ] || wan_die "the revoked peer-2 was admitted again"
+[ "$(wan_count "$hev" "$from" admitted peer=peer-2)" = 0 ] || wan_die "the host admitted the revoked peer-2 again"
 wan_log "peer-2's reconnect was refused at the handshake"
 
 [ "$(wan_api host "$CTL" "$tok" POST /api/leave | wan_json 'j.get("ok")')" = True ] || wan_die "POST /api/leave failed"
 wan_wait_pid "$WAN_HOST_PID" 60 || true
-for i in 1 3; do ! grep -q "θ hash differs" "$(wan_peer_log "$i")" || wan_die "peer $i: θ differed from the host's"; done
+for i in 1 3; do [ "$(wan_count "$(wan_peer_events "$i")" theta_differs)" = 0 ] || wan_die "peer $i: θ differed from the host's"; done
 echo "PASS"

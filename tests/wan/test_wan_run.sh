@@ -35,14 +35,14 @@ wan_invite_peers
 tok=$hd/token
 wan_start_host --control-port "$CTL" --token-file "$tok"
 for i in 1 2 3; do wan_start_peer "$i" "${peer_args[@]}"; done
-hlog=$(wan_host_log)
+hev=$(wan_host_events)
 api() { wan_api host "$CTL" "$tok" "$@"; }
 
 # Pause as soon as round 1 starts: the host finishes it and starts no new one.
-wan_wait_for "$hlog" "round 1 started with 3 islands" 180 "$WAN_HOST_PID" || wan_die "round 1 did not start with 3 islands"
+wan_wait_event "$hev" 180 "$WAN_HOST_PID" round_started round=1 islands=3 || wan_die "round 1 did not start with 3 islands"
 [ "$(api POST /api/pause | wan_json 'j.get("ok")')" = True ] || wan_die "POST /api/pause failed"
 for i in 1 2 3; do
-  wan_wait_for "$(wan_peer_log "$i")" "round 1 applied .* matches the host" 120 "${WAN_PEER_PID[$i]}" ||
+  wan_wait_event "$(wan_peer_events "$i")" 120 "${WAN_PEER_PID[$i]}" round_applied round=1 ||
     wan_die "peer $i did not apply round 1"
 done
 synced=0
@@ -62,31 +62,32 @@ wan_wait_pid "$WAN_HOST_PID" 180 || wan_die "the host did not finish (exit $?)"
 for i in 1 2 3; do wan_wait_pid "${WAN_PEER_PID[$i]}" 30 || wan_die "peer $i exited with $?"; done
 
 # θ: every round applied and matching on every peer, and the last one equal to the host's final hash.
-grep -q "run finished after $ROUNDS rounds" "$hlog" || wan_die "the host log has no 'run finished after $ROUNDS rounds'"
+[ "$(wan_count "$hev" finished round="$ROUNDS")" = 1 ] || wan_die "the host did not finish $ROUNDS rounds"
 host_theta=$(wan_host_theta)
-[ -n "$host_theta" ] || wan_die "the host printed no final θ hash"
+[ -n "$host_theta" ] || wan_die "the host made no update"
 [ "$(wan_table_rows | awk '$2 == 3' | wc -l)" = "$ROUNDS" ] || wan_die "the round table does not have $ROUNDS rows of 3 islands"
 for i in 1 2 3; do
-  plog=$(wan_peer_log "$i")
-  ! grep -q "θ hash differs" "$plog" || wan_die "peer $i: θ differed from the host's"
+  pev=$(wan_peer_events "$i")
+  [ "$(wan_count "$pev" theta_differs)" = 0 ] || wan_die "peer $i: θ differed from the host's"
   for ((r = 0; r < ROUNDS; r++)); do
-    grep -qE "round $r applied .* matches the host" "$plog" || wan_die "peer $i: no 'round $r applied ... matches the host'"
+    [ "$(wan_count "$pev" round_applied round=$r)" = 1 ] || wan_die "peer $i: round $r was not applied with θ matching the host's"
   done
   last=$(wan_peer_theta "$i" $((ROUNDS - 1)))
-  [ "${host_theta#"$last"}" != "$host_theta" ] || wan_die "peer $i ends at θ $last, the host at $host_theta"
+  [ "$last" = "$host_theta" ] || wan_die "peer $i ends at θ $last, the host at $host_theta"
 done
 echo "θ: 3 peers matched the host after each of $ROUNDS rounds; final θ $host_theta"
 
 # Data: fetched from the host, or found under --data, and kept in the peer's own working directory.
 for i in 1 2 3; do
-  pd=$(wan_node_dir "$i"); plog=$(wan_peer_log "$i")
+  pd=$(wan_node_dir "$i")
   [ ! -e "$pd/shards" ] || wan_die "peer $i has a shards/ folder: it used a host path"
   ls "$pd"/data/peers/*/data/island-*.bin > /dev/null 2>&1 || wan_die "peer $i has no island shard in its working directory"
+  fetched=$(wan_field "$(wan_peer_events "$i")" data_ready -- bytes)
+  [ -n "$fetched" ] || wan_die "peer $i did not assemble its island's data"
   if [ "${WAN_LOCAL_DATA:-0}" = 1 ]; then
-    ! grep -q "data: fetching" "$plog" || wan_die "peer $i fetched data although it holds the data set"
-    grep -q "found in mydata/copy-of-train_" "$plog" || wan_die "peer $i did not find its shards under --data"
+    [ "$fetched" = 0 ] || wan_die "peer $i fetched $fetched bytes although it holds the data set"
   else
-    grep -q "data: fetching" "$plog" || wan_die "peer $i did not fetch its assignment"
+    [ "$fetched" -gt 0 ] || wan_die "peer $i did not fetch its assignment"
   fi
 done
 echo "data: $([ "${WAN_LOCAL_DATA:-0}" = 1 ] && echo "found by hash under --data, nothing fetched" || echo "each peer fetched its assignment from the host")"
