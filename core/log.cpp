@@ -14,7 +14,49 @@
 
 namespace arch::log {
 
+std::string printable(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else if (c < 0x20 || c == 0x7f) {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9f) {  // a C1 control in UTF-8 (0x9b: CSI)
+            const auto d = static_cast<unsigned char>(text[++i]);
+            out += "\\u00";
+            out += kHex[d >> 4];
+            out += kHex[d & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 namespace {
+
+// %* in a text pattern: the message, printable().
+class PrintableMessage : public spdlog::custom_flag_formatter {
+public:
+    void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+        const std::string text = printable(std::string_view(msg.payload.data(), msg.payload.size()));
+        dest.append(text.data(), text.data() + text.size());
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<PrintableMessage>(); }
+};
+
+std::unique_ptr<spdlog::formatter> text_formatter(const std::string& pattern) {
+    auto f = std::make_unique<spdlog::pattern_formatter>();
+    f->add_flag<PrintableMessage>('*').set_pattern(pattern);
+    return f;
+}
 
 // One JSON object per line: {"time", "level", "component", "message"}; nlohmann does the escaping.
 class JsonLines : public spdlog::formatter {
@@ -52,7 +94,7 @@ State& state() {
 
 std::vector<spdlog::sink_ptr> default_sinks() {
     auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    err->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+    err->set_formatter(text_formatter("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %*"));
     return {err};
 }
 
@@ -71,7 +113,7 @@ void configure(const Options& options) {
         } catch (const spdlog::spdlog_ex& e) {
             throw Error("cannot open the log file '" + options.file + "': " + e.what());
         }
-        sinks.back()->set_pattern("%Y-%m-%d %H:%M:%S.%e %-5l [%n] %v");
+        sinks.back()->set_formatter(text_formatter("%Y-%m-%d %H:%M:%S.%e %-5l [%n] %*"));
     }
     if (options.format == "jsonl")
         for (auto& s : sinks) s->set_formatter(std::make_unique<JsonLines>());

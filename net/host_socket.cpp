@@ -13,10 +13,12 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 #include <zmq.hpp>
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "net/log_throttle.h"
 #include "net/zap_handler.h"
 #include "net/zmq_common.h"
 
@@ -63,7 +65,13 @@ struct HostSocket::State {
         uint64_t dropped = 0;
     };
     std::map<std::string, Backlog> backlog;  // by key, messages only (events are never dropped)
-    std::deque<std::string> reader_log;      // lines for options.log, handed over on poll()'s thread
+    struct ReaderLine {
+        std::string text;
+        bool outsider = false;  // about a connection from outside the allow-list: rate-limited
+    };
+    std::deque<ReaderLine> reader_log;  // lines for options.log, handed over on poll()'s thread
+    uint64_t reader_left_out = 0;        // lines a full reader_log could not take
+    std::unique_ptr<LogThrottle> outsiders;  // poll()'s thread only
 
     std::atomic<bool> quit{false};
     std::thread reader;
@@ -80,21 +88,29 @@ struct HostSocket::State {
     void log(const std::string& line) {
         if (options.log) options.log(line);
     }
-    void log_from_reader(std::string line) {  // queue_mutex held
-        if (reader_log.size() < 256) reader_log.push_back(std::move(line));  // a flood must not grow memory
+    void log_from_reader(std::string line, bool outsider = false) {  // queue_mutex held
+        if (reader_log.size() < 256) reader_log.push_back({std::move(line), outsider});  // a flood must not grow memory
+        else ++reader_left_out;
     }
-    void reader_says(std::string line) {
+    void reader_says(std::string line, bool outsider = false) {
         std::lock_guard lock(queue_mutex);
-        log_from_reader(std::move(line));
+        log_from_reader(std::move(line), outsider);
     }
     void drain_logs() {
-        for (auto& line : zap->take_log()) log(line);
-        std::deque<std::string> lines;
+        uint64_t zap_left_out = 0;
+        for (auto& line : zap->take_log(zap_left_out))
+            if (outsiders->admit()) log(line);
+        outsiders->left_out(zap_left_out);
+        std::deque<ReaderLine> lines;
         {
             std::lock_guard lock(queue_mutex);
             lines.swap(reader_log);
+            outsiders->left_out(std::exchange(reader_left_out, 0));
         }
-        for (auto& line : lines) log(line);
+        for (auto& line : lines)
+            if (!line.outsider || outsiders->admit()) log(line.text);
+        const std::string summary = outsiders->summary("lines about failed handshakes and keys off the allow-list");
+        if (!summary.empty()) log("host: " + summary);
     }
     void push(Incoming in);
     void handle_monitor_event(const detail::MonitorEvent& event);
@@ -126,6 +142,8 @@ HostSocket::HostSocket(HostSocketOptions options) : state_(std::make_unique<Stat
     s.options = std::move(options);
     check_public_key(s.options.keys.public_key, "host public key");
     check_public_key(s.options.keys.secret_key, "host secret key");
+    s.outsiders = std::make_unique<LogThrottle>(s.options.outsider_lines_per_window, s.options.outsider_window_s,
+                                                *s.options.clock);
     // The ZAP handler must exist before the socket binds: a handshake may start the moment it does.
     s.zap = std::make_unique<detail::ZapHandler>(s.context, s.options.zap_domain, s.options.allow);
     s.router = zmq::socket_t(s.context, zmq::socket_type::router);
@@ -157,7 +175,7 @@ std::string HostSocket::endpoint() const {
 
 void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) {
     if (event.event != ZMQ_EVENT_DISCONNECTED) {
-        reader_says("host: " + detail::describe_handshake_failure(event));
+        reader_says("host: " + detail::describe_handshake_failure(event), true);
         return;
     }
     const int fd = static_cast<int>(event.value);
@@ -212,9 +230,10 @@ void HostSocket::State::receive_one() {
         traffic.rejected_bytes += frame.size();
     }
     if (!reason.empty()) {
+        const bool outsider = key.empty() || !zap->allow_list()->contains(key);
         reader_says("host: dropped a message from " +
-                    (key.empty() ? std::string("an unknown peer") : "peer " + fingerprint(key)) + ": " +
-                    reason);
+                        (key.empty() ? std::string("an unknown peer") : "peer " + fingerprint(key)) + ": " + reason,
+                    outsider);
         return;
     }
     const std::string rid = routing.to_string();

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "core/clock.h"
 #include "net/allow_list.h"
 #include "net/keys.h"
 #include "net/socket_types.h"
@@ -32,6 +33,11 @@ struct HostSocketOptions {
     // (and counted in Traffic::dropped_messages). An honest peer has a few transfer chunks in flight.
     std::size_t backlog_messages = 512;
     std::size_t backlog_bytes = 16u << 20;
+    // Lines about outsiders (failed handshakes, keys the allow-list refuses, messages from keys taken
+    // off it): at most this many a window, the rest counted in one summary line (net/log_throttle.h).
+    int outsider_lines_per_window = 10;
+    double outsider_window_s = 60;
+    const Clock* clock = &Clock::real();  // what that window reads the time from (a test's ManualClock)
 };
 
 class HostSocket {

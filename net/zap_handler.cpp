@@ -32,15 +32,16 @@ std::shared_ptr<const AllowList> ZapHandler::allow_list() const {
     return allow_;
 }
 
-std::vector<std::string> ZapHandler::take_log() {
+std::vector<std::string> ZapHandler::take_log(uint64_t& left_out) {
     std::lock_guard<std::mutex> lock(mutex_);
+    left_out = std::exchange(left_out_, 0);
     return std::exchange(log_, {});
 }
 
 void ZapHandler::log(std::string line) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (log_.size() < 1000)
-        log_.push_back(std::move(line));  // a flood of refusals must not grow memory
+    if (log_.size() < 1000) log_.push_back(std::move(line));  // a flood of refusals must not grow memory
+    else ++left_out_;
 }
 
 void ZapHandler::run() {

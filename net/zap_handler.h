@@ -25,7 +25,8 @@ class ZapHandler {
 
     void set_allow_list(AllowList allow);  // thread-safe; applies to the next handshake
     std::shared_ptr<const AllowList> allow_list() const;
-    std::vector<std::string> take_log();  // thread-safe
+    // The refusals' lines since the last call, and how many more a full queue left out. Thread-safe.
+    std::vector<std::string> take_log(uint64_t& left_out);
 
   private:
     void run();
@@ -37,6 +38,7 @@ class ZapHandler {
     mutable std::mutex mutex_;
     std::shared_ptr<const AllowList> allow_;
     std::vector<std::string> log_;
+    uint64_t left_out_ = 0;
     std::thread thread_;
 };
 

@@ -148,7 +148,7 @@ std::string IslandData::describe_missing() const {
     std::string out;
     for (const auto& [s, tokens] : tokens_of) {
         const ManifestShard& m = a_.shards[s];
-        out += "\n  " + m.name + ": BLAKE2b-256 " + m.hash + ", " + std::to_string(m.tokens) + " tokens (" +
+        out += (out.empty() ? " " : "; ") + m.name + ": BLAKE2b-256 " + m.hash + ", " + std::to_string(m.tokens) + " tokens (" +
                human_bytes(kTokenShardHeaderBytes + a_.token_bytes * m.tokens) + "); this island needs " + std::to_string(tokens) +
                " of its tokens";
     }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/sessions.h"
 #include "peers/control/token.h"
@@ -32,10 +33,11 @@ json get(int port, const std::string& token, const std::string& target) {
     return v;
 }
 
+// A field as text for the terminal: a peer's name or a run's name is what someone else chose.
 std::string s(const json& o, const char* key) {
     const auto v = o.find(key);
     if (v == o.end()) return "";
-    if (v->is_string()) return v->get<std::string>();
+    if (v->is_string()) return log::printable(v->get<std::string>());
     if (v->is_boolean()) return v->get<bool>() ? "yes" : "no";
     if (v->is_number()) return v->dump();
     return "";

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/parse_error.h"
 
@@ -39,14 +40,14 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "error: %s\n", arch::cli::explain_parse_error(e, app).c_str());
         return 2;
-    } catch (const arch::Error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+    } catch (const arch::Error& e) {  // it may quote what a peer or the host sent: shown printable
+        std::fprintf(stderr, "error: %s\n", arch::log::printable(e.what()).c_str());
         return 1;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "error: out of memory (try a smaller model, batch or sequence length)\n");
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        std::fprintf(stderr, "error: %s\n", arch::log::printable(e.what()).c_str());
         return 1;
     }
 }

@@ -33,6 +33,12 @@ class LogSink {
             if (line.find(needle) != std::string::npos) return true;
         return false;
     }
+    int count(const std::string& needle) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        int n = 0;
+        for (const auto& line : lines_) n += line.find(needle) != std::string::npos;
+        return n;
+    }
     std::string all() const {
         std::lock_guard<std::mutex> lock(mutex_);
         std::string text;

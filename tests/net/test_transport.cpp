@@ -1,9 +1,16 @@
 // tests/net/test_transport.cpp: HostSocket and PeerSocket over real sockets on 127.0.0.1:
 // who gets in (allow-listed CURVE keys only), what gets through (valid frames of this run only),
-// connection events (including a silent peer noticed by heartbeats) and the traffic counters.
+// connection events (including a silent peer noticed by heartbeats) and the traffic counters; what
+// the host logs of outsiders' failed handshakes is bounded.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <zmq.hpp>
 
+#include "core/clock.h"
 #include "net/message.h"
 #include "net_fixture.h"
 #include "tcp_recorder.h"
@@ -302,4 +309,65 @@ TEST_CASE("bytes are counted per message type, as sent on the wire", "[net][tran
     const uint64_t wire = relay.recorded_size();
     CHECK(wire > counted);
     CHECK(wire < counted + 21 * 64 + 16384);
+}
+
+TEST_CASE("outsiders' failed handshakes are logged at a bounded rate, the rest counted in one line", "[net][transport]") {
+    LogSink log;
+    const KeyPair host_keys = generate_keypair();
+    arch::ManualClock clock;
+    HostSocketOptions options = host_options(host_keys, AllowList{}, log);
+    options.clock = &clock;  // the window ends when the test says so
+    HostSocket host(options);
+    const int port = std::stoi(host.endpoint().substr(host.endpoint().rfind(':') + 1));
+
+    // 200 raw TCP connections that send bytes no ZMTP peer would, and hang up; and 20 CURVE clients
+    // with keys the allow-list does not hold (libzmq does not retry a handshake the ZAP handler refused).
+    LogSink stranger_log;
+    std::vector<std::unique_ptr<PeerSocket>> strangers;
+    constexpr int kStrangers = 20;
+    for (int i = 0; i < kStrangers; ++i)
+        strangers.push_back(std::make_unique<PeerSocket>(
+            peer_options(host.endpoint(), host_keys.public_key, generate_keypair(), stranger_log)));
+    constexpr int kRaw = 200;
+    for (int i = 0; i < kRaw; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+            const char garbage[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n\x1b[31m not a greeting";
+            (void)::send(fd, garbage, sizeof(garbage) - 1, MSG_NOSIGNAL);
+        }
+        ::close(fd);
+        (void)host.poll(0);
+    }
+    const auto outsider_lines = [&] {
+        return log.count("refused a connection") + log.count("handshake") + log.count("closed during") +
+               log.count("mechanism") + log.count("protocol");
+    };
+    // Every stranger is refused; what the host logs of it all stays at the window's 10.
+    if (!wait_for([&] {
+            (void)host.poll(20);
+            for (auto& s : strangers) (void)s->poll(0);
+            return stranger_log.count("host refused our key") >= kStrangers;
+        }))
+        FAIL(log.all() + "--- the stranger\n" + stranger_log.all());
+    for (int i = 0; i < 20; ++i) (void)host.poll(10);
+    INFO(log.all());
+    CHECK(outsider_lines() <= 10);
+    CHECK(outsider_lines() >= 1);
+    CHECK_FALSE(log.contains("more lines about failed handshakes"));  // the window has not ended
+
+    // Once it has, one line says how many were left out: each stranger makes two (the ZAP handler's
+    // refusal and the failed handshake), the raw connections none (libzmq reports no handshake for them).
+    clock.advance(61);
+    REQUIRE(wait_for([&] {
+        (void)host.poll(20);
+        return log.contains("more lines about failed handshakes");
+    }));
+    const std::string all = log.all();
+    const std::size_t at = all.find("more lines about failed handshakes");
+    const std::size_t start = all.rfind("host: ", at) + 6;
+    CHECK(std::stoul(all.substr(start, at - start)) + 10 >= 2 * kStrangers);
 }

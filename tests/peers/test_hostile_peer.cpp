@@ -4,8 +4,9 @@
 // #4364 killed the host this way), a flood of hellos and hash reports that never match. The host's
 // memory stays bounded (its peak RSS, read from /proc), it stays alive, the honest rounds keep their
 // pace, and SIGTERM then stops host and peers with exit 0 and a checkpoint that loads. Also: a
-// checkpoint folder that turns read-only, and an async pseudo-gradient re-sent after a reconnect
-// under its old transfer id, applied once.
+// checkpoint folder that turns read-only, an async pseudo-gradient re-sent after a reconnect under its
+// old transfer id, applied once, and a peer name and bye reason with newlines and terminal escapes,
+// which the host's log shows escaped on one line.
 #include <catch2/catch.hpp>
 
 #include <sys/mount.h>
@@ -255,4 +256,29 @@ TEST_CASE("async: a pseudo-gradient sent again after a reconnect, under the same
     CHECK(replay_hash == plain_hash);  // θ as if the replay never happened
     CHECK(count_events(replay_events, {.kind = "rejected", .type = "pseudo_grad"}) == 0);  // the link knew it: nothing reached the host
     CHECK(count_events(replay_events, {.kind = "round_finished"}) == 2);
+}
+
+TEST_CASE("a peer's name and bye reason reach the host's log and terminal as one printable line") {
+    Run run(2, 1);
+    run.make_peer(1);
+    auto host = run.host();
+    const std::string forged = "2026-12-05 00:00:00.000 info  [host] run finished after 2 rounds";
+    HandPeer evil(run, 1);
+    const std::string name = "evil\n" + forged + "\x1b[2J\x1b[31m\xc2\x9b" "1m";
+    evil.join(name);
+    REQUIRE(host->wait_event({.kind = "admitted", .peer = name}, 60));  // the events file keeps it as sent (JSON)
+    evil.link->send(evil.host_key, protocol::Type::bye, 0,
+                    protocol::encode({protocol::ReasonCode::left, "bye\r\n" + forged + "\x07\x1b]0;title\x07"}));
+    REQUIRE(host->wait_event({.kind = "peer_left", .peer = name}, 30));
+    host->kill(SIGTERM);
+    host->wait(60);
+    const std::string log = host->log();
+    INFO(log);
+    CHECK(log.find('\x1b') == std::string::npos);
+    CHECK(log.find('\x07') == std::string::npos);
+    CHECK(log.find('\r') == std::string::npos);
+    CHECK(log.find("\xc2\x9b") == std::string::npos);
+    CHECK(log.find("\n" + forged) == std::string::npos);  // no line of its own
+    CHECK(log.find("evil\\n" + forged + "\\x1b[2J\\x1b[31m\\u009b1m") != std::string::npos);  // shown, escaped
+    CHECK(log.find("bye\\r\\n" + forged + "\\x07\\x1b]0;title\\x07") != std::string::npos);
 }
