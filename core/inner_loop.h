@@ -42,6 +42,15 @@ struct TrainConfig {
     int val_batches = 8;      // batches per validation, always the first ones of the val data
 };
 
+// The largest root-mean-square move one inner optimizer step can make to θ's values, in units of its
+// learning rate, before weight decay, whatever the gradients:
+// - AdamW: |m̂| / sqrt(v̂) ≤ (1-β1) / sqrt(1-β2) × sqrt(Σ_{j<t} (β1²/β2)^j) × sqrt(1-β2^t) / (1-β1^t)
+//   (Cauchy-Schwarz on the two moving averages), its largest over t; 0 (no bound) when β1² ≥ β2;
+// - Muon: 0.2 × the largest singular value Newton-Schulz leaves (the update's scale keeps its RMS at
+//   0.2 of that), or AdamW's for the tensors Muon leaves to AdamW, whichever is larger.
+// docs/run-config.md, "A bound that always holds".
+double inner_step_rms_bound(const TrainConfig& config);
+
 struct StepStats {
     int step = 0;  // 1-based index of the step just taken
     float loss = 0.0f;

@@ -36,16 +36,18 @@ NormScreen::NormScreen(ScreenPolicy policy, std::size_t history) : policy_(polic
     if (!(policy.factor > 1.0)) throw Error("the screening factor must be above 1, got " + std::to_string(policy.factor));
 }
 
-std::vector<ScreenVerdict> NormScreen::judge(std::span<const double> norms) const {
+std::vector<ScreenVerdict> NormScreen::judge(std::span<const double> norms, double ceiling) const {
     std::vector<ScreenVerdict> verdicts(norms.size());
     double reference = 0;
     if (norms.size() >= kMinForMedian) reference = median(std::vector<double>(norms.begin(), norms.end()));
     else if (history_.size() >= kMinForMedian) reference = median(std::vector<double>(history_.begin(), history_.end()));
+    double limit = policy_.factor * reference;
+    if (ceiling > 0 && (!(limit > 0) || ceiling < limit)) limit = ceiling;
     for (std::size_t i = 0; i < norms.size(); ++i) {
         ScreenVerdict& v = verdicts[i];
         v.norm = norms[i];
-        v.limit = policy_.factor * reference;
-        if (policy_.action == ScreenPolicy::Action::off || !(reference > 0) || v.norm <= v.limit) continue;
+        v.limit = limit;
+        if (policy_.action == ScreenPolicy::Action::off || !(limit > 0) || v.norm <= v.limit) continue;
         if (policy_.action == ScreenPolicy::Action::reject) {
             v.outcome = ScreenVerdict::Outcome::rejected;
         } else {
@@ -61,10 +63,10 @@ void NormScreen::remember(double kept_norm) {
     if (history_.size() > capacity_) history_.pop_front();
 }
 
-std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> deltas) {
+std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> deltas, double ceiling) {
     std::vector<double> norms;
     for (const std::span<float> d : deltas) norms.push_back(l2_norm(d));
-    std::vector<ScreenVerdict> verdicts = judge(norms);
+    std::vector<ScreenVerdict> verdicts = judge(norms, ceiling);
     for (std::size_t i = 0; i < deltas.size(); ++i) {
         const ScreenVerdict& v = verdicts[i];
         if (v.outcome == ScreenVerdict::Outcome::rejected) continue;

@@ -2,6 +2,8 @@
 // blow up the outer step. Each Δ's L2 norm is compared with the median norm of its round, or, when the
 // round has fewer than kMinForMedian of them (async, a small run), with the median of the norms kept
 // in recent rounds. A Δ beyond factor × that median is clipped to it, or rejected, as the policy says.
+// A ceiling (the largest norm an honest island's Δ can have, which the host derives from the inner
+// optimizer: peers/host_deltas.h) bounds every Δ, and stands alone when there is no median yet.
 // Pure functions on spans: it never sees a peer or a socket; the host logs the verdicts by name.
 #pragma once
 
@@ -28,7 +30,7 @@ struct ScreenVerdict {
     enum class Outcome { kept, clipped, rejected };
     Outcome outcome = Outcome::kept;
     double norm = 0;   // the Δ's L2 norm as it arrived
-    double limit = 0;  // factor × the median it was compared with (0: nothing to compare with yet)
+    double limit = 0;  // factor × the median it was compared with, or the ceiling (0: no bound yet)
     float scale = 1;   // clipped: what each value is multiplied by
 };
 
@@ -39,12 +41,12 @@ public:
 
     // Screens one round's pseudo-gradients: a clipped Δ is scaled in place; a rejected one is left as it
     // was (the caller drops it). One verdict per Δ, in order. The norms of the kept and clipped Δs
-    // (after clipping) join the history.
-    std::vector<ScreenVerdict> screen(std::span<const std::span<float>> deltas);
+    // (after clipping) join the history. ceiling > 0: no Δ may be longer (0: none).
+    std::vector<ScreenVerdict> screen(std::span<const std::span<float>> deltas, double ceiling = 0);
     // The same in two steps, for Δs held encoded (a host's sync round): the verdicts from the Δs'
     // norms, in order (nothing remembered yet); then, for each Δ kept or clipped, in order, its norm
     // as aggregated (after clipping).
-    std::vector<ScreenVerdict> judge(std::span<const double> norms) const;
+    std::vector<ScreenVerdict> judge(std::span<const double> norms, double ceiling = 0) const;
     void remember(double kept_norm);
 
 private:

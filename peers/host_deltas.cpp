@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <utility>
 
 namespace arch {
@@ -15,7 +16,8 @@ HostDeltas::HostDeltas(const RunConfig& config, const diloco::GlobalModel& globa
       privacy_(privacy),
       log_(std::move(log)),
       event_(std::move(event)),
-      screen_(outer::ScreenPolicy{config.outer.screen, config.outer.screen_factor}) {
+      screen_(outer::ScreenPolicy{config.outer.screen, config.outer.screen_factor}),
+      step_rms_(inner_step_rms_bound(run_train_config(config, "", "", 0))) {
     if (privacy_ && !config.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
 }
 
@@ -74,12 +76,23 @@ double HostDeltas::held_norm(const compression::HeldPayload& held, float scale) 
     return std::sqrt(sum);
 }
 
+double HostDeltas::honest_ceiling(std::size_t values, double longest) const {
+    if (step_rms_ <= 0) return 0;
+    const double H = config_.steps_per_round, lr = config_.lr;
+    const double move = H * lr * step_rms_ * std::sqrt(static_cast<double>(values));  // the steps themselves
+    if (longest <= 2.0 * move) return 2.0 * move;  // every Δ is within it, whatever weight decay adds
+    const double decay = H * lr * config_.weight_decay * (outer::l2_norm(global_.theta()) + move);  // wd × |θ| a step
+    return 2.0 * (move + decay);
+}
+
 void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) {
     std::vector<outer::ScreenVerdict> verdicts;
-    if (!all.empty() && all.front().held) {  // held encoded: judged on their norms, clipped as aggregated
+    if (all.empty()) return;
+    if (all.front().held) {  // held encoded: judged on their norms, clipped as aggregated
         std::vector<double> norms;
         for (const rounds::Contribution& c : all) norms.push_back(c.norm);
-        verdicts = screen_.judge(norms);
+        const double ceiling = honest_ceiling(all.front().held->count(), *std::max_element(norms.begin(), norms.end()));
+        verdicts = screen_.judge(norms, ceiling);
         for (std::size_t i = 0; i < all.size(); ++i) {
             const outer::ScreenVerdict& v = verdicts[i];
             if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
@@ -89,7 +102,8 @@ void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) 
     } else {
         std::vector<std::span<float>> deltas;
         for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
-        verdicts = screen_.screen(deltas);
+        // Their norms are the screen's to take: the ceiling is taken whole (a pass over θ).
+        verdicts = screen_.screen(deltas, honest_ceiling(all.front().delta.size(), std::numeric_limits<double>::infinity()));
     }
     std::vector<rounds::Contribution> kept;
     for (std::size_t i = 0; i < all.size(); ++i) {

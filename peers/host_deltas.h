@@ -46,6 +46,11 @@ private:
     bool holds_encoded() const;
     double held_norm(const compression::HeldPayload& held, float scale);  // of its values times scale
     void screen(std::vector<rounds::Contribution>& all, uint64_t round);
+    // The largest norm an honest island's Δ of `values` values can have: H inner steps at the peak
+    // learning rate, each moving θ by at most the optimizer's bound, plus weight decay's pull on θ,
+    // twice over (error feedback's residual rides along). 0: none (an optimizer with no bound). θ's
+    // norm (a pass over θ) is only taken when a Δ of `longest` norm could be above the rest of it.
+    double honest_ceiling(std::size_t values, double longest) const;
     bool privatize(std::vector<rounds::Contribution>& all, uint64_t round);  // false: too few to carry the noise
 
     const RunConfig& config_;
@@ -54,6 +59,7 @@ private:
     std::function<void(const std::string&)> log_;
     std::function<void(const RunEvent&)> event_;  // screened: a Δ clipped or left out
     outer::NormScreen screen_;                    // outer.screen: Δ norms against the round's median
+    double step_rms_;                             // inner_step_rms_bound of the islands' optimizer
     std::unique_ptr<privacy::NoiseSource> noise_;  // central mode: the host's noise
     std::vector<std::vector<float>> spare_;        // decoded Δs' buffers (at most one a run's island)
     std::vector<std::byte> decode_scratch_;        // a payload, out of its zstd stage

@@ -85,3 +85,27 @@ TEST_CASE("screening off keeps everything; bad settings are refused") {
     CHECK_THROWS_AS(parse_screen_action("maybe"), arch::Error);
     CHECK(parse_screen_action("reject") == ScreenPolicy::Action::reject);
 }
+
+TEST_CASE("a ceiling bounds every Δ, and stands alone when there is no median yet") {
+    NormScreen s(ScreenPolicy{ScreenPolicy::Action::clip, 10.0});
+    // Two Δs, no history: no median. Without a ceiling a finite 1e30 Δ passes; with one it is clipped to it.
+    std::vector<std::vector<float>> d = {filled(4, 0.01f), filled(4, 1e30f)};
+    auto v = run(s, d);
+    CHECK(v[1].outcome == Outcome::kept);
+    d = {filled(4, 0.01f), filled(4, 1e30f)};
+    std::vector<std::span<float>> spans = {d[0], d[1]};
+    v = s.screen(spans, 5.0);
+    CHECK(v[0].outcome == Outcome::kept);
+    REQUIRE(v[1].outcome == Outcome::clipped);
+    CHECK(v[1].limit == 5.0);
+    CHECK(l2_norm(d[1]) == Approx(5.0).epsilon(1e-6));
+    // With a median, the lower of factor x median and the ceiling.
+    NormScreen m(ScreenPolicy{ScreenPolicy::Action::clip, 10.0});
+    const std::vector<double> norms = {1.0, 2.0, 3.0, 100.0};
+    CHECK(m.judge(norms, 5.0)[3].limit == 5.0);    // 10 x 2.5 = 25 is higher
+    CHECK(m.judge(norms, 500.0)[3].limit == 25.0);  // the median's is lower
+    CHECK(m.judge(norms, 0.0)[3].limit == 25.0);    // no ceiling
+    // Off is off.
+    NormScreen off(ScreenPolicy{ScreenPolicy::Action::off, 10.0});
+    CHECK(off.judge(norms, 5.0)[3].outcome == Outcome::kept);
+}

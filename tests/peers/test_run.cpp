@@ -303,6 +303,59 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
     CHECK(std::all_of(theta.begin(), theta.end(), [](float x) { return std::isfinite(x); }));
 }
 
+TEST_CASE("with no median to screen against, a 1e30 pseudo-gradient is clipped to the bound the inner optimizer allows") {
+    // Two islands and no history: fewer Δs than a median needs. The honest island alone is the
+    // reference. The bound is loose (the worst any gradients could do, twice over), so the liar still
+    // costs some progress, but the run keeps learning: its val loss falls every round, within 5% of
+    // the honest run's.
+    std::vector<double> honest_val;
+    {
+        Run ref(3, 2, 128, "join_timeout_s = 4\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
+        ref.make_peer(1);
+        auto host = ref.host();
+        auto p1 = ref.peer(1);
+        if (host->wait(300) != 0) FAIL(host->log());
+        CHECK(p1->wait(30) == 0);
+        for (const RunEvent& e : p1->events())
+            if (e.kind == "round_applied") honest_val.push_back(e.val_loss);
+    }
+    REQUIRE(honest_val.size() == 3);
+    Run run(3, 2);
+    run.make_peer(1);
+    run.make_peer(2);  // peer 2 is this test, and it lies
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    HandPeer liar(run, 2);
+    const std::size_t params = liar.join("liar");
+    for (int round = 0; round < 3; ++round) {
+        INFO("round " << round << "\n" << host->log());
+        const protocol::RoundStart rs = liar.wait_round_start();
+        liar.send_grad(rs.round, std::vector<float>(params, round == 1 ? -1e30f : 1e30f), 3.0 * 2 * 16);
+        const std::optional<LinkEvent> update = liar.wait_event(protocol::Type::update, 120);
+        REQUIRE(update);
+        ByteReader ur(update->payload, "update");
+        const protocol::UpdateMeta um = protocol::decode_update(ur.bytes(4096));
+        CHECK(um.islands == 2);
+        liar.report(um.round + 1, um.theta_hash);
+    }
+    if (host->wait(300) != 0) FAIL(host->log());
+    CHECK(p1->wait(30) == 0);
+    CHECK(host->count({.kind = "screened", .peer = "liar", .type = "clipped"}) == 3);
+    CHECK(host->count({.kind = "screened", .peer = "peer-1"}) == 0);  // the honest Δ is far inside the bound
+    std::vector<double> val;
+    for (const RunEvent& e : p1->events())
+        if (e.kind == "round_applied") val.push_back(e.val_loss);
+    REQUIRE(val.size() == 3);
+    for (int r = 0; r < 3; ++r) {
+        INFO("round " << r << ": val loss " << val[r] << " with the liar, " << honest_val[r] << " without it");
+        CHECK(val[r] <= 1.05 * honest_val[r]);
+        if (r > 0) CHECK(val[r] < val[r - 1]);
+    }
+    const ModelConfig config = read_checkpoint_config(run.dir.file("host/model.bin"));
+    const std::vector<float> theta = read_checkpoint_params(run.dir.file("host/model.bin"), config);
+    CHECK(std::all_of(theta.begin(), theta.end(), [](float x) { return std::isfinite(x) && std::fabs(x) < 100; }));
+}
+
 TEST_CASE("async: pseudo-gradients for another round, or sent twice, are refused; the run goes on") {
     Run run(4, 2);
     {  // the same run, in async mode
