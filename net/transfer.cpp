@@ -34,6 +34,11 @@ TransferSender::TransferSender(uint64_t transfer_id, std::shared_ptr<const std::
 
 TransferSender::TransferSender(uint64_t transfer_id, std::span<const std::byte> blob,
                                std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag)
+    : TransferSender(transfer_id, blob, std::move(owner), chunk_bytes, tag, checksum(blob)) {}
+
+TransferSender::TransferSender(uint64_t transfer_id, std::span<const std::byte> blob,
+                               std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag,
+                               const Digest& digest)
     : owner_(std::move(owner)), blob_(blob) {
     if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
     const uint64_t count = (blob_.size() + chunk_bytes - 1) / chunk_bytes;
@@ -44,10 +49,11 @@ TransferSender::TransferSender(uint64_t transfer_id, std::span<const std::byte> 
     begin_.chunk_bytes = chunk_bytes;
     begin_.chunk_count = static_cast<uint32_t>(count);
     begin_.tag = tag;
-    begin_.digest = checksum(blob_);
+    begin_.digest = digest;
 }
 
-Outbound TransferSender::begin() const {
+Outbound TransferSender::begin() {
+    awaiting_status_ = true;
     return Outbound{kTransferBegin, encode(begin_)};
 }
 
@@ -65,14 +71,20 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte
     TransferStep step;
     switch (type) {
         case kTransferStatus: {
-            auto m = decode_status(payload, error);
+            // Only in answer to a begin: an unasked status would restart the session, and with it
+            // a window of chunks, for the price of a few bytes.
+            if (!awaiting_status_) return rejected("transfer-status that answers no transfer-begin");
+            auto m = decode_status(payload, error, begin_.chunk_count);
             if (!m) return rejected(error);
             if (m->held.size() != begin_.chunk_count)
                 return rejected("transfer-status lists " + std::to_string(m->held.size()) +
                                 " chunks, transfer has " + std::to_string(begin_.chunk_count));
+            awaiting_status_ = false;
             session_ = m->session;
             have_session_ = true;
-            credit_ = std::min(m->credit, begin_.chunk_count);
+            credit_ = std::min({m->credit, kMaxWindowChunks, begin_.chunk_count});
+            in_flight_ = 0;
+            session_credits_ = 0;
             held_ = std::move(m->held);
             cursor_ = 0;
             resend_.clear();
@@ -84,10 +96,18 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte
             if (!m) return rejected(error);
             if (!have_session_ || m->session != session_)
                 return step;  // from before a reconnect: ignore
+            // A credit stands for a chunk of this session that reached the receiver: more than are
+            // in flight would buy chunks nobody asked for.
+            if (m->grant > in_flight_)
+                return rejected("transfer-credit of " + std::to_string(m->grant) + " for " +
+                                std::to_string(in_flight_) + " chunks in flight");
             credits_received_ += m->grant;
-            credit_ = static_cast<uint32_t>(
-                std::min<uint64_t>(uint64_t{credit_} + m->grant, begin_.chunk_count));
-            if (m->resend < begin_.chunk_count && !held_[m->resend]) resend_.push_back(m->resend);
+            session_credits_ += m->grant;
+            in_flight_ -= m->grant;
+            credit_ += m->grant;
+            if (m->resend < begin_.chunk_count && !held_[m->resend] && m->resend < cursor_ &&
+                std::find(resend_.begin(), resend_.end(), m->resend) == resend_.end())
+                resend_.push_back(m->resend);  // a chunk sent before, once in the queue
             break;
         }
         case kTransferDone: {
@@ -108,6 +128,12 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte
     return step;
 }
 
+uint64_t TransferSender::bytes_acknowledged() const {
+    if (done_) return blob_.size();
+    const uint64_t reported = static_cast<uint64_t>(std::count(held_.begin(), held_.end(), true));
+    return std::min<uint64_t>((reported + session_credits_) * begin_.chunk_bytes, blob_.size());
+}
+
 std::vector<Outbound> TransferSender::pump() {
     std::vector<Outbound> out;
     while (credit_ > 0) {
@@ -125,6 +151,7 @@ std::vector<Outbound> TransferSender::pump() {
         const std::span<const std::byte> data(blob_.data() + offset, length);
         out.push_back(Outbound{kTransferChunk, encode_chunk(begin_.id, session_, index, data)});
         --credit_;
+        ++in_flight_;
         ++chunks_sent_;
     }
     return out;
@@ -143,6 +170,7 @@ void TransferReceiver::reset() {
     begin_ = BeginMsg{};
     held_.clear();
     chunks_held_ = 0;
+    bytes_held_ = 0;
     bad_chunks_ = 0;
     data_.clear();
     data_.shrink_to_fit();
@@ -198,6 +226,8 @@ TransferStep TransferReceiver::on_begin(std::span<const std::byte> payload) {
         return rejected(what + std::to_string(m->total_bytes) + " bytes exceeds the limit of " +
                         std::to_string(limits_.max_total_bytes));
     const uint64_t count = (m->total_bytes + m->chunk_bytes - 1) / m->chunk_bytes;
+    if (count > limits_.max_chunk_count)
+        return rejected(what + std::to_string(count) + " chunks, at most " + std::to_string(limits_.max_chunk_count));
     if (count != m->chunk_count)
         return rejected(what + "chunk count " + std::to_string(m->chunk_count) +
                         " does not match " + std::to_string(m->total_bytes) +
@@ -210,9 +240,11 @@ TransferStep TransferReceiver::on_begin(std::span<const std::byte> payload) {
         return rejected(what + "re-announced with a different size, chunking, tag or digest");
     if (!active_) {
         begin_ = *m;
-        data_.assign(m->total_bytes, std::byte{0});
+        data_.clear();
+        data_.reserve(m->total_bytes);  // address space only: pages are touched as chunks fill them
         held_.assign(m->chunk_count, false);
         chunks_held_ = 0;
+        bytes_held_ = 0;
         bad_chunks_ = 0;
         active_ = true;
         complete_ = m->chunk_count == 0 && checksum({}) == m->digest;
@@ -263,6 +295,11 @@ TransferStep TransferReceiver::on_chunk(std::span<const std::byte> payload) {
                          what + ": " + std::to_string(c->data.size()) + " bytes, expected " +
                              std::to_string(expected),
                          current);
+    // An honest sender never has more chunks out, unheld, than its window and the chunks it must
+    // send again: memory beyond the bytes held and those would be paid for by nobody.
+    const uint64_t spare = uint64_t{limits_.window_chunks + limits_.max_bad_chunks} * begin_.chunk_bytes;
+    if (std::max<uint64_t>(data_.size(), offset + expected) > bytes_held_ + expected + spare)
+        return bad_chunk(kNoResend, what + ": further ahead of the chunks held than the window", current);
     if (held_[c->index]) {
         TransferStep step = rejected(what + ": duplicate");
         if (current) step.replies.push_back(credit(kNoResend));
@@ -271,9 +308,11 @@ TransferStep TransferReceiver::on_chunk(std::span<const std::byte> payload) {
     if (checksum(c->data) != c->checksum)
         return bad_chunk(c->index, what + ": checksum mismatch", current);
 
+    if (offset + expected > data_.size()) data_.resize(offset + expected);  // within the reserve: no move
     std::memcpy(data_.data() + offset, c->data.data(), c->data.size());
     held_[c->index] = true;
     ++chunks_held_;
+    bytes_held_ += c->data.size();
     TransferStep step;
     if (current) step.replies.push_back(credit(kNoResend));
     if (chunks_held_ == begin_.chunk_count) {

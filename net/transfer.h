@@ -9,6 +9,10 @@
 //   R: done once every chunk is held and the whole-blob checksum matches;  either: abort(reason)
 // Resume: after a reconnect S calls begin() again; R answers with the chunks it holds and S sends
 // only the rest. Credit belongs to a session, so credits from before a reconnect are ignored.
+// What a message may cost the other side is bounded (docs/protocol.md, "What a message may cost"):
+// S takes one status per begin it sent and a credit only for a chunk it sent, so each control message
+// buys at most one chunk; R allocates a blob's memory as its chunks arrive, at most a window (and the
+// resends) beyond the bytes it holds.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +46,14 @@ class TransferSender {
     // Sends `blob` without copying it; `owner` keeps it alive (one copy shared by many senders).
     TransferSender(uint64_t transfer_id, std::span<const std::byte> blob, std::shared_ptr<const void> owner,
                    uint32_t chunk_bytes, uint32_t tag = 0);
+    // The same, with the blob's checksum already known (a blob sent to many peers is hashed once).
+    TransferSender(uint64_t transfer_id, std::span<const std::byte> blob, std::shared_ptr<const void> owner,
+                   uint32_t chunk_bytes, uint32_t tag, const Digest& digest);
 
-    Outbound begin() const;  // send first, and again after every reconnect
+    // The most chunks in flight, whatever window a receiver asks for.
+    static constexpr uint32_t kMaxWindowChunks = 16;
+
+    Outbound begin();  // send first, and again after every reconnect; the receiver's next status answers it
     TransferStep on_message(uint16_t type,
                             std::span<const std::byte> payload);  // status/credit/done/abort
     Outbound abort(const std::string& reason);                  // give up; done() stays false
@@ -55,6 +65,9 @@ class TransferSender {
     uint32_t chunk_count() const { return begin_.chunk_count; }
     uint64_t chunks_sent() const { return chunks_sent_; }  // chunk messages produced, all sessions
     uint64_t credits_received() const { return credits_received_; }
+    // Bytes the receiver has acknowledged: what it reported holding at this session's start, and a
+    // chunk a credit since.
+    uint64_t bytes_acknowledged() const;
 
   private:
     TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<std::byte>> blob, uint32_t chunk_bytes,
@@ -67,6 +80,9 @@ class TransferSender {
     uint32_t session_ = 0;
     bool have_session_ = false;
     uint32_t credit_ = 0;
+    uint32_t in_flight_ = 0;         // chunks sent in this session and not yet credited
+    uint64_t session_credits_ = 0;   // credits received in this session
+    bool awaiting_status_ = false;  // a begin went out: one status may answer it
     std::vector<bool> held_;  // what the receiver reported at the start of this session
     uint32_t cursor_ = 0;     // next index to consider in this session
     std::vector<uint32_t> resend_;
@@ -84,6 +100,7 @@ struct ReceiverLimits {
     // honest sender's window is never cut there.
     uint32_t window_chunks = 8;
     uint32_t max_bad_chunks = 16;  // wrong checksum/length/index before the transfer is aborted
+    uint32_t max_chunk_count = 1u << 16;  // the held-chunk bitmap a begin makes is at most 8 KiB
 };
 
 class TransferReceiver {
@@ -100,8 +117,12 @@ class TransferReceiver {
     uint32_t chunk_count() const { return begin_.chunk_count; }
     uint64_t total_bytes() const { return begin_.total_bytes; }  // as its begin declared
     uint32_t chunks_held() const { return chunks_held_; }
+    uint64_t bytes_held() const { return bytes_held_; }
     const std::vector<bool>& held() const { return held_; }
-    std::span<const std::byte> data() const { return data_; }  // partial until complete()
+    // Partial until complete(): it grows as chunks arrive (up to the furthest chunk held, at most the
+    // window and the resends beyond the bytes held), so a begin's declared size costs nothing until
+    // its bytes come.
+    std::span<const std::byte> data() const { return data_; }
     std::vector<std::byte> take();  // the blob (once complete), the receiver's own buffer (no copy), and reset to idle
     void reset();                 // forget the transfer (e.g. its round was abandoned)
 
@@ -120,6 +141,7 @@ class TransferReceiver {
     uint32_t session_ = 0;
     std::vector<bool> held_;
     uint32_t chunks_held_ = 0;
+    uint64_t bytes_held_ = 0;
     uint32_t bad_chunks_ = 0;
     std::vector<std::byte> data_;
 };

@@ -116,7 +116,7 @@ std::optional<BeginMsg> decode_begin(std::span<const std::byte> p, std::string& 
     return m;
 }
 
-std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string& error) {
+std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string& error, uint32_t max_chunks) {
     if (!need(p, 20, false, "transfer-status", error)) return std::nullopt;
     ByteReader r = reader(p);
     StatusMsg m;
@@ -124,6 +124,10 @@ std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string
     m.session = r.u32();
     m.credit = r.u32();
     const uint32_t count = r.u32();
+    if (count > max_chunks) {
+        error = "transfer-status lists " + std::to_string(count) + " chunks, the transfer has " + std::to_string(max_chunks);
+        return std::nullopt;
+    }
     if (!need(p, 20 + (static_cast<std::size_t>(count) + 7) / 8, true, "transfer-status bitmap",
               error))
         return std::nullopt;

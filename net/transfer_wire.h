@@ -69,7 +69,9 @@ std::vector<std::byte> encode(const AbortMsg& m);
 
 // Each returns nullopt and sets `error` when the payload has the wrong length or shape.
 std::optional<BeginMsg> decode_begin(std::span<const std::byte> p, std::string& error);
-std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string& error);
+// `max_chunks`: a bitmap longer than the transfer it answers is refused before it is decoded.
+std::optional<StatusMsg> decode_status(std::span<const std::byte> p, std::string& error,
+                                       uint32_t max_chunks = UINT32_MAX);
 std::optional<ChunkView> decode_chunk(std::span<const std::byte> p, std::string& error);
 std::optional<CreditMsg> decode_credit(std::span<const std::byte> p, std::string& error);
 std::optional<uint64_t> decode_done(std::span<const std::byte> p, std::string& error);

@@ -191,7 +191,7 @@ void Host::send_state(Link& link, const std::string& key) {
     const SharedBlob state = shipping_.current(round_, *global_);
     if (!link.send_blob(key, Type::state, round_, state)) {
         log(roster_[key].name + " is too far behind (its queue is full); dropping what waits for it");
-        link.forget(key);
+        link.drop_queue(key);  // not what it sends: its pseudo-gradient may be on its way
         if (!link.send_blob(key, Type::state, round_, state)) return;
     }
     roster_[key].queued_from = round_;  // the state, then every update after it
@@ -234,7 +234,8 @@ void Host::serve_data(Link& link, const std::string& key, const protocol::DataRe
 
 void Host::send_update(Link& link, const std::string& key, uint64_t round, const SharedBlob& blob) {
     PeerState& p = roster_[key];
-    p.in_sync = false;  // until its hash report comes back
+    p.awaited = p.in_sync;  // the update is meant for it: the barrier waits for its report
+    p.in_sync = false;      // until its hash report comes back
     if (!p.connected) {  // nothing piles up for a peer that is away: back, it says hello and gets the state
         p.queued_from = UINT64_MAX;
         return;
@@ -263,7 +264,7 @@ rounds::RunSnapshot Host::view(Link& link) {
         const LinkStats st = link.stats(key);
         i.delta_bytes = st.receiving;
         i.delta_bytes_per_s = st.receive_bytes_per_s;
-        i.delta_moving = st.receiving > 0 && transfer_alive(st, st.receiving, st.receive_bytes_per_s, st.receiving_since);
+        i.delta_moving = st.receiving > 0 && transfer_alive(st, st.receiving, st.received, st.receive_bytes_per_s, st.receiving_since);
         view_.push_back(std::move(i));
     }
     rounds::RunSnapshot v;
@@ -303,17 +304,16 @@ void Host::offer_round(Link& link, const std::string& key) {
 
 bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
     const RunConfig& c = options_.config;
-    const int ready = roster_.ready(), connected = roster_.connected();
+    const int ready = roster_.ready();
     // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
-    // or an island revoked) every round waits as after any update, for the connected ones.
+    // or an island revoked) every round waits as after any update, for the islands the update was
+    // meant for (PeerState::waits): a joiner still taking the state joins the round after it is in
+    // sync, so one that never gets there (a peer that says hello and nothing else) holds nothing back.
     const bool first_wait = (round_ == 0 || roster_.islands().size() < static_cast<std::size_t>(c.islands)) &&
                             clock_.now() <= join_deadline;
-    const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && ready == connected);
+    const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && roster_.every_island_in_sync());
     // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
     // so the wait for hash reports after an update has a deadline like every other wait.
-    // After join_timeout_s the run starts with the islands that are ready; one that never
-    // gets in sync (a peer that says hello and nothing else) cannot hold it back: the barrier
-    // has a deadline.
     return all_here || (!first_wait && ready > 0 && barrier_passed(link));
 }
 
@@ -347,6 +347,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.busy = false;  // a peer that says hello has no round in progress
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+    p.awaited = false;  // not in sync: it joins a round once it is
     p.queued_from = p.in_sync ? round_ : UINT64_MAX;
     protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash(), {}};
     w.data.vocab = static_cast<uint32_t>(model_config_.vocab_size);
@@ -429,7 +430,8 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     deltas_->take_in(payload, expected, contribution);
     ledger_.decoded(Clock::real().seconds_since(decode_start));
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
-    // time its Δ spent on the wire is the link's, not the island's.
+    // time its Δ spent on the wire is the link's, not the island's; it is counted from the Δ's first
+    // chunk, which needs the Δ, so no island can look faster than it computes and cut the others' H.
     const double took = clock_.seconds_since(p.started_at) - transfer_seconds;
     if (took > 0) p.steps_per_s = static_cast<float>(p.started_steps / took);
     p.last_round = meta.round;
@@ -503,6 +505,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
                 // Behind, not astray: the updates since are queued for it in order (send_update),
                 // and its next report says where it got to. A state now would only overtake them.
             } else if (!p.in_sync) {
+                p.awaited = false;  // astray: no barrier waits for it until it is in sync again
                 log("island " + std::to_string(p.island) + " reports θ " + h.theta_hash.substr(0, 12) + " at round " +
                     std::to_string(h.round) + ", host has " + global_->hash().substr(0, 12) + " at " + std::to_string(round_));
                 send_state(link, e.peer);
@@ -538,7 +541,7 @@ bool Host::catching_up(const PeerState& p, const protocol::HashReport& h) const 
     return then && *then == h.theta_hash;
 }
 
-bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const {
+bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, uint64_t moved, double rate, Clock::time_point since) const {
     const double margin = 2 * options_.config.heartbeat_timeout_s;
     // The link stamps its transfers on the real clock (link.h): they are read on it too, whatever the
     // host's own clock is.
@@ -546,9 +549,13 @@ bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock
     if (link_clock.seconds_since(s.last_progress) > margin) return false;  // stalled (or nothing moved at all)
     if (bytes == 0) return true;  // just finished: its answer is on the way
     // Not measured yet: a link is assumed no slower than 100 kB/s (0.8 Mbit/s), so that a peer
-    // trickling a chunk now and then still cannot hold a wait open forever.
+    // trickling a chunk now and then still cannot hold a wait open forever: after the margin, its
+    // payload must have moved at that rate over the transfer's whole life (from its first begin),
+    // and the whole of it is given twice its bytes at the link's rate.
     constexpr double kSlowestAssumed = 100e3;
-    return link_clock.seconds_since(since) < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
+    const double age = link_clock.seconds_since(since);
+    if (static_cast<double>(moved) < kSlowestAssumed * (age - margin)) return false;
+    return age < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
 }
 
 bool Host::barrier_passed(Link& link) const {
@@ -558,7 +565,7 @@ bool Host::barrier_passed(Link& link) const {
     for (const auto& [key, p] : roster_.peers()) {
         if (!p.waits()) continue;
         const LinkStats s = link.stats(key);
-        if (transfer_alive(s, s.sending, s.send_bytes_per_s, s.sending_since)) return false;
+        if (transfer_alive(s, s.sending, s.sent, s.send_bytes_per_s, s.sending_since)) return false;
     }
     return true;
 }
@@ -574,6 +581,24 @@ void Host::accept_blobs(Link& link) {
     link.accept_blobs(accepted);
 }
 
+void Host::take_message(Link& link, const std::function<void(const LinkEvent&)>& handle_it) {
+    std::optional<LinkEvent> e;
+    try {
+        e = link.poll(50);
+        if (e) handle_it(*e);
+    } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
+        if (!e) {
+            log(std::string("the link could not read a message: ") + err.what());
+            return;
+        }
+        log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " + roster_.who(e->peer) + ": " +
+            err.what());
+        const PeerState* from = roster_.find(e->peer);
+        emit({.kind = "rejected", .round = static_cast<int64_t>(e->round), .island = from ? static_cast<int>(from->island) : -1,
+              .peer = from ? from->name : "", .type = protocol::type_name(e->type), .detail = err.what()});
+    }
+}
+
 void Host::turn(Link& link, Clock::time_point join_deadline) {
     if (options_.status && options_.status->leave_requested()) stop_ = true;
     if (options_.status && Clock::real().now() - published_ > std::chrono::milliseconds(500)) publish_run(link);
@@ -581,17 +606,7 @@ void Host::turn(Link& link, Clock::time_point join_deadline) {
         revoked_checked_ = Clock::real().now();
         for (const std::string& key : options_.revoked()) revoke(link, key);
     }
-    if (std::optional<LinkEvent> e = link.poll(50)) {
-        try {
-            handle(link, *e);
-        } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
-            log("rejected a " + std::string(protocol::type_name(e->type)) + " message from " + roster_.who(e->peer) +
-                ": " + err.what());
-            const PeerState* from = roster_.find(e->peer);
-            emit({.kind = "rejected", .round = static_cast<int64_t>(e->round), .island = from ? static_cast<int>(from->island) : -1,
-                  .peer = from ? from->name : "", .type = protocol::type_name(e->type), .detail = err.what()});
-        }
-    }
+    take_message(link, [&](const LinkEvent& e) { handle(link, e); });
     checkpoints_->pump();
     if (!policy_->open()) {
         // Paused: no new round starts until resume.
@@ -606,13 +621,9 @@ void Host::drain(Link& link) {
     // island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
     const Clock::time_point until = clock_.after(2 * options_.config.heartbeat_timeout_s + 5);
     while (!stop_ && !roster_.every_island_in_sync() && (clock_.now() < until || !barrier_passed(link))) {
-        if (std::optional<LinkEvent> e = link.poll(50)) {
-            try {
-                if (e->type != Type::pseudo_grad && e->type != Type::moments) handle(link, *e);
-            } catch (const Error& err) {
-                log(std::string("rejected a message while finishing: ") + err.what());
-            }
-        }
+        take_message(link, [&](const LinkEvent& e) {
+            if (e.type != Type::pseudo_grad && e.type != Type::moments) handle(link, e);
+        });
         checkpoints_->pump();
     }
 }
@@ -637,6 +648,7 @@ void Host::run(Link& link) {
     const RunConfig& c = options_.config;
     link_ = &link;
     accept_blobs(link);
+    link.charge_transfers([this](const std::string& key) { return roster_.transfer_within_budget(key); });
     const Clock::time_point join_deadline = clock_.after(c.join_timeout_s);
     const uint64_t updates = last_update();
     log("waiting for " + std::to_string(c.islands) + " islands (round " + std::to_string(round_) + " of " +

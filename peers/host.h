@@ -83,11 +83,12 @@ private:
     void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
     void note_update_held();  // a hash report in sync: logs when the last update has reached every island
     static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments
-    // Deadlines that scale with the link: a transfer with this peer moved within the margin, and the
-    // one under way (bytes, begun at `since`; none: 0) is not older than its bytes at the link's
+    // Deadlines that scale with the link: a transfer with this peer moved payload within the margin,
+    // and the one under way (bytes, of which `moved` arrived, first begun at `since`; none: 0) has
+    // moved 100 kB/s over its life after the margin and is not older than its bytes at the link's
     // measured rate (at least 100 kB/s assumed), twice, plus the margin. A transfer just finished
     // counts: its answer is on the way.
-    bool transfer_alive(const LinkStats& s, uint64_t bytes, double rate, Clock::time_point since) const;
+    bool transfer_alive(const LinkStats& s, uint64_t bytes, uint64_t moved, double rate, Clock::time_point since) const;
     bool barrier_passed(Link& link) const;   // after an update: no island still receiving it or about to report
     // A report of θ at an earlier round that is the θ the host had then, with every update since
     // queued for it: the island is applying them (when updates come fast, the next one often lands
@@ -97,6 +98,9 @@ private:
     rounds::RunSnapshot view(Link& link);        // what the policy sees; valid until the next call
     void accept_blobs(Link& link);  // the pseudo-gradients' and moments' largest sizes
     void turn(Link& link, Clock::time_point join_deadline);  // one turn of the event loop
+    // Polls the link once and handles what came; an exception on the way (bad_alloc included) is the
+    // message's rejection, logged and an event, never the host's end.
+    void take_message(Link& link, const std::function<void(const LinkEvent&)>& handle_it);
     void drain(Link& link);        // the run's end: until the last update reached every island (or its deadline)
     void say_goodbye(Link& link);  // bye to every island, and the traffic by message type logged
     void start_round(Link& link);

@@ -12,18 +12,26 @@ HostRoster::HostRoster(int islands, const Clock& clock, std::function<void(const
     : islands_(islands), clock_(clock), log_(std::move(log)), event_(std::move(event)) {}
 
 bool HostRoster::within_budget(const LinkEvent& e) {
-    auto it = peers_.find(e.peer);
+    return charge(e.peer, e.type == protocol::Type::hello ? &PeerState::hellos : &PeerState::messages,
+                  protocol::type_name(e.type));
+}
+
+bool HostRoster::transfer_within_budget(const std::string& key) {
+    return charge(key, &PeerState::transfers, "transfer");
+}
+
+bool HostRoster::charge(const std::string& key, TokenBucket PeerState::*budget, const std::string& what) {
+    auto it = peers_.find(key);
     if (it == peers_.end()) {  // not admitted yet: only its hello is looked at, and that is rate-limited too
         if (peers_.size() >= static_cast<std::size_t>(4 * islands_ + 16)) return false;
-        it = peers_.emplace(e.peer, PeerState{}).first;
+        it = peers_.emplace(key, PeerState{}).first;
     }
     PeerState& p = it->second;
-    TokenBucket& bucket = e.type == protocol::Type::hello ? p.hellos : p.messages;
-    if (bucket.take(clock_.now())) return true;
+    if ((p.*budget).take(clock_.now())) return true;
     if (p.over_budget++ % 1000 == 0) {
-        log_("dropped a " + std::string(protocol::type_name(e.type)) + " from " + who(e.peer) +
-             ": over its message budget (" + std::to_string(p.over_budget) + " dropped so far)");
-        event_({.kind = "over_budget", .peer = p.name, .type = protocol::type_name(e.type)});
+        log_("dropped a " + what + " from " + who(key) + ": over its message budget (" +
+             std::to_string(p.over_budget) + " dropped so far)");
+        event_({.kind = "over_budget", .peer = p.name, .type = what});
     }
     return false;
 }
@@ -57,11 +65,6 @@ std::string HostRoster::who(const std::string& key) const {
 
 bool HostRoster::every_island_in_sync() const {
     return std::none_of(peers_.begin(), peers_.end(), [](const auto& kv) { return kv.second.waits(); });
-}
-
-int HostRoster::connected() const {
-    return static_cast<int>(std::count_if(peers_.begin(), peers_.end(),
-                                          [](const auto& kv) { return kv.second.connected && kv.second.welcomed; }));
 }
 
 int HostRoster::ready() const {

@@ -34,8 +34,13 @@ struct PeerState {
     uint64_t queued_from = UINT64_MAX;  // every update since this round is queued for it (after a state or an in-sync hello)
     TokenBucket hellos{1.0, 3};      // hellos a second (each may queue a welcome and the state)
     TokenBucket messages{10.0, 50};  // every other control message (an honest peer sends a few a round)
+    TokenBucket transfers{20.0, 100};  // transfer-begins and refused transfer messages (an honest peer: a begin a round)
     uint64_t over_budget = 0;        // messages dropped for going over a budget
-    bool waits() const { return connected && welcomed && !in_sync; }  // an island the update has not reached
+    bool awaited = false;  // it was in sync when the last update went to it: the barrier waits for its report
+    // An island the last update was meant for that has not reported it. One that was not in sync (a
+    // joiner taking the state, one catching up or astray) joins a round once it reports in sync, and
+    // holds no barrier until then: a peer that never gets there cannot hold the run back.
+    bool waits() const { return connected && welcomed && !in_sync && awaited; }
 };
 
 class HostRoster {
@@ -47,6 +52,8 @@ public:
     // Whether e is within its sender's budget (a key not seen yet gets a PeerState, while fewer than
     // 4 per island + 16 are known); false: drop it.
     bool within_budget(const LinkEvent& e);
+    // The same for a transfer message the link charges (Link::charge_transfers).
+    bool transfer_within_budget(const std::string& key);
     // The island index of `key`: its own, or for a newcomer the lowest free one; none when the run is full.
     struct Seat {
         uint32_t island = 0;
@@ -64,10 +71,12 @@ public:
     std::string who(const std::string& key) const;  // its name, or the start of its key before a hello
 
     bool every_island_in_sync() const;  // no connected, welcomed island waits for the update
-    int connected() const;              // welcomed islands connected
     int ready() const;                  // and in sync
 
 private:
+    // Takes a token from `key`'s `budget`; over it, logs one line in a thousand and says false.
+    bool charge(const std::string& key, TokenBucket PeerState::*budget, const std::string& what);
+
     int islands_;
     const Clock& clock_;
     std::function<void(const std::string&)> log_;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,7 +26,9 @@ struct LinkEvent {
     protocol::Type type = protocol::Type::hello;
     uint64_t round = 0;
     std::vector<std::byte> payload;  // a whole message or a whole reassembled blob
-    double transfer_seconds = 0;     // a blob: from its first begin to its last chunk, by this side's clock
+    // A blob: from its first chunk to its last, by this side's clock. The first chunk's bytes are the
+    // blob's (they must match its digest), so the time before it was not spent on the wire.
+    double transfer_seconds = 0;
 };
 
 // What this side has measured of its link to one peer, by its own clock.
@@ -34,9 +37,12 @@ struct LinkStats {
     double send_bytes_per_s = 0;     // blobs it received from us, recent ones weighted most (0: none yet)
     double receive_bytes_per_s = 0;  // blobs we received from it
     uint64_t sending = 0, receiving = 0;  // bytes of the transfer to / from it under way (0: none)
+    uint64_t sent = 0, received = 0;      // of those, the bytes that reached the other side so far
     // Times on the real clock (Clock::real()): a link measures the wire, not a test's ManualClock.
     Clock::time_point sending_since{}, receiving_since{};  // when that transfer began
-    Clock::time_point last_progress{};  // the last chunk, credit or done of a transfer with it
+    // The last payload that moved: a chunk it sent that was new to us, or its credit or done for a
+    // chunk of ours. A begin, a status or a refused message is not progress (docs/net.md).
+    Clock::time_point last_progress{};
 };
 
 // A large payload queued for one or more peers: one immutable copy, shared by every queue it is on.
@@ -56,10 +62,19 @@ public:
     // Takes a blob off every peer's queue (a transfer under way is aborted), so that it can be freed.
     virtual void withdraw(const SharedBlob& blob) {}
     // Which blob types this side takes, and the most bytes each may declare; a transfer of another
-    // type, or larger, is refused before anything is allocated. Never called: everything is taken.
+    // type, or larger, is refused before anything is allocated. Never called: everything is taken;
+    // an empty map: nothing is.
     virtual void accept_blobs(const std::map<protocol::Type, uint64_t>& max_bytes) {}
-    // Drops everything still queued for a peer (it restarted: what was queued is stale).
+    // Transfer messages that cost work without carrying payload (a begin, and any message the transfer
+    // refuses) are charged to their sender: `within(peer)` false drops the message unread and unlogged.
+    // Never called: nothing is charged.
+    virtual void charge_transfers(std::function<bool(const std::string& peer)> within) {}
+    // Drops everything still queued for a peer, and what it was sending (it restarted or left: all of
+    // it is stale).
     virtual void forget(const std::string& peer) = 0;
+    // Drops what is queued for a peer (a transfer under way is aborted), and nothing it is sending: a
+    // peer too far behind gets the state instead, and its pseudo-gradient still arrives.
+    virtual void drop_queue(const std::string& peer) { forget(peer); }
     // Bytes sent and received so far, by protocol type (transfers counted under their blob's type).
     virtual uint64_t bytes_sent(protocol::Type type) const = 0;
     virtual uint64_t bytes_received(protocol::Type type) const = 0;

@@ -92,10 +92,17 @@ bool NetLink::send_blob(const std::string& peer, protocol::Type type, uint64_t r
     if (blobs >= kMaxQueuedBlobs || q.size() >= kMaxQueuedMessages) return false;
     Item item{type, round, {}, blob, nullptr, false};
     item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), *blob, blob, kChunkBytes,
-                                                      static_cast<uint32_t>(type));
+                                                      static_cast<uint32_t>(type), digest_of(blob));
     q.push_back(std::move(item));
     pump(peer);
     return true;
+}
+
+const net::Digest& NetLink::digest_of(const SharedBlob& blob) {
+    std::erase_if(digests_, [](const auto& kv) { return kv.second.first.expired(); });
+    auto [it, fresh] = digests_.try_emplace(blob.get());
+    if (fresh) it->second = {blob, net::checksum(*blob)};
+    return it->second.second;
 }
 
 void NetLink::drop_blobs(const std::string& peer, std::deque<Item>& q, const std::function<bool(const Item&)>& which) {
@@ -115,8 +122,18 @@ void NetLink::withdraw(const SharedBlob& blob) {
     for (auto& [peer, q] : out_) drop_blobs(peer, q, [&](const Item& item) { return item.shared == blob; });
 }
 
+void NetLink::drop_queue(const std::string& peer) {
+    auto it = out_.find(peer);
+    if (it == out_.end()) return;
+    for (Item& item : it->second)
+        if (item.blob && item.begun)
+            emit(peer, net::kTransferAbort, item.round, item.blob->abort("withdrawn by the sender").payload, item.type);
+    out_.erase(it);
+}
+
 void NetLink::forget(const std::string& peer) {
     out_.erase(peer);
+    std::erase_if(undelivered_since_, [&](const auto& kv) { return kv.first.first == peer; });
     for (auto it = in_.begin(); it != in_.end();) it = it->first.first == peer ? in_.erase(it) : std::next(it);
 }
 
@@ -137,9 +154,9 @@ bool NetLink::admit_begin(const net::Incoming& in, uint64_t id) {
         return false;
     }
     const auto type = static_cast<protocol::Type>(begin->tag);
-    if (!accepted_.empty()) {
-        const auto limit = accepted_.find(type);
-        if (limit == accepted_.end())
+    if (accepted_) {
+        const auto limit = accepted_->find(type);
+        if (limit == accepted_->end())
             return refuse("blobs of type " + std::to_string(begin->tag) + " are not taken here");
         if (begin->total_bytes > limit->second)
             return refuse(std::string(protocol::type_name(type)) + " of " + std::to_string(begin->total_bytes) +
@@ -163,6 +180,7 @@ void NetLink::expire_stalled() {
                      std::to_string(it->second.receiver.chunks_held()) + " of " +
                      std::to_string(it->second.receiver.chunk_count()) + " chunks, nothing new for " +
                      std::to_string(static_cast<int>(kStallSeconds)) + " s)");
+            undelivered_since_.erase({it->first.first, it->second.receiver.tag()});
             it = in_.erase(it);
         } else {
             ++it;
@@ -180,12 +198,23 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         if (found == in_.end()) {
             if (type != net::kTransferBegin) return std::nullopt;  // a chunk of a forgotten transfer
             if (!admit_begin(in, id)) return std::nullopt;
-            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, {}, Clock::real().now()}).first;
+            const auto now = Clock::real().now();
+            found = in_.emplace(key, Inbound{net::TransferReceiver(), in.header.round, now, now}).first;
         }
         Inbound& inbound = found->second;
-        inbound.last_progress = Clock::real().now();
-        stats_[in.peer_key].last_progress = inbound.last_progress;
+        const bool was_active = inbound.receiver.active();
+        const uint32_t held_before = inbound.receiver.chunks_held();
         const net::TransferStep step = inbound.receiver.on_message(type, in.payload);
+        if (!was_active && inbound.receiver.active()) {  // its begin taken: the blob's time counts from the first one
+            const auto [first, fresh] = undelivered_since_.try_emplace({in.peer_key, inbound.receiver.tag()}, inbound.began);
+            inbound.began = first->second;
+            if (fresh) stats_[in.peer_key].last_progress = inbound.began;  // a new blob starts moving; a replacement does not
+        }
+        if (inbound.receiver.active() && inbound.receiver.chunks_held() > held_before) {  // payload moved
+            inbound.last_progress = Clock::real().now();
+            if (held_before == 0) inbound.first_chunk = inbound.last_progress;
+            stats_[in.peer_key].last_progress = inbound.last_progress;
+        }
         const auto counted = static_cast<protocol::Type>(inbound.receiver.active() ? inbound.receiver.tag() : 0);
         received_[static_cast<uint16_t>(counted)] += net::kHeaderBytes + in.payload.size();
         stats_[in.peer_key].bytes_received += net::kHeaderBytes + in.payload.size();
@@ -200,8 +229,12 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             e.round = inbound.round;
             e.payload = inbound.receiver.take();
             const std::size_t size = e.payload.size();
-            e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - inbound.began).count();
+            // From its first chunk, not its begin: a begin sent early (before the blob existed, with
+            // a digest to be replaced) must not pass for time on the wire (docs/net.md).
+            const Clock::time_point first = inbound.first_chunk == Clock::time_point{} ? inbound.last_progress : inbound.first_chunk;
+            e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - first).count();
             measure(stats_[in.peer_key].receive_bytes_per_s, size, e.transfer_seconds);
+            undelivered_since_.erase({in.peer_key, static_cast<uint32_t>(counted)});
             in_.erase(found);
             std::deque<uint64_t>& done = completed_[in.peer_key];
             done.push_back(id);
@@ -218,8 +251,9 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
     Item& item = q->second.front();
     LinkStats& st = stats_[in.peer_key];
     st.bytes_received += net::kHeaderBytes + in.payload.size();
-    st.last_progress = Clock::real().now();
+    const uint64_t credited_before = item.blob->credits_received();
     const net::TransferStep step = item.blob->on_message(type, in.payload);
+    if (item.blob->credits_received() > credited_before || item.blob->done()) st.last_progress = Clock::real().now();
     for (const net::Outbound& o : step.replies) emit(in.peer_key, o.type, item.round, o.payload, item.type);
     if (item.blob->done())
         measure(st.send_bytes_per_s, item.shared->size(), std::chrono::duration<double>(st.last_progress - item.begun_at).count());
@@ -258,10 +292,14 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
         return e;
     }
     if (in->header.type < net::kFirstProtocolType) {
+        // A begin costs the receiver its bookkeeping before anything arrives: it is charged first.
+        const bool begin = in->header.type == net::kTransferBegin;
+        if (begin && charge_ && !charge_(in->peer_key)) return std::nullopt;
         try {
             return on_transfer(*in);
-        } catch (const Error& err) {
-            if (log_) log_(err.what());
+        } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: the message is dropped, nothing else
+            // A refused message is charged too, so that a flood of them is cut, and logged by the budget.
+            if (log_ && (begin || !charge_ || charge_(in->peer_key))) log_(err.what());
             return std::nullopt;
         }
     }
@@ -286,14 +324,22 @@ LinkStats NetLink::stats(const std::string& peer) const {
     auto q = out_.find(peer);
     if (q != out_.end() && !q->second.empty() && q->second.front().blob && q->second.front().begun) {
         s.sending = q->second.front().shared->size();
+        s.sent = q->second.front().blob->bytes_acknowledged();
         s.sending_since = q->second.front().begun_at;
     }
     for (const auto& [key, inbound] : in_)
         if (key.first == peer && inbound.receiver.active() && inbound.receiver.total_bytes() >= s.receiving) {
             s.receiving = inbound.receiver.total_bytes();
+            s.received = inbound.receiver.bytes_held();
             s.receiving_since = inbound.began;
         }
     return s;
+}
+
+uint64_t NetLink::inbound_bytes_held() const {
+    uint64_t bytes = 0;
+    for (const auto& [key, inbound] : in_) bytes += inbound.receiver.data().size();
+    return bytes;
 }
 
 uint64_t NetLink::bytes_sent(protocol::Type type) const {

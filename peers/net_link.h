@@ -27,11 +27,17 @@ public:
     bool send(const std::string& peer, protocol::Type type, uint64_t round, std::span<const std::byte> payload) override;
     bool send_blob(const std::string& peer, protocol::Type type, uint64_t round, SharedBlob blob) override;
     void accept_blobs(const std::map<protocol::Type, uint64_t>& max_bytes) override { accepted_ = max_bytes; }
+    void charge_transfers(std::function<bool(const std::string& peer)> within) override { charge_ = std::move(within); }
     void withdraw(const SharedBlob& blob) override;
     void forget(const std::string& peer) override;
+    void drop_queue(const std::string& peer) override;
     uint64_t bytes_sent(protocol::Type type) const override;
     uint64_t bytes_received(protocol::Type type) const override;
     LinkStats stats(const std::string& peer) const override;
+    // What the inbound transfers under way hold in memory, all peers together, and how many there are:
+    // the figures docs/protocol.md bounds ("What a message may cost"), for tests and fuzz_link.
+    uint64_t inbound_bytes_held() const;
+    std::size_t inbound_transfers() const { return in_.size(); }
     // Called after each transfer chunk this side sends: the seam for fault injection (the peer's
     // hidden --fault-kill-after-chunks, which test_run uses to die in the middle of a blob).
     void on_chunk_sent(std::function<void()> hook) { on_chunk_sent_ = std::move(hook); }
@@ -63,8 +69,9 @@ private:
     struct Inbound {
         net::TransferReceiver receiver;
         uint64_t round = 0;
-        Clock::time_point last_progress;
-        Clock::time_point began;
+        Clock::time_point last_progress;  // a new chunk held (or the begin, at first)
+        Clock::time_point began;          // the first begin of this blob type from the peer since one was delivered
+        Clock::time_point first_chunk{};  // the first chunk held: the blob existed by then
     };
     void pump(const std::string& peer);
     // Takes the blobs `which` picks off one peer's queue, aborting a transfer under way.
@@ -72,6 +79,7 @@ private:
     bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const std::byte> payload,
               protocol::Type counted_as);
     std::optional<LinkEvent> on_transfer(const net::Incoming& in);
+    const net::Digest& digest_of(const SharedBlob& blob);
     bool admit_begin(const net::Incoming& in, uint64_t id);  // type, size, one per type, replays
     void expire_stalled();
     // A transfer of `bytes` finished in `seconds`: folds its rate into the peer's figure.
@@ -80,7 +88,13 @@ private:
     std::map<std::string, std::deque<Item>> out_;
     std::map<std::pair<std::string, uint64_t>, Inbound> in_;
     std::map<std::string, std::deque<uint64_t>> completed_;  // per peer, the last transfers delivered
-    std::map<protocol::Type, uint64_t> accepted_;
+    // Per peer and blob type, when the first transfer not yet delivered began: a begin that replaces
+    // one under way (or an aborted one) gives the blob no more time than the first had.
+    std::map<std::pair<std::string, uint32_t>, Clock::time_point> undelivered_since_;
+    // The checksum of each shared blob being sent, computed once whatever the number of peers.
+    std::map<const void*, std::pair<std::weak_ptr<const std::vector<std::byte>>, net::Digest>> digests_;
+    std::function<bool(const std::string&)> charge_;
+    std::optional<std::map<protocol::Type, uint64_t>> accepted_;  // none: every blob is taken
     std::map<uint16_t, uint64_t> sent_, received_;
     std::map<std::string, LinkStats> stats_;  // per peer, what this side measured
     std::function<void(const std::string&)> log_;

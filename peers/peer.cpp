@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/data_manifest.h"
 #include "core/error.h"
 #include "core/float_store.h"
+#include "core/machine_memory.h"
 #include "core/param_layout.h"
 #include "peers/control/run_status.h"
 #include "peers/moment_sync.h"
@@ -97,10 +99,15 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     // The data paths in the host's config are the host's: never opened here. The assignment names
     // this island's chunks by hash.
     model_ = run_model_config(c, static_cast<int>(w.data.vocab));
+    const std::size_t n = ParamLayout(model_).num_params();
+    const uint64_t most = options_.max_params > 0 ? options_.max_params : machine_memory_bytes() / sizeof(float);
+    if (n > most)
+        throw Fatal("the host's run has a model of " + std::to_string(n) + " parameters (" + std::to_string(n * sizeof(float) / 1000000) +
+                    " MB in fp32); this peer takes at most " + std::to_string(most) +
+                    (options_.max_params > 0 ? " (--max-params)" : " (one fp32 copy in this machine's RAM; --max-params to change)"));
     stream_.reset();
     stream_next_.reset();
     worker_.reset();
-    const std::size_t n = ParamLayout(model_).num_params();
     FloatStore theta;  // zeros until the state comes
     if (options_.state_on_disk) {
         try {  // this machine's disk, not the message: no later message can mend it
@@ -118,6 +125,7 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
                                                      diloco::GlobalModel::Holder::replica);
     replica_valid_ = false;
     config_ = std::move(c);
+    accept_blobs(link);
     privacy_ = config_->privacy.on() ? std::make_unique<privacy::PrivacyBudget>(config_->privacy, run_updates(*config_)) : nullptr;
     if (options_.status && privacy_) options_.status->set_privacy(PrivacyFigures::of(*privacy_, 0));
     if (options_.status) options_.status->set_run(config_->name, static_cast<int>(run_updates(*config_)), mode_name(config_->mode), config_->islands);
@@ -137,6 +145,19 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
     data_started_ = Clock::real().now();
     data_fetched_ = 0;
     request_data(link);
+}
+
+void Peer::accept_blobs(Link& link) const {
+    // A state: θ's replica state and its header. An update: its header, θ's change (at most twice its
+    // fp32 size: topk's indices beside the values) and, with DES-LOC, the moments' mean. A data reply:
+    // the most tokens one carries, 4 bytes each, and their headers. Anything else, or larger, is
+    // refused at its begin, before any memory is taken for it.
+    const uint64_t n = replica_->theta().size(), headers = 64u << 10;
+    uint64_t update = 2 * headers + 2 * sizeof(float) * n;
+    if (config_->sync_moments_every > 0) update += protocol::moments_bytes(n);
+    const uint64_t data = 4 * std::max<uint64_t>(protocol::kMaxReplyTokens, kMaxChunkTokens) +
+                          16 * protocol::kMaxRequestChunks + headers;
+    link.accept_blobs({{Type::state, replica_->replica_state_bytes() + headers}, {Type::update, update}, {Type::data, data}});
 }
 
 void Peer::request_data(Link& link) {
@@ -489,6 +510,7 @@ void Peer::on_message(Link& link, const LinkEvent& e) {
 
 bool Peer::run(Link& link, const std::string& host_key) {
     host_ = host_key;
+    link.accept_blobs({});  // no blob before the welcome says what the run's are
     hello(link);
     auto last_hello = Clock::real().now();
     bool disconnected = false;
@@ -522,7 +544,13 @@ bool Peer::run(Link& link, const std::string& host_key) {
             }
         }
         // Between overlapped steps the link is only polled, not waited on.
-        std::optional<LinkEvent> e = link.poll(stream_ && stream_->overlapping() ? 0 : 100);
+        std::optional<LinkEvent> e;
+        try {
+            e = link.poll(stream_ && stream_->overlapping() ? 0 : 100);
+        } catch (const std::exception& err) {  // bad_alloc & co from what the host sent: that message is lost, not the peer
+            log(std::string("the link could not read a message: ") + err.what());
+            continue;
+        }
         if (!e) {
             // No welcome yet: the host may not be up; say hello again now and then.
             if (!config_ && Clock::real().now() - last_hello > std::chrono::seconds(2)) {
@@ -555,7 +583,7 @@ bool Peer::run(Link& link, const std::string& host_key) {
             on_message(link, *e);
         } catch (const Fatal&) {
             throw;
-        } catch (const Error& err) {
+        } catch (const std::exception& err) {  // arch::Error, and bad_alloc from a message's declared sizes
             const std::string what = err.what();
             log(std::string("rejected a ") + protocol::type_name(e->type) + " message: " + what);
             emit({.kind = "rejected", .round = static_cast<int64_t>(e->round), .type = protocol::type_name(e->type), .detail = what});

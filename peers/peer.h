@@ -51,6 +51,9 @@ struct PeerOptions {
     std::string workdir;          // everything this peer writes: fetched data, the island's shard
     std::vector<std::string> data_dirs;  // the user's own copies of data sets, matched by hash (--data)
     bool state_on_disk = false;  // θ's replica and the error-feedback residual in memory-mapped files in workdir (core/float_store.h)
+    // The largest model a welcome may ask for; 0: one fp32 copy of it must fit this machine's RAM. A
+    // welcome beyond it ends the peer with its reason, before anything is allocated.
+    uint64_t max_params = 0;
     // Optional, for tests and diagnostics: called from run()'s thread at each ResidualEvent, with the
     // round it concerns and the residual as it is then (empty: none yet).
     std::function<void(ResidualEvent, uint64_t round, std::span<const float> residual)> on_residual;
@@ -71,6 +74,7 @@ public:
 private:
     void hello(Link& link);
     void on_welcome(Link& link, const protocol::Welcome& w);
+    void accept_blobs(Link& link) const;  // after a welcome: the blobs this run's messages can be, and their sizes
     void on_data(Link& link, std::span<const std::byte> blob);
     void request_data(Link& link);
     void data_ready(Link& link);  // the island's shard is complete: start the island, report θ

@@ -12,6 +12,7 @@
 #include "compression/codec.h"
 #include "core/error.h"
 #include "core/hf_import.h"
+#include "core/machine_memory.h"
 #include "core/memory_plan.h"
 #include "core/model_config.h"
 #include "core/model_family.h"
@@ -82,18 +83,6 @@ ModelConfig plan_model(const PlanFlags& f) {
     if (const auto complete = family_spec(c.family).plan_complete) complete(c);
     validate(c);
     return c;
-}
-
-// Host RAM (MemTotal), 0 when it cannot be read.
-std::size_t host_memory_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    std::size_t kib = 0;
-    while (in >> key >> kib) {
-        if (key == "MemTotal:") return kib * 1024;
-        in.ignore(256, '\n');
-    }
-    return 0;
 }
 
 nlohmann::json device_json(const DeviceBytes& d) {
@@ -182,13 +171,13 @@ void run_plan(const PlanFlags& f) {
     constexpr std::uint64_t kSample = 1 << 20;
     const int copies = compression::parse_codec_spec(f.down_codec).zstd ? 2 : 1;
     q.update_bytes_per_param = copies * static_cast<double>(compression::payload_bytes_limit(f.down_codec, kSample)) / kSample;
-    const std::size_t ram = f.host_memory.empty() ? host_memory_bytes() : parse_bytes(f.host_memory);
+    const std::size_t ram = f.host_memory.empty() ? machine_memory_bytes() : parse_bytes(f.host_memory);
     if (!f.device_memory.empty())
         q.device_memory_bytes = parse_bytes(f.device_memory);
     else if (q.device == PlanDevice::cuda)
         q.device_memory_bytes = parse_bytes("24GiB");
     else
-        q.device_memory_bytes = host_memory_bytes() / static_cast<std::size_t>(q.devices);
+        q.device_memory_bytes = machine_memory_bytes() / static_cast<std::size_t>(q.devices);
     std::vector<MemoryPlan> plans;
     for (const PlanRequest& mode : plan_modes(q)) plans.push_back(plan_memory(mode));
     if (!f.json) {

@@ -139,6 +139,10 @@ void add_peer_flags(CLI::App& command, PeerSession& s) {
                      "residual (P = 4 bytes a parameter each), in memory-mapped files in the working directory instead of "
                      "in RAM: for a big model on a machine short of RAM (docs/run-config.md, \"Memory\")")
         ->group("Island");
+    command.add_option("--max-params", s.max_params,
+                       "refuse a run whose model has more parameters than this (default: as many as one fp32 copy "
+                       "that fits this machine's RAM): a host's welcome never makes this machine allocate what it cannot hold")
+        ->group("Island");
     // Fault injection for tests (docs/protocol.md): hidden from --help (no group).
     command.add_option("--fault-kill-after-chunks", s.fault_kill_after_chunks)->check(CLI::NonNegativeNumber)->group("");
 }
@@ -178,6 +182,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     status.peer("self", [&](PeerRow& row) { row.fingerprint = fingerprint; });
     net::PeerSocket socket(std::move(so));
     PeerLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
+    link.on_refused([&](const std::string& reason) { status.event({.kind = "transfer_refused", .detail = reason}); });
     if (session.fault_kill_after_chunks > 0)
         link.on_chunk_sent([left = session.fault_kill_after_chunks]() mutable {
             if (--left == 0) ::raise(SIGKILL);  // in the middle of sending a blob
@@ -197,6 +202,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     po.workdir = peer_workdir(session);
     po.data_dirs = session.data_dirs;
     po.state_on_disk = session.state_on_disk;
+    po.max_params = session.max_params;
     std::filesystem::create_directories(po.workdir);
     Peer peer(std::move(po));
     if (stop_on_signal) {

@@ -37,11 +37,12 @@ struct PeerSession {
     std::string workdir;           // --workdir; "": peer_workdir()
     std::vector<std::string> data_dirs;  // --data
     bool state_on_disk = false;          // --state-on-disk
+    uint64_t max_params = 0;             // --max-params; 0: what this machine's RAM holds in fp32
     int fault_kill_after_chunks = 0;     // tests only (hidden flag): SIGKILL itself after sending N transfer chunks
 };
 // Where a peer keeps everything it writes: --workdir, else USER_DATA_DIR/peers/RUN_ID-NAME (never the repo).
 std::string peer_workdir(const PeerSession& session);
-// --name --throttle --devices --parallel --device --workdir --data --state-on-disk, bound to `session`; check_peer_flags() after parsing.
+// --name --throttle --devices --parallel --device --workdir --data --state-on-disk --max-params, bound to `session`; check_peer_flags() after parsing.
 void add_peer_flags(CLI::App& command, PeerSession& session);
 void check_peer_flags(const PeerSession& session);
 bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_on_signal);

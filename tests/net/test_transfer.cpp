@@ -254,3 +254,72 @@ TEST_CASE("random garbage fed to both state machines never crashes them", "[net]
     }
     CHECK(r.chunks_held() == 0);
 }
+
+TEST_CASE("a control message buys the sender at most one chunk: one status per begin, a credit per chunk in flight",
+          "[net][transfer]") {
+    const auto blob = random_blob(64 * 1000, 12);
+    TransferSender s(21, blob, 1000);
+    auto chunks_in = [](const TransferStep& step) {
+        return std::count_if(step.replies.begin(), step.replies.end(), [](const Outbound& o) { return o.type == kTransferChunk; });
+    };
+    const std::vector<bool> none(s.chunk_count(), false);
+    // A status nobody asked for restarts nothing.
+    CHECK_THAT(s.on_message(kTransferStatus, encode(StatusMsg{21, 1, 8, none})).rejected, Catch::Contains("answers no"));
+    CHECK(s.chunks_sent() == 0);
+    // Asked for: a window of a million is cut to the sender's own.
+    (void)s.begin();
+    TransferStep first = s.on_message(kTransferStatus, encode(StatusMsg{21, 1, 1000000, none}));
+    CHECK(first.rejected.empty());
+    CHECK(chunks_in(first) == TransferSender::kMaxWindowChunks);
+    // A second status for the same begin: refused, and no window of chunks again.
+    CHECK_THAT(s.on_message(kTransferStatus, encode(StatusMsg{21, 2, 8, none})).rejected, Catch::Contains("answers no"));
+    CHECK(s.chunks_sent() == TransferSender::kMaxWindowChunks);
+    // Credits for more chunks than are in flight buy nothing.
+    CHECK_THAT(s.on_message(kTransferCredit, encode(CreditMsg{21, 1, 1000, kNoResend})).rejected, Catch::Contains("in flight"));
+    CHECK(s.chunks_sent() == TransferSender::kMaxWindowChunks);
+    // One credit, one chunk, a resend included.
+    CHECK(chunks_in(s.on_message(kTransferCredit, encode(CreditMsg{21, 1, 1, kNoResend}))) == 1);
+    CHECK(chunks_in(s.on_message(kTransferCredit, encode(CreditMsg{21, 1, 1, 3}))) == 1);
+    // A resend of a chunk never sent is not a way to jump ahead: a new chunk in order instead.
+    const TransferStep ahead = s.on_message(kTransferCredit, encode(CreditMsg{21, 1, 1, 60}));
+    REQUIRE(chunks_in(ahead) == 1);
+    std::string error;
+    CHECK(decode_chunk(ahead.replies[0].payload, error)->index == TransferSender::kMaxWindowChunks + 1);
+    CHECK(s.chunks_sent() == TransferSender::kMaxWindowChunks + 3);
+    // A bitmap longer than the transfer is refused before it is decoded.
+    CHECK_FALSE(decode_status(encode(StatusMsg{21, 1, 8, std::vector<bool>(100000, true)}), error, s.chunk_count()));
+    CHECK_THAT(error, Catch::Contains("100000 chunks"));
+}
+
+TEST_CASE("a receiver's memory follows the chunks that arrived, never a begin's declared size", "[net][transfer]") {
+    const auto blob = random_blob(200 * 1000, 13);
+    TransferSender s(31, blob, 1000);
+    ReceiverLimits limits;
+    limits.window_chunks = 4;
+    limits.max_bad_chunks = 2;
+    TransferReceiver r = started(s, limits);
+    CHECK(r.data().empty());  // 200 kB declared, nothing held
+    CHECK(r.on_message(kTransferChunk, chunk(31, 1, 0, std::span(blob).first(1000))).rejected.empty());
+    CHECK(r.data().size() == 1000);
+    // Further ahead of the chunks held than the window and the resends allow: a bad chunk, nothing kept.
+    const std::size_t far = 1 + limits.window_chunks + limits.max_bad_chunks + 1;
+    CHECK_THAT(r.on_message(kTransferChunk, chunk(31, 1, static_cast<uint32_t>(far), std::span(blob).subspan(far * 1000, 1000))).rejected,
+               Catch::Contains("further ahead"));
+    CHECK(r.data().size() == 1000);
+    // Within it: taken, the memory grows to it.
+    const std::size_t near = far - 1;
+    CHECK(r.on_message(kTransferChunk, chunk(31, 1, static_cast<uint32_t>(near), std::span(blob).subspan(near * 1000, 1000))).rejected.empty());
+    CHECK(r.data().size() == (near + 1) * 1000);
+    // A begin whose chunk bitmap alone would be large is refused.
+    TransferReceiver other;
+    CHECK_THAT(other.on_message(kTransferBegin, encode(BeginMsg{32, 1ull << 30, 1024, 1u << 20, 0, {}})).rejected,
+               Catch::Contains("at most 65536"));
+    // The whole blob still arrives and verifies, out of order within the window.
+    Wire wire;
+    TransferSender again(31, blob, 1000);
+    TransferReceiver fresh(limits);
+    wire.push(wire.to_receiver, {again.begin()});
+    wire.run(again, fresh);
+    REQUIRE(fresh.complete());
+    CHECK(fresh.take() == blob);
+}

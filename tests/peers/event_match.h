@@ -31,11 +31,16 @@ struct EventMatch {
     }
 };
 
+// A file's whole text; empty when it does not exist (yet).
+inline std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
 // The events of an events file from byte `from` on, each whole line parsed (a torn last line, still
 // being written, waits for its newline).
 inline std::vector<RunEvent> read_events(const std::string& path, std::size_t from = 0) {
-    std::ifstream file(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::string text = slurp(path);
     std::vector<RunEvent> out;
     std::istringstream lines(from < text.size() ? text.substr(from) : std::string());
     std::string line;

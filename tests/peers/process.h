@@ -44,11 +44,6 @@ inline int free_port() {
     return ntohs(a.sin_port);
 }
 
-inline std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 class Process {
 public:
     // cwd: the folder it runs in ("": this process's), as a node with its own file system would;

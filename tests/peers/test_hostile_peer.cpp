@@ -21,46 +21,16 @@
 #include "core/clock.h"
 #include "net/transfer_blocking.h"
 #include "net/transfer_wire.h"
-#include "tests/peers/run_fixture.h"
+#include "tests/peers/insider.h"
 
 using namespace arch;
 using namespace arch::test;
 
 namespace {
 
-// VmHWM (peak) or VmRSS of a process, in bytes.
-uint64_t memory_of(pid_t pid, const std::string& field) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
-    return 0;
-}
-
 int rounds_started(const Process& host) { return host.count({.kind = "round_started"}); }
 
 double seconds_since(Clock::time_point t) { return Clock::real().seconds_since(t); }
-
-// A raw socket with this peer's key: frames go out as they are, nothing is ever read, and closing
-// it drops the connection at once (linger 0).
-std::unique_ptr<net::PeerSocket> raw_socket(const Run& run, int i) {
-    const net::Invite invite = net::Invite::load(run.invite(i));
-    net::PeerSocketOptions so;
-    so.host_endpoint = invite.host_endpoint;
-    so.host_public_key = invite.host_public_key;
-    so.keys = net::load_keypair(run.key(i));
-    so.run_id = invite.run_id;
-    so.limits.linger_ms = 0;
-    so.log = [](const std::string&) {};
-    return std::make_unique<net::PeerSocket>(so);
-}
-
-// False when the frame could not be queued within the socket's send timeout (a host that is gone).
-bool send_raw(net::PeerSocket& socket, uint16_t type, std::span<const std::byte> payload) {
-    net::Header h;
-    h.type = type;
-    return socket.send(h, payload);
-}
 
 }  // namespace
 
