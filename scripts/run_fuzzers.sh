@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/run_fuzzers.sh DIR: runs every libFuzzer target (DIR/fuzz_*) for FUZZ_SECONDS each (default
 # 15), except those in the table below (fuzz_host: 60, a whole run per input); FUZZ_SECONDS_NAME
-# overrides one target. Twelve targets, about 4 minutes in CI. Each starts from its committed seed
+# overrides one target. Thirteen targets, about 4 minutes in CI. Each starts from its committed seed
 # corpus in tests/fuzz/corpus/NAME when there is one. A crashing input is kept in DIR/../fuzz-artifacts/.
 set -euo pipefail
 dir=${1:?usage: run_fuzzers.sh DIR}

@@ -78,6 +78,33 @@ void write_host_seeds(const std::string& dir) {
 
 }  // namespace
 
+// fuzz_link: steps of an op byte (kind << 2 | peer) and that kind's bytes, in the order fuzz_link.cpp
+// reads them. One peer sends a 4 KiB pseudo-gradient whole (its begin with the true digest, then its
+// four chunks of 1 KiB in session 1); another asks for the host's state (a status) and credits it,
+// then floods it with statuses and credits of a million chunks.
+void write_link_seeds(const std::string& dir) {
+    auto bytes = [](std::initializer_list<uint8_t> b) {
+        std::vector<std::byte> out;
+        for (uint8_t x : b) out.push_back(static_cast<std::byte>(x));
+        return out;
+    };
+    std::vector<std::byte> whole = bytes({0 << 2 | 0, 0, 1, 0, 0, 1, 0, 1});  // begin: id 1, 4096 bytes, chunks of 1024
+    for (uint8_t k = 0; k < 4; ++k)
+        for (uint8_t b : {uint8_t{1 << 2 | 0}, uint8_t{0}, uint8_t{0}, k, uint8_t{1}, uint8_t{1}}) whole.push_back(static_cast<std::byte>(b));
+    write(dir, "whole_transfer", whole);
+    // status: its id (the state's), 2 chunks, neither held, session 1, a window of 8; then credits of 1.
+    std::vector<std::byte> state = bytes({2 << 2 | 1, 1, 2, 0, 0, 1, 8, 0});
+    for (int i = 0; i < 4; ++i)
+        for (uint8_t b : {uint8_t{3 << 2 | 1}, uint8_t{1}, uint8_t{1}, uint8_t{1}, uint8_t{0}, uint8_t{1}}) state.push_back(static_cast<std::byte>(b));
+    write(dir, "state_taken", state);
+    std::vector<std::byte> flood;
+    for (int i = 0; i < 50; ++i)
+        for (uint8_t b : {uint8_t{2 << 2 | 2}, uint8_t{1}, uint8_t{2}, uint8_t{0}, uint8_t{0}, uint8_t{1}, uint8_t{255}, uint8_t{12},
+                          uint8_t{3 << 2 | 2}, uint8_t{1}, uint8_t{1}, uint8_t{255}, uint8_t{12}, uint8_t{0}, uint8_t{0}})
+            flood.push_back(static_cast<std::byte>(b));
+    write(dir, "flood", flood);
+}
+
 int main() {
     const std::string root = "tests/fuzz/corpus/";
     const std::vector<float> inputs[] = {
@@ -113,6 +140,7 @@ int main() {
     write(root + "fuzz_outer_state", "nesterov", n.save_state());
     write(root + "fuzz_outer_state", "delayed", d.save_state());
     write_host_seeds(root + "fuzz_host");
+    write_link_seeds(root + "fuzz_link");
     std::printf("make_fuzz_seeds: wrote %s\n", root.c_str());
     return 0;
 }
