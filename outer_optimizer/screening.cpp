@@ -63,6 +63,12 @@ void NormScreen::remember(double kept_norm) {
     if (history_.size() > capacity_) history_.pop_front();
 }
 
+void NormScreen::restore(std::span<const double> norms) {
+    history_.clear();
+    for (double n : norms)
+        if (std::isfinite(n) && n > 0) remember(n);
+}
+
 std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> deltas, double ceiling) {
     std::vector<double> norms;
     for (const std::span<float> d : deltas) norms.push_back(l2_norm(d));

@@ -48,6 +48,10 @@ public:
     // as aggregated (after clipping).
     std::vector<ScreenVerdict> judge(std::span<const double> norms, double ceiling = 0) const;
     void remember(double kept_norm);
+    // The norms remembered, oldest first, for a checkpoint; restore() takes them back (the last
+    // `history` of them, finite and positive only), so a restarted host screens against them at once.
+    std::vector<double> history() const { return {history_.begin(), history_.end()}; }
+    void restore(std::span<const double> norms);
 
 private:
     ScreenPolicy policy_;

@@ -83,9 +83,11 @@ Host::Host(HostOptions options)
         c, model_config_, clock_, [this] { return checkpoint_source(); }, [this](const std::string& line) { log(line); },
         [this](const RunEvent& event) { emit(event); });
     if (std::optional<HostCheckpoints::Loaded> loaded = checkpoints_->load(*global_)) {
-        round_ = loaded->round;
+        round_ = first_round_ = loaded->round;
         roster_.restore(std::move(loaded->islands));
-        log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12));
+        deltas_->restore_screen_history(loaded->screen_history);
+        log("resumed from " + c.checkpoint_dir + " at round " + std::to_string(round_) + ", θ " + global_->hash().substr(0, 12) +
+            ", " + std::to_string(loaded->screen_history.size()) + " pseudo-gradient norms to screen against");
         emit({.kind = "resumed", .round = static_cast<int64_t>(round_), .theta = global_->hash().substr(0, 12), .detail = c.checkpoint_dir});
     } else if (!c.init.empty() || !c.init_hf.empty()) {
         const std::string& from = c.init.empty() ? c.init_hf : c.init;
@@ -183,6 +185,7 @@ HostCheckpoints::Source Host::checkpoint_source() {
     s.state = shipping_.current(round_, *global_);
     s.state_offset = shipping_.offset();
     s.global = global_.get();
+    s.screen_history = deltas_->screen_history();
     return s;
 }
 
@@ -305,13 +308,16 @@ void Host::offer_round(Link& link, const std::string& key) {
 bool Host::gathered(Link& link, Clock::time_point join_deadline) const {
     const RunConfig& c = options_.config;
     const int ready = roster_.ready();
-    // Islands not seen yet are waited for until join_timeout_s; after it (a run started short,
+    // Islands not seen yet, and every island at this host's first round (a restarted host's islands
+    // come back one by one), are waited for until join_timeout_s; after it (a run started short,
     // or an island revoked) every round waits as after any update, for the islands the update was
-    // meant for (PeerState::waits): a joiner still taking the state joins the round after it is in
-    // sync, so one that never gets there (a peer that says hello and nothing else) holds nothing back.
-    const bool first_wait = (round_ == 0 || roster_.islands().size() < static_cast<std::size_t>(c.islands)) &&
+    // meant for (PeerState::waits) and a newcomer's first state while it moves (PeerState::joins); any
+    // other joiner joins the round after it is in sync, so one that never gets there (a peer that says
+    // hello and nothing else) holds nothing back.
+    const bool first_wait = (round_ == first_round_ || roster_.islands().size() < static_cast<std::size_t>(c.islands)) &&
                             clock_.now() <= join_deadline;
-    const bool all_here = ready >= c.islands || (!first_wait && ready > 0 && roster_.every_island_in_sync());
+    const bool all_here =
+        ready >= c.islands || (!first_wait && ready > 0 && roster_.every_island_in_sync() && !joiner_moving(link));
     // Connection events are advisory (a dead peer's queued frames can look like a reconnect),
     // so the wait for hash reports after an update has a deadline like every other wait.
     return all_here || (!first_wait && ready > 0 && barrier_passed(link));
@@ -348,6 +354,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
     p.awaited = false;  // not in sync: it joins a round once it is
+    p.joining = seat->newcomer && !p.in_sync;  // but its first state, once, is waited for while it moves
     p.queued_from = p.in_sync ? round_ : UINT64_MAX;
     protocol::Welcome w{p.island, static_cast<uint32_t>(c.islands), c.toml, round_, global_->hash(), {}};
     w.data.vocab = static_cast<uint32_t>(model_config_.vocab_size);
@@ -498,14 +505,17 @@ void Host::handle(Link& link, const LinkEvent& e) {
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
-            if (p.in_sync) shipping_.settled(e.peer);
-            if (p.in_sync) note_update_held();
+            if (p.in_sync) {
+                p.joining = false;  // its first state is behind it
+                shipping_.settled(e.peer);
+                note_update_held();
+            }
             publish(e.peer);
             if (!p.in_sync && catching_up(p, h)) {
                 // Behind, not astray: the updates since are queued for it in order (send_update),
                 // and its next report says where it got to. A state now would only overtake them.
             } else if (!p.in_sync) {
-                p.awaited = false;  // astray: no barrier waits for it until it is in sync again
+                p.awaited = p.joining = false;  // astray: no barrier waits for it until it is in sync again
                 log("island " + std::to_string(p.island) + " reports θ " + h.theta_hash.substr(0, 12) + " at round " +
                     std::to_string(h.round) + ", host has " + global_->hash().substr(0, 12) + " at " + std::to_string(round_));
                 send_state(link, e.peer);
@@ -558,15 +568,24 @@ bool Host::transfer_alive(const LinkStats& s, uint64_t bytes, uint64_t moved, do
     return age < 2.0 * static_cast<double>(bytes) / std::max(rate, kSlowestAssumed) + margin;
 }
 
+bool Host::sending_moves(Link& link, const std::string& key) const {
+    const LinkStats s = link.stats(key);
+    return transfer_alive(s, s.sending, s.sent, s.send_bytes_per_s, s.sending_since);
+}
+
+bool Host::joiner_moving(Link& link) const {
+    for (const auto& [key, p] : roster_.peers())
+        if (p.joins() && sending_moves(link, key)) return true;
+    return false;
+}
+
 bool Host::barrier_passed(Link& link) const {
     if (clock_.now() <= sync_deadline_) return false;
     // An island still receiving the update (or that just has: its hash report is on the way) is waited
-    // for, as long as the transfer moves and is within its bytes at the link's measured rate.
-    for (const auto& [key, p] : roster_.peers()) {
-        if (!p.waits()) continue;
-        const LinkStats s = link.stats(key);
-        if (transfer_alive(s, s.sending, s.sent, s.send_bytes_per_s, s.sending_since)) return false;
-    }
+    // for, as long as the transfer moves and is within its bytes at the link's measured rate; so is a
+    // newcomer's first state.
+    for (const auto& [key, p] : roster_.peers())
+        if ((p.waits() || p.joins()) && sending_moves(link, key)) return false;
     return true;
 }
 

@@ -90,6 +90,8 @@ private:
     // counts: its answer is on the way.
     bool transfer_alive(const LinkStats& s, uint64_t bytes, uint64_t moved, double rate, Clock::time_point since) const;
     bool barrier_passed(Link& link) const;   // after an update: no island still receiving it or about to report
+    bool sending_moves(Link& link, const std::string& key) const;  // what goes to `key` now is alive (transfer_alive)
+    bool joiner_moving(Link& link) const;    // a newcomer's first state is on its way and moving
     // A report of θ at an earlier round that is the θ the host had then, with every update since
     // queued for it: the island is applying them (when updates come fast, the next one often lands
     // before its report).
@@ -140,6 +142,7 @@ private:
     HostRoster roster_;                           // the peers, their islands and budgets
     StateShipping shipping_;                      // the state of θ for joiners and the checkpoint
     uint64_t round_ = 0;                          // the round in progress (or next to start)
+    uint64_t first_round_ = 0;                    // the round this host started at: 0, or the checkpoint's
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds
     std::vector<rounds::IslandView> view_;        // the islands as view() last showed them to the policy
     std::unique_ptr<MomentPool> moments_;         // DES-LOC (outer.sync_moments_every > 0), else null

@@ -17,8 +17,10 @@ namespace arch {
 namespace {
 // Version 2 checks the file with XXH3-128 (what the writer spent most of its time on was BLAKE2b over
 // 2 P); a version 1 file, checked with BLAKE2b-256, is still read.
-constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '2'};
-constexpr char kStateMagicV1[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};
+constexpr char kStateMagic[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '3'};
+constexpr char kStateMagicV2[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '2'};  // no screen history
+constexpr char kStateMagicV1[8] = {'A', 'R', 'C', 'H', 'H', 'S', 'T', '1'};  // and BLAKE2b as the checksum
+constexpr uint32_t kMaxScreenHistory = 4096;
 
 std::string checksum(std::span<const std::span<const std::byte>> parts, bool v1) {
     return v1 ? diloco::hash_bytes(parts) : diloco::checksum(parts);
@@ -52,8 +54,9 @@ HostCheckpoints::HostCheckpoints(const RunConfig& config, const ModelConfig& mod
     last_ = clock_.now();
 }
 
-// host.state is the magic, the round, the island map, the state (GlobalModel::save_state's layout: θ
-// with its count, then the outer state) and an XXH3-128 checksum of all that. The host writes all
+// host.state is the magic, the round, the island map, the screen's norm history (a u32 count, then
+// f64s; version 3), the state (GlobalModel::save_state's layout: θ with its count, then the outer
+// state) and an XXH3-128 checksum of all that. The host writes all
 // but θ: the header now, the outer state staged from where it lies (the next outer step changes it:
 // advance_staging), and the checksum after it, θ checksummed from the state blob, which never
 // changes; the writer puts θ in later.
@@ -71,6 +74,9 @@ void HostCheckpoints::fill_snapshot(CheckpointSnapshot& s, const Source& source)
         w.str(key);
         w.u32(island);
     }
+    const std::size_t norms = std::min<std::size_t>(source.screen_history.size(), kMaxScreenHistory);
+    w.u32(static_cast<uint32_t>(norms));
+    for (std::size_t i = source.screen_history.size() - norms; i < source.screen_history.size(); ++i) w.f64(source.screen_history[i]);
     w.u64(theta.size() + source.global->outer_state_bytes());  // what ByteWriter::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
     s.state_file = std::make_unique<AtomicFile>(config_.checkpoint_dir + "/host.state");
@@ -168,7 +174,8 @@ std::optional<HostCheckpoints::Loaded> HostCheckpoints::load(diloco::GlobalModel
     ByteReader r(bytes, path.c_str());
     const std::span<const std::byte> magic = r.raw(8);
     const bool v1 = std::memcmp(magic.data(), kStateMagicV1, 8) == 0;
-    if (!v1 && std::memcmp(magic.data(), kStateMagic, 8) != 0) throw Error("'" + path + "' is not a host checkpoint");
+    const bool v2 = std::memcmp(magic.data(), kStateMagicV2, 8) == 0;
+    if (!v1 && !v2 && std::memcmp(magic.data(), kStateMagic, 8) != 0) throw Error("'" + path + "' is not a host checkpoint");
     Loaded loaded;
     loaded.round = r.u64();
     const uint32_t n = r.u32();
@@ -176,6 +183,11 @@ std::optional<HostCheckpoints::Loaded> HostCheckpoints::load(diloco::GlobalModel
     for (uint32_t i = 0; i < n; ++i) {
         std::string key = r.str(64);
         loaded.islands[key] = r.u32();
+    }
+    if (!v1 && !v2) {
+        const uint32_t norms = r.u32();
+        if (norms > kMaxScreenHistory) throw Error("'" + path + "' is corrupt: " + std::to_string(norms) + " screened norms");
+        for (uint32_t i = 0; i < norms; ++i) loaded.screen_history.push_back(r.f64());
     }
     const std::span<const std::byte> state = r.view(bytes.size());
     const std::string hash = r.str(64);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/model_config.h"
@@ -39,11 +40,13 @@ public:
         SharedBlob state;
         std::size_t state_offset = 0;
         const diloco::GlobalModel* global = nullptr;
+        std::vector<double> screen_history;  // the norms outer.screen remembers (HostDeltas)
     };
     using SourceFn = std::function<Source()>;
     struct Loaded {
         uint64_t round = 0;
         std::map<std::string, uint32_t> islands;
+        std::vector<double> screen_history;  // none from a version 1 or 2 file
     };
 
     // Creates the folder and starts the writer. `source` is asked what a checkpoint holds whenever

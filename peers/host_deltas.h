@@ -41,6 +41,9 @@ public:
     // A Δ's weight in the mean: its tokens, or the same for every island under DP-FedAvg.
     double weight(const rounds::Contribution& c) const { return privacy_ ? 1.0 : c.tokens; }
     void recycle(std::vector<rounds::Contribution>& all);  // the decoded buffers, back for the next round
+    // The screen's norm history, kept in the checkpoint so that a restarted host has a reference.
+    std::vector<double> screen_history() const { return screen_.history(); }
+    void restore_screen_history(std::span<const double> norms) { screen_.restore(norms); }
 
 private:
     bool holds_encoded() const;

@@ -37,10 +37,14 @@ struct PeerState {
     TokenBucket transfers{20.0, 100};  // transfer-begins and refused transfer messages (an honest peer: a begin a round)
     uint64_t over_budget = 0;        // messages dropped for going over a budget
     bool awaited = false;  // it was in sync when the last update went to it: the barrier waits for its report
-    // An island the last update was meant for that has not reported it. One that was not in sync (a
-    // joiner taking the state, one catching up or astray) joins a round once it reports in sync, and
-    // holds no barrier until then: a peer that never gets there cannot hold the run back.
+    bool joining = false;  // a key's first admission in this host's life, taking its first state
+    // An island the last update was meant for that has not reported it: the barrier waits for it.
     bool waits() const { return connected && welcomed && !in_sync && awaited; }
+    // A newcomer taking its first state: waited for only while that state moves (Host::joiner_moving),
+    // once. Any other island out of sync (a joiner again, one catching up or astray) joins a round once
+    // it reports in sync and holds nothing back until then: a peer that never gets there cannot hold
+    // the run back.
+    bool joins() const { return connected && welcomed && !in_sync && joining; }
 };
 
 class HostRoster {

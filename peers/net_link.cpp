@@ -229,8 +229,9 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             e.round = inbound.round;
             e.payload = inbound.receiver.take();
             const std::size_t size = e.payload.size();
-            // From its first chunk, not its begin: a begin sent early (before the blob existed, with
-            // a digest to be replaced) must not pass for time on the wire (docs/net.md).
+            // From its first chunk, not its begin: a begin may go out long before its chunks, the first
+            // chunk (bytes of the blob, checked against its digest) only once the blob exists. The time
+            // before it is not time on the wire (docs/net.md).
             const Clock::time_point first = inbound.first_chunk == Clock::time_point{} ? inbound.last_progress : inbound.first_chunk;
             e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - first).count();
             measure(stats_[in.peer_key].receive_bytes_per_s, size, e.transfer_seconds);

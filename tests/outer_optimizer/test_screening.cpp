@@ -1,6 +1,6 @@
 // tests/outer_optimizer/test_screening.cpp: NormScreen against hand-computed norms: a Δ far above the
 // round's median norm is clipped to factor × median (or rejected), honest ones are untouched, rounds
-// too small for a median use the history, and off screens nothing.
+// too small for a median use the history (also as restored from a checkpoint), and off screens nothing.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -73,6 +73,27 @@ TEST_CASE("rounds with fewer than three pseudo-gradients are screened against th
     const auto v = run(s, big);
     CHECK(v[0].outcome == Outcome::clipped);
     CHECK(v[0].limit == Approx(5.0 * 2.2));
+}
+
+TEST_CASE("the history taken out and restored screens as the original does; what is not a norm is left out") {
+    NormScreen s(ScreenPolicy{ScreenPolicy::Action::clip, 5.0}, 4);
+    for (float v : {1.0f, 1.2f, 0.8f, 1.1f, 0.9f}) {  // five rounds of one Δ: the last four are kept
+        std::vector<std::vector<float>> d = {filled(4, v)};
+        run(s, d);
+    }
+    const std::vector<double> kept = s.history();
+    REQUIRE(kept.size() == 4);
+    CHECK(kept[0] == Approx(2.4));  // the norms of 1.2, 0.8, 1.1 and 0.9 four times
+    CHECK(kept[3] == Approx(1.8));
+    NormScreen restored(ScreenPolicy{ScreenPolicy::Action::clip, 5.0}, 4);
+    std::vector<double> saved = s.history();
+    saved.insert(saved.begin(), {std::nan(""), -1.0, 0.0});  // a corrupt or hostile file's
+    restored.restore(saved);
+    CHECK(restored.history() == s.history());
+    const std::vector<double> big = {100.0};
+    CHECK(restored.judge(big)[0].outcome == Outcome::clipped);
+    CHECK(restored.judge(big)[0].limit == Approx(s.judge(big)[0].limit));  // 5 x the median, 2.0
+    CHECK(restored.judge(big)[0].limit == Approx(10.0));
 }
 
 TEST_CASE("screening off keeps everything; bad settings are refused") {

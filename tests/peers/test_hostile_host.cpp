@@ -133,7 +133,7 @@ TEST_CASE("a host that sends blobs no run sends a peer, or larger than the run's
     if (!host.pump_until([&] { return peer->count({.kind = "rejected", .type = "state"}) >= 1; }, 30)) FAIL(peer->log());
     CHECK(peer->running());
     const uint64_t peak = memory_of(peer->pid(), "VmHWM");
-    INFO("peer peak RSS after joining " << peak_joined / 1e6 << " MB, after the blobs " << peak / 1e6 << " MB");
+    WARN("peer peak RSS after joining " << peak_joined / 1e6 << " MB, after the blobs " << peak / 1e6 << " MB");
     CHECK(peak < peak_joined + (32ull << 20));  // not a 4 GiB or a 64 MiB buffer: a few chunks in the socket at most
     peer->kill(SIGTERM);
     CHECK(peer->wait(60) == 0);

@@ -59,7 +59,8 @@ TEST_CASE("an insider's transfer-status, credit and begin floods cost the host w
     const double calm_pace = (rounds() - calm_from) / calm_s;
     const double calm_cpu_rate = (cpu_seconds_of(host->pid()) - calm_cpu_from) / calm_s;
     const uint64_t peak_before = memory_of(host->pid(), "VmHWM");
-    INFO("calm: " << calm_pace << " rounds/s, host " << calm_cpu_rate << " CPU s/s, peak RSS " << peak_before / 1e6 << " MB");
+    // The figures go to the test's output as well (WARN): issue 30's table is made of them.
+    WARN("calm: " << calm_pace << " rounds/s, host " << calm_cpu_rate << " CPU s/s, peak RSS " << peak_before / 1e6 << " MB");
 
     // The attacker joins: the host begins sending it the state.
     auto attacker = raw_socket(run, 3);
@@ -115,7 +116,7 @@ TEST_CASE("an insider's transfer-status, credit and begin floods cost the host w
     const double attack_cpu = cpu_seconds_of(host->pid()) - attack_cpu_from;
     const double attack_pace = (rounds() - attack_from) / attack_s;
     const uint64_t peak_after = memory_of(host->pid(), "VmHWM");
-    INFO("attack (" << attack_s << " s): " << attack_pace << " rounds/s, host " << attack_cpu << " CPU s (calm: "
+    WARN("attack (" << attack_s << " s): " << attack_pace << " rounds/s, host " << attack_cpu << " CPU s (calm: "
                     << calm_cpu_rate * attack_s << "), peak RSS " << peak_after / 1e6 << " MB; the attacker got "
                     << received / 1e6 << " MB");
     if (!host->running()) FAIL(diagnostics());
@@ -184,6 +185,7 @@ TEST_CASE("begins that carry no payload do not hold a round open past its deadli
         closed = host->wait_event({.kind = "round_finished", .round = static_cast<int64_t>(rs.round)}, 0.5);
     }
     const double held_s = seconds_since(opened);
+    WARN("round " << rs.round << " closed " << held_s << " s after it opened (deadline " << kRoundTimeout << " s)");
     INFO(host->log());
     REQUIRE(closed);
     // The deadline, and at most the margin after the first begin, which came at once.
@@ -247,6 +249,7 @@ TEST_CASE("an island that sends its begin early cannot pass for the fastest and 
     }
     CHECK(rounds >= 3);
     INFO(host->log());
+    WARN("the honest island ran " << rounds << " rounds of 3 steps; the liar is given " << rs.steps);
     // The liar: 2.5 s for 3 steps, against a fraction of a second for the honest island: it runs fewer.
     CHECK(rs.steps < 3);
     host->kill(SIGTERM);

@@ -2,8 +2,8 @@
 // `archipelago peer` processes on 127.0.0.1 with real keys and CURVE. Every island ends each round
 // bit-identical to the host (hash), also an island of two ZeRO-3 devices; a peer SIGKILLed in the
 // middle of sending its pseudo-gradient does not stop the round and later rejoins in sync; a host
-// killed and restarted from its checkpoint loses at most one round; a version 1 host.state is still
-// read and a corrupt one refused; bad protocol input is rejected while the run goes on; and a
+// killed and restarted from its checkpoint loses at most one round, and screens against the norms it
+// remembered; a version 1 host.state is still read and a corrupt one refused; bad protocol input is rejected while the run goes on; and a
 // capture of the wire holds no plaintext of the protocol.
 #include <catch2/catch.hpp>
 
@@ -161,13 +161,24 @@ TEST_CASE("a host.state of version 1 (checked with BLAKE2b) is still read; a cor
         if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
         CHECK(p1->wait(30) == 0);
     }
-    // The version 2 file the run wrote, turned into version 1: its magic, and BLAKE2b-256 in place of
-    // XXH3-128 as the checksum of everything before it (a u32 length, then the hex).
+    // The version 3 file the run wrote, turned into version 1: without the screen's norms (a u32 count
+    // and its f64s after the island map), its magic, and BLAKE2b-256 in place of XXH3-128 as the
+    // checksum of everything before it (a u32 length, then the hex).
     const std::string path = run.dir.file("host") + "/host.state";
-    const std::vector<std::byte> v2 = read_file(path);
-    REQUIRE(v2.size() > 8 + 4 + 32);
-    REQUIRE(std::memcmp(v2.data(), "ARCHHST2", 8) == 0);
-    std::vector<std::byte> v1(v2.begin(), v2.end() - (4 + 32));
+    const std::vector<std::byte> v3 = read_file(path);
+    REQUIRE(v3.size() > 8 + 4 + 32);
+    REQUIRE(std::memcmp(v3.data(), "ARCHHST3", 8) == 0);
+    ByteReader header(v3, "host.state");
+    header.raw(8);
+    header.u64();
+    for (uint32_t i = 0, islands = header.u32(); i < islands; ++i) {
+        header.str(64);
+        header.u32();
+    }
+    const std::size_t at = v3.size() - header.remaining();
+    const uint32_t norms = header.u32();
+    std::vector<std::byte> v1(v3.begin(), v3.end() - (4 + 32));
+    v1.erase(v1.begin() + static_cast<long>(at), v1.begin() + static_cast<long>(at + 4 + 8 * norms));
     v1[7] = std::byte{'1'};
     const std::string blake = diloco::hash_bytes(std::as_bytes(std::span(v1)));
     const uint32_t length = static_cast<uint32_t>(blake.size());
@@ -301,6 +312,59 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
     const ModelConfig config = read_checkpoint_config(run.dir.file("host/model.bin"));
     const std::vector<float> theta = read_checkpoint_params(run.dir.file("host/model.bin"), config);
     CHECK(std::all_of(theta.begin(), theta.end(), [](float x) { return std::isfinite(x); }));
+}
+
+TEST_CASE("a host restarted from its checkpoint screens against the norms it remembered") {
+    // Two islands driven by hand: two rounds of small Δs give the screen its history (four norms), the
+    // host is stopped and started again, then one island sends a Δ 50 times longer. With two Δs a round
+    // there is no median, and the bound the inner optimizer allows is above it: only the norms the
+    // checkpoint kept can clip it.
+    Run run(6, 2);
+    run.make_peer(1);
+    run.make_peer(2);
+    // One island's Δ for its next round, driven until the host has it (its link is polled only here).
+    auto round_of = [](HandPeer& p, float value, std::size_t params) {
+        const protocol::RoundStart rs = p.wait_round_start();
+        p.send_grad(rs.round, std::vector<float>(params, value), 3.0 * 2 * 16);
+        const auto end = Clock::real().now() + std::chrono::seconds(60);
+        while (p.link->stats(p.host_key).sending > 0 && Clock::real().now() < end) p.link->poll(20);
+        REQUIRE(p.link->stats(p.host_key).sending == 0);
+    };
+    auto settle = [](HandPeer& p) {
+        const std::optional<LinkEvent> update = p.wait_event(protocol::Type::update, 120);
+        REQUIRE(update);
+        ByteReader ur(update->payload, "update");
+        const protocol::UpdateMeta um = protocol::decode_update(ur.bytes(4096));
+        p.report(um.round + 1, um.theta_hash);
+    };
+    {
+        auto host = run.host();
+        HandPeer a(run, 1), b(run, 2);
+        const std::size_t params = a.join("a");
+        b.join("b");
+        for (int round = 0; round < 2; ++round) {
+            round_of(a, 1e-4f, params);
+            round_of(b, 1e-4f, params);
+            settle(a);
+            settle(b);
+        }
+        host->kill(SIGTERM);
+        if (host->wait(60) != 0) FAIL(host->log());
+        CHECK(host->count({.kind = "screened"}) == 0);
+    }
+    auto host = run.host();
+    if (!host->wait_event({.kind = "resumed"}, 60)) FAIL(host->log());
+    INFO(host->log());
+    CHECK(host->log().find("4 pseudo-gradient norms to screen against") != std::string::npos);
+    HandPeer a(run, 1), b(run, 2);
+    const std::size_t params = a.join("a");
+    b.join("b");
+    round_of(a, 1e-4f, params);
+    round_of(b, 5e-3f, params);
+    CHECK(host->wait_event({.kind = "screened", .peer = "b", .type = "clipped"}, 60));
+    CHECK(host->count({.kind = "screened", .peer = "a"}) == 0);
+    host->kill(SIGTERM);
+    host->wait(60);
 }
 
 TEST_CASE("with no median to screen against, a 1e30 pseudo-gradient is clipped to the bound the inner optimizer allows") {
