@@ -47,10 +47,12 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     auto diagnostics = [&] { return host->log() + "\n--- peer 1\n" + honest[0]->log(); };
     INFO("model: " << params << " parameters");
 
-    // The honest pace, and the host's peak memory, before the attack: rounds 5 to 8, timed by their
-    // starts (waited for, with deadlines; no fixed sleep). At round 9's start the peak holds round 7's
-    // update, the second that carries DES-LOC's moments (outer.sync_moments_every = 4 by default);
-    // the attack's first part ends long before round 11's.
+    // The honest pace, and the host's peak memory, before the attack: rounds 5 to 40, timed by their
+    // starts (waited for, with deadlines; no fixed sleep), about as long as the attack: the host's
+    // peak creeps up by steps over its first tens of rounds (its RSS swings from round to round), and
+    // a short calm part would leave that creep to the attack's account. At round 41's start the peak
+    // holds round 39's update, one that carries DES-LOC's moments (outer.sync_moments_every = 4 by
+    // default); the attack's first part ends long before round 43's.
     auto wait_rounds = [&](int n, int timeout_s) {
         const auto deadline = Clock::real().now() + std::chrono::seconds(timeout_s);
         while (rounds_started(*host) < n && Clock::real().now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -59,7 +61,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     wait_rounds(5, 180);
     const int before = rounds_started(*host);
     const auto calm = Clock::real().now();
-    wait_rounds(9, 120);
+    wait_rounds(41, 180);
     const double calm_pace = (rounds_started(*host) - before) / seconds_since(calm);
     const uint64_t peak_before = memory_of(host->pid(), "VmHWM");
     INFO("honest pace before the attack: " << calm_pace << " rounds/s; host peak RSS " << peak_before / 1e6 << " MB");
