@@ -86,9 +86,10 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte
             in_flight_ = 0;
             session_credits_ = 0;
             held_ = std::move(m->held);
+            reported_held_ = static_cast<uint64_t>(std::count(held_.begin(), held_.end(), true));
             cursor_ = 0;
             resend_.clear();
-            if (std::all_of(held_.begin(), held_.end(), [](bool h) { return h; })) done_ = true;
+            if (reported_held_ == begin_.chunk_count) done_ = true;
             break;
         }
         case kTransferCredit: {
@@ -130,8 +131,7 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte
 
 uint64_t TransferSender::bytes_acknowledged() const {
     if (done_) return blob_.size();
-    const uint64_t reported = static_cast<uint64_t>(std::count(held_.begin(), held_.end(), true));
-    return std::min<uint64_t>((reported + session_credits_) * begin_.chunk_bytes, blob_.size());
+    return std::min<uint64_t>((reported_held_ + session_credits_) * begin_.chunk_bytes, blob_.size());
 }
 
 std::vector<Outbound> TransferSender::pump() {

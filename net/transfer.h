@@ -82,6 +82,7 @@ class TransferSender {
     uint32_t credit_ = 0;
     uint32_t in_flight_ = 0;         // chunks sent in this session and not yet credited
     uint64_t session_credits_ = 0;   // credits received in this session
+    uint64_t reported_held_ = 0;     // chunks the receiver said it held at this session's start
     bool awaiting_status_ = false;  // a begin went out: one status may answer it
     std::vector<bool> held_;  // what the receiver reported at the start of this session
     uint32_t cursor_ = 0;     // next index to consider in this session
