@@ -1,6 +1,7 @@
 // tests/peers/insider.h: what the tests of a hostile insider share: a raw socket with an invited
 // peer's key (frames go out as written; nothing is read unless the test reads it), and a process's
-// memory and CPU time read from /proc, to state what an attack may cost the host.
+// memory and CPU time read from /proc, to state what an attack may cost the host, and the run's clean
+// stop once the attack is over.
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "net/invite.h"
 #include "net/keys.h"
@@ -62,6 +64,16 @@ inline bool send_raw(net::PeerSocket& socket, uint16_t type, std::span<const std
     h.type = type;
     h.round = round;
     return socket.send(h, payload);
+}
+
+// SIGTERM to the host, then to each peer: every one ends cleanly (exit 0) within a minute.
+inline void stop_cleanly(Process& host, std::vector<std::unique_ptr<Process>>& peers) {
+    host.kill(SIGTERM);
+    CHECK(host.wait(60) == 0);
+    for (auto& p : peers) {
+        p->kill(SIGTERM);
+        CHECK(p->wait(60) == 0);
+    }
 }
 
 }  // namespace arch::test

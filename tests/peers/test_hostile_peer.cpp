@@ -136,12 +136,7 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
     CHECK(host->count({.kind = "over_budget", .peer = "attacker"}) >= 1);
 
     // SIGTERM: the host and the peers stop cleanly, and the checkpoint loads.
-    host->kill(SIGTERM);
-    CHECK(host->wait(60) == 0);
-    for (auto& p : honest) {
-        p->kill(SIGTERM);
-        CHECK(p->wait(60) == 0);
-    }
+    stop_cleanly(*host, honest);
     const std::string hl = host->log();
     INFO(hl.substr(hl.size() > 6000 ? hl.size() - 6000 : 0));
     CHECK(hl.find("Interrupted system call") == std::string::npos);

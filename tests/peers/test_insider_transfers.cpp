@@ -144,12 +144,7 @@ TEST_CASE("an insider's transfer-status, credit and begin floods cost the host w
     CHECK(attack_pace > 0);
     CHECK(host->count({.kind = "over_budget", .type = "transfer"}) >= 1);
 
-    host->kill(SIGTERM);
-    CHECK(host->wait(60) == 0);
-    for (auto& p : honest) {
-        p->kill(SIGTERM);
-        CHECK(p->wait(60) == 0);
-    }
+    stop_cleanly(*host, honest);
     CHECK(honest[0]->count({.kind = "theta_differs"}) == 0);
     const std::string model = run.dir.file("host") + "/model.bin";
     const std::vector<float> theta = read_checkpoint_params(model, read_checkpoint_config(model));
