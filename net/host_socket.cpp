@@ -1,13 +1,17 @@
 // net/host_socket.cpp: ROUTER + CURVE server + ZAP handler + monitor; routing by authenticated key;
-// the reader thread that keeps the socket drained, and the per-peer backlog it fills.
+// one live connection per key (the newest); the reader thread that keeps the socket drained, and the
+// per-peer backlog it fills.
 #include "net/host_socket.h"
 
+#include <netdb.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -48,12 +52,27 @@ struct HostSocket::State {
     zmq::socket_t monitor;
     Traffic traffic;
     uint64_t sequence = 0;
+    // A key keeps one live connection, its newest (docs/protocol.md, "What a message may cost").
+    // Every TCP connection the listener accepted and libzmq has not reported gone, by fd, as the
+    // monitor saw it (ZMQ_EVENT_ACCEPTED to ZMQ_EVENT_DISCONNECTED; libzmq reports the latter before it
+    // closes the fd), and the routing id its messages carry once one of them has been read.
+    struct Accepted {
+        std::string ip, port;  // its other end, when the monitor reported it (empty: already gone)
+        std::string rid;
+    };
+    std::map<int, Accepted> accepted;
+    // Every routing id a message came in on, until its connection is reported gone. `ip` and `port`
+    // are set only where the message was certainly the accepted connection's (its Peer-Address is the
+    // address accepted on that fd, and no newer routing id came in on it): only then may it be closed.
     struct Connection {
         std::string key;
         int fd = -1;
+        std::string ip, port;
+        bool closing = false;
     };
     std::map<std::string, Connection> by_routing_id;  // routing id bytes -> connection
-    std::map<std::string, std::string> routing_of;    // key -> newest routing id
+    std::map<std::string, std::string> routing_of;    // key -> its newest routing id (kept when it closes)
+    std::map<std::string, uint64_t> superseded;       // per key, older connections closed
     std::set<std::string> send_refused;               // keys whose last send found the queue full
 
     // What the reader has read and poll() has not taken yet.
@@ -114,6 +133,9 @@ struct HostSocket::State {
     }
     void push(Incoming in);
     void handle_monitor_event(const detail::MonitorEvent& event);
+    bool track(const std::string& rid, const std::string& key, int fd, const char* peer_ip);
+    void close_connection(const std::string& rid);
+    bool live(const std::string& key) const;  // its newest connection is open
     void receive_one();
     void read_loop();
 };
@@ -156,7 +178,7 @@ HostSocket::HostSocket(HostSocketOptions options) : state_(std::make_unique<Stat
     detail::set_int(s.router, ZMQ_ZAP_ENFORCE_DOMAIN, 1, "ZMQ_ZAP_ENFORCE_DOMAIN");
     s.monitor = detail::start_monitor(
         s.context, s.router,
-        ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+        ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
     try {
         s.router.bind(s.options.bind_endpoint);
@@ -173,12 +195,38 @@ std::string HostSocket::endpoint() const {
     return state_->endpoint;
 }
 
+namespace {
+// The numeric address and port at the other end of a socket, as libzmq writes a Peer-Address;
+// false when fd is not a connected socket (any more).
+bool peer_address(int fd, std::string& ip, std::string& port) {
+    sockaddr_storage addr{};
+    socklen_t length = sizeof(addr);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return false;
+    char host[NI_MAXHOST], service[NI_MAXSERV];
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host, sizeof(host), service, sizeof(service),
+                      NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return false;
+    ip = host;
+    port = service;
+    return true;
+}
+}  // namespace
+
 void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) {
+    const int fd = static_cast<int>(event.value);
+    if (event.event == ZMQ_EVENT_ACCEPTED) {
+        // A connection already gone leaves no address, so it can never be closed by mistake. One whose
+        // fd was closed and reused before this line ran has a DISCONNECTED and an ACCEPTED after this.
+        Accepted connection;
+        (void)peer_address(fd, connection.ip, connection.port);
+        accepted[fd] = std::move(connection);
+        return;
+    }
     if (event.event != ZMQ_EVENT_DISCONNECTED) {
         reader_says("host: " + detail::describe_handshake_failure(event), true);
         return;
     }
-    const int fd = static_cast<int>(event.value);
+    accepted.erase(fd);
     for (auto it = by_routing_id.begin(); it != by_routing_id.end();) {
         if (it->second.fd != fd) {
             ++it;
@@ -187,7 +235,6 @@ void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) 
         const std::string key = it->second.key;
         const auto current = routing_of.find(key);
         if (current != routing_of.end() && current->second == it->first) {
-            routing_of.erase(current);
             reader_says("host: peer " + fingerprint(key) + " disconnected");
             Incoming event_out;
             event_out.kind = Incoming::Kind::disconnected;
@@ -196,6 +243,79 @@ void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) 
         }
         it = by_routing_id.erase(it);
     }
+}
+
+namespace {
+// Whether routing id a belongs to a newer connection than b: libzmq's ROUTER numbers the connections
+// it attaches (a zero byte, then a big-endian count); a routing id a peer chose itself has no order,
+// and the one seen last counts as newer.
+bool newer(const std::string& a, const std::string& b) {
+    auto numbered = [](const std::string& rid) { return rid.size() == 5 && rid[0] == '\0'; };
+    if (!numbered(a) || !numbered(b)) return true;
+    return std::memcmp(a.data() + 1, b.data() + 1, 4) > 0;
+}
+}  // namespace
+
+bool HostSocket::State::live(const std::string& key) const {
+    const auto route = routing_of.find(key);
+    return route != routing_of.end() && by_routing_id.count(route->second) > 0;
+}
+
+// A message came in on routing id `rid` from `key`: returns whether it is the key's newest connection,
+// which gets the replies. A newer one closes the older ones; an older one still talking is closed.
+bool HostSocket::State::track(const std::string& rid, const std::string& key, int fd, const char* peer_ip) {
+    while (auto event = detail::read_monitor_event(monitor)) handle_monitor_event(*event);  // as of this message
+    const auto [it, fresh] = by_routing_id.try_emplace(rid, Connection{key, fd, {}, {}, false});
+    if (fresh) {
+        // Is it the connection accepted on this fd? Not a message read after its connection closed and
+        // the fd went to another address; and of two routing ids on one accept, the newer is its own.
+        const auto at = accepted.find(fd);
+        if (at != accepted.end() && !at->second.ip.empty() && peer_ip && at->second.ip == peer_ip &&
+            (at->second.rid.empty() || newer(rid, at->second.rid))) {
+            if (const auto late = by_routing_id.find(at->second.rid); late != by_routing_id.end())
+                late->second.ip.clear(), late->second.port.clear();
+            at->second.rid = rid;
+            it->second.ip = at->second.ip;
+            it->second.port = at->second.port;
+        }
+    }
+    const auto route = routing_of.find(key);
+    if (route == routing_of.end()) {
+        routing_of[key] = rid;
+        return true;
+    }
+    if (route->second == rid) {
+        if (!fresh) return true;
+        by_routing_id.erase(it);  // a late message of the newest connection, reported gone since
+        return false;
+    }
+    if (!newer(rid, route->second)) {  // an older connection: its messages count, it gets no replies
+        close_connection(rid);
+        return false;
+    }
+    close_connection(route->second);
+    route->second = rid;
+    return true;
+}
+
+void HostSocket::State::close_connection(const std::string& rid) {
+    const auto it = by_routing_id.find(rid);
+    if (it == by_routing_id.end() || it->second.closing) return;
+    Connection& c = it->second;
+    const auto at = accepted.find(c.fd);
+    std::string ip, port;
+    if (c.ip.empty() || at == accepted.end() || at->second.rid != rid || !peer_address(c.fd, ip, port) ||
+        ip != c.ip || port != c.port) {
+        by_routing_id.erase(it);  // gone already, or not certainly this connection: left alone, and forgotten
+        return;
+    }
+    c.closing = true;
+    ::shutdown(c.fd, SHUT_RDWR);  // libzmq reads the end, reports DISCONNECTED and frees the connection's pipes
+    traffic.superseded_connections += 1;
+    const uint64_t n = ++superseded[c.key];
+    if (n == 1 || n % 100 == 0)
+        reader_says("host: peer " + fingerprint(c.key) + " opened another connection; closed the older one (" + ip +
+                    ":" + port + "; " + std::to_string(n) + " so far: a key keeps one)");
 }
 
 void HostSocket::State::receive_one() {
@@ -237,15 +357,16 @@ void HostSocket::State::receive_one() {
         return;
     }
     const std::string rid = routing.to_string();
-    if (!by_routing_id.count(rid)) {
-        by_routing_id[rid] = Connection{key, frame.get(ZMQ_SRCFD)};
-        routing_of[key] = rid;
+    const bool was_live = live(key);
+    const std::string was_route = routing_of.count(key) ? routing_of[key] : std::string();
+    // An older connection's messages still count (the key sent them), but it gets no replies.
+    if (track(rid, key, frame.get(ZMQ_SRCFD), zmq_msg_gets(frame.handle(), "Peer-Address")) &&
+        (!was_live || was_route != rid)) {
         Incoming connected;
         connected.kind = Incoming::Kind::connected;
         connected.peer_key = key;
         push(std::move(connected));
     }
-    routing_of[key] = rid;  // the newest connection of a key gets the replies
     Incoming message;
     message.peer_key = std::move(key);
     message.header = header;
@@ -321,7 +442,7 @@ bool HostSocket::send(const std::string& peer_key, const Header& header,
             detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);
         const std::size_t bytes = frame.size();
         const auto route = s.routing_of.find(peer_key);
-        if (route == s.routing_of.end()) {
+        if (!s.live(peer_key)) {
             failure = "host: cannot send " + type_name(header.type) + " to peer " + fingerprint(peer_key) +
                       ": not connected";
         } else {
@@ -354,7 +475,7 @@ void HostSocket::set_allow_list(AllowList allow) {
 
 bool HostSocket::connected(const std::string& peer_key) const {
     std::lock_guard lock(state_->socket_mutex);
-    return state_->routing_of.count(peer_key) > 0;
+    return state_->live(peer_key);
 }
 
 Traffic HostSocket::traffic() const {

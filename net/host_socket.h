@@ -3,8 +3,9 @@
 // are routed by that key. One thread calls poll() and send(); inside, a reader thread drains the
 // socket all the time, so libzmq's inbound pipe never fills whatever the caller is doing (a full pipe
 // plus a ZMTP heartbeat timeout aborts libzmq 4.3.4: zeromq/libzmq#4364), and what it read waits in a
-// queue bounded per peer. Sends never block. Owns its own ZeroMQ context, because a context holds
-// exactly one ZAP handler.
+// queue bounded per peer. Sends never block. A key holds one live connection, its newest: when a newer
+// one speaks, the older ones are closed with what libzmq queued on them. Owns its own ZeroMQ context,
+// because a context holds exactly one ZAP handler.
 #pragma once
 
 #include <cstdint>

@@ -53,6 +53,7 @@ struct Traffic {
     uint64_t rejected_messages = 0;            // dropped by validation (bad header, wrong run, ...)
     uint64_t rejected_bytes = 0;
     uint64_t dropped_messages = 0;             // valid, but over the sender's backlog bound (host)
+    uint64_t superseded_connections = 0;       // a key's older connections the host closed (it keeps the newest)
     uint64_t bytes_sent() const;
     uint64_t bytes_received() const;
 };

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -45,8 +46,9 @@ inline double cpu_seconds_of(pid_t pid) {
 }
 
 // A raw socket with peer i's key: frames go out as they are, and closing it drops the connection at
-// once (linger 0).
-inline std::unique_ptr<net::PeerSocket> raw_socket(const Run& run, int i) {
+// once (linger 0). `limits` may change the rest of its limits (its queues, its reconnects).
+inline std::unique_ptr<net::PeerSocket> raw_socket(const Run& run, int i,
+                                                   const std::function<void(net::Limits&)>& limits = {}) {
     const net::Invite invite = net::Invite::load(run.invite(i));
     net::PeerSocketOptions so;
     so.host_endpoint = invite.host_endpoint;
@@ -54,6 +56,7 @@ inline std::unique_ptr<net::PeerSocket> raw_socket(const Run& run, int i) {
     so.keys = net::load_keypair(run.key(i));
     so.run_id = invite.run_id;
     so.limits.linger_ms = 0;
+    if (limits) limits(so.limits);
     so.log = [](const std::string&) {};
     return std::make_unique<net::PeerSocket>(so);
 }
