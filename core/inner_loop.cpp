@@ -39,6 +39,20 @@ double muon_step_bound(const MuonConfig& m) {
 
 }  // namespace
 
+double inner_step_value_bound(const TrainConfig& config, int widest) {
+    const double adamw = adamw_step_bound(config.adamw);
+    if (adamw == 0) return 0;
+    return config.optimizer == InnerOptimizer::muon
+               ? std::max(adamw, muon_step_bound(config.muon) * std::sqrt(static_cast<double>(std::max(widest, 1))))
+               : adamw;
+}
+
+double adamw_moment_ratio_bound(const AdamWConfig& a) {
+    const double b1 = a.beta1, b2 = a.beta2, r = b1 * b1 / b2;
+    if (!(b1 >= 0 && b1 < 1 && b2 > 0 && b2 < 1 && r < 1)) return 0;
+    return (1 - b1) / std::sqrt((1 - b2) * (1 - r));
+}
+
 double inner_step_rms_bound(const TrainConfig& config) {
     const double adamw = adamw_step_bound(config.adamw);
     if (adamw == 0) return 0;

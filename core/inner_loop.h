@@ -50,6 +50,16 @@ struct TrainConfig {
 //   0.2 of that), or AdamW's for the tensors Muon leaves to AdamW, whichever is larger.
 // docs/run-config.md, "A bound that always holds".
 double inner_step_rms_bound(const TrainConfig& config);
+// The largest move one inner step can make to any single value of θ, in units of its learning rate,
+// before weight decay: AdamW's bound above holds value by value (Cauchy-Schwarz is taken coordinate
+// by coordinate); an entry of a Muon step is at most the step's largest singular value, 0.2 × σ ×
+// √widest, widest being muon_widest_side of the model (core/muon.h). 0: no bound.
+double inner_step_value_bound(const TrainConfig& config, int widest);
+// AdamW's moments as it holds them (not bias-corrected) satisfy |m_i| ≤ k √v_i whatever the
+// gradients, k = (1-β1) / sqrt((1-β2)(1 - β1²/β2)) (Cauchy-Schwarz on the two moving averages, the sum
+// of the ratios' powers taken to infinity); 0 (none) when β1² ≥ β2. With gradients clipped to a
+// global norm c, also ‖m‖ ≤ c and Σ v_i ≤ c².
+double adamw_moment_ratio_bound(const AdamWConfig& a);
 
 struct StepStats {
     int step = 0;  // 1-based index of the step just taken

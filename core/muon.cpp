@@ -59,13 +59,24 @@ void newton_schulz(std::span<float> g, int rows, int cols, int steps) {
         for (int j = 0; j < cols; ++j) g[i * cols + j] = x[wide ? i * cols + j : j * rows + i];
 }
 
-Muon::Muon(const ParamLayout& layout, const MuonConfig& config) : config_(config) {
+std::vector<TensorView> muon_matrices(const ParamLayout& layout) {
+    std::vector<TensorView> matrices;
     for (std::size_t l = 0; l < layout.num_blocks(); ++l) {
         const BlockOffsets& b = layout.block(static_cast<int>(l));
         for (const TensorView& t : layout.tensors())
             if (t.offset == b.qkvw || t.offset == b.attprojw || t.offset == b.fcw || t.offset == b.fcprojw)
-                matrices_.push_back(t);
+                matrices.push_back(t);
     }
+    return matrices;
+}
+
+int muon_widest_side(const ParamLayout& layout) {
+    int widest = 0;
+    for (const TensorView& t : muon_matrices(layout)) widest = std::max({widest, t.shape[0], t.shape[1]});
+    return widest;
+}
+
+Muon::Muon(const ParamLayout& layout, const MuonConfig& config) : config_(config), matrices_(muon_matrices(layout)) {
     for (const TensorView& t : matrices_) momentum_.emplace_back(t.size, 0.0f);
 }
 

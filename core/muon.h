@@ -25,6 +25,12 @@ void newton_schulz(std::span<float> g, int rows, int cols, int steps);
 // What `steps` iterations do to one singular value of g / ‖g‖_F.
 float newton_schulz_scalar(float sigma, int steps);
 
+// The tensors Muon moves: each block's matmul weights, in layout order.
+std::vector<TensorView> muon_matrices(const ParamLayout& layout);
+// The widest side (rows or columns) of those matrices: an entry of Muon's step is at most
+// 0.2 √(that side) × NS5's largest singular value.
+int muon_widest_side(const ParamLayout& layout);
+
 class Muon {
 public:
     Muon(const ParamLayout& layout, const MuonConfig& config);

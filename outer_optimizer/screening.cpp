@@ -86,4 +86,22 @@ std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> 
     return verdicts;
 }
 
+uint64_t clamp_values(std::span<float> x, float limit) {
+    if (!(limit > 0)) return 0;
+    uint64_t beyond = 0;
+    for (float& v : x)
+        if (std::fabs(v) > limit) {
+            v = std::copysign(limit, v);
+            ++beyond;
+        }
+    return beyond;
+}
+
+uint64_t count_beyond(std::span<const float> x, float limit) {
+    if (!(limit > 0)) return 0;
+    uint64_t beyond = 0;
+    for (const float v : x) beyond += std::fabs(v) > limit;
+    return beyond;
+}
+
 }  // namespace arch::outer

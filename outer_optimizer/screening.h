@@ -3,11 +3,13 @@
 // round has fewer than kMinForMedian of them (async, a small run), with the median of the norms kept
 // in recent rounds. A Δ beyond factor × that median is clipped to it, or rejected, as the policy says.
 // A ceiling (the largest norm an honest island's Δ can have, which the host derives from the inner
-// optimizer: peers/host_deltas.h) bounds every Δ, and stands alone when there is no median yet.
+// optimizer: peers/host_deltas.h) bounds every Δ, and stands alone when there is no median yet; a
+// per-value bound (clamp_values) keeps a Δ from spending that norm on a few values.
 // Pure functions on spans: it never sees a peer or a socket; the host logs the verdicts by name.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <span>
 #include <string>
@@ -60,5 +62,10 @@ private:
 };
 
 double l2_norm(std::span<const float> x);  // in double, so 1e30-sized values do not overflow
+
+// The per-value bound: each value of x brought within [-limit, limit] (a norm can be spent on a few
+// values: one norm's gain vector). Returns how many were beyond it. limit <= 0: none is touched.
+uint64_t clamp_values(std::span<float> x, float limit);
+uint64_t count_beyond(std::span<const float> x, float limit);  // the same count, nothing touched
 
 }  // namespace arch::outer

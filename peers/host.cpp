@@ -77,7 +77,7 @@ Host::Host(HostOptions options)
         privacy_ = std::make_unique<privacy::PrivacyBudget>(c.privacy, run_updates(c));
         log_privacy_plan();
     }
-    deltas_ = std::make_unique<HostDeltas>(c, *global_, privacy_.get(), [this](const std::string& line) { log(line); },
+    deltas_ = std::make_unique<HostDeltas>(c, model_config_, *global_, privacy_.get(), [this](const std::string& line) { log(line); },
                                            [this](const RunEvent& event) { emit(event); });
     checkpoints_ = std::make_unique<HostCheckpoints>(
         c, model_config_, clock_, [this] { return checkpoint_source(); }, [this](const std::string& line) { log(line); },

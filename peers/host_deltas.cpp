@@ -7,24 +7,30 @@
 #include <limits>
 #include <utility>
 
+#include "core/muon.h"
+#include "core/param_layout.h"
+
 namespace arch {
 
-HostDeltas::HostDeltas(const RunConfig& config, const diloco::GlobalModel& global, const privacy::PrivacyBudget* privacy,
-                       std::function<void(const std::string&)> log, std::function<void(const RunEvent&)> event)
+HostDeltas::HostDeltas(const RunConfig& config, const ModelConfig& model, const diloco::GlobalModel& global,
+                       const privacy::PrivacyBudget* privacy, std::function<void(const std::string&)> log,
+                       std::function<void(const RunEvent&)> event)
     : config_(config),
       global_(global),
       privacy_(privacy),
       log_(std::move(log)),
       event_(std::move(event)),
       screen_(outer::ScreenPolicy{config.outer.screen, config.outer.screen_factor}),
-      step_rms_(inner_step_rms_bound(run_train_config(config, "", "", 0))) {
+      step_rms_(inner_step_rms_bound(run_train_config(config, "", "", 0))),
+      step_value_(inner_step_value_bound(run_train_config(config, "", "", 0), muon_widest_side(ParamLayout(model)))) {
     if (privacy_ && !config.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
 }
 
 void HostDeltas::take_in(std::span<const std::byte> payload, std::size_t values, rounds::Contribution& c) {
     if (holds_encoded()) {
         c.held = std::make_shared<const compression::HeldPayload>(payload, values);  // validated whole
-        c.norm = held_norm(*c.held, 1.0f);
+        c.limit = value_limit();
+        c.norm = held_norm(*c.held, 1.0f, c.limit, &c.beyond);
         return;
     }
     if (!spare_.empty()) {
@@ -58,7 +64,7 @@ bool HostDeltas::holds_encoded() const {
     return config_.mode == RunMode::sync && !privacy_ && global_.aggregates_per_coordinate();
 }
 
-double HostDeltas::held_norm(const compression::HeldPayload& held, float scale) {
+double HostDeltas::held_norm(const compression::HeldPayload& held, float scale, float limit, uint64_t* beyond) {
     // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, in
     // the same order, a slice at a time.
     const uint64_t n = held.count(), slice = compression::slice_length(held.alignment());
@@ -68,12 +74,25 @@ double HostDeltas::held_norm(const compression::HeldPayload& held, float scale) 
         if (norm_slice_.size() < len) norm_slice_.resize(len);
         const std::span<float> values = std::span(norm_slice_).first(len);
         held.decode(first, values);
+        if (beyond) *beyond += outer::count_beyond(values, limit);
         for (const float x : values) {
             const float y = x * scale;
             sum += static_cast<double>(y) * y;
         }
     }
     return std::sqrt(sum);
+}
+
+float HostDeltas::value_limit() {
+    if (step_value_ <= 0 || privacy_ || config_.outer.screen == outer::ScreenPolicy::Action::off) return 0.0f;
+    if (limit_at_ != global_.updates_applied()) {
+        limit_at_ = global_.updates_applied();
+        float largest = 0.0f;
+        for (const float x : global_.theta()) largest = std::max(largest, std::fabs(x));
+        const double H = config_.steps_per_round, lr = config_.lr, move = H * lr * step_value_;
+        limit_ = static_cast<float>(2.0 * (move + H * lr * config_.weight_decay * (largest + move)));
+    }
+    return limit_;
 }
 
 double HostDeltas::honest_ceiling(std::size_t values, double longest) const {
@@ -104,6 +123,10 @@ void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) 
         for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
         // Their norms are the screen's to take: the ceiling is taken whole (a pass over θ).
         verdicts = screen_.screen(deltas, honest_ceiling(all.front().delta.size(), std::numeric_limits<double>::infinity()));
+        const float limit = value_limit();
+        for (std::size_t i = 0; i < all.size(); ++i)
+            if (verdicts[i].outcome != outer::ScreenVerdict::Outcome::rejected)
+                all[i].beyond = outer::clamp_values(all[i].delta, limit), all[i].limit = limit;
     }
     std::vector<rounds::Contribution> kept;
     for (std::size_t i = 0; i < all.size(); ++i) {
@@ -118,7 +141,17 @@ void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) 
             event_({.kind = "screened", .round = static_cast<int64_t>(round), .island = static_cast<int>(all[i].island),
                     .peer = all[i].name, .type = v.outcome == outer::ScreenVerdict::Outcome::clipped ? "clipped" : "rejected"});
         }
-        if (v.outcome != outer::ScreenVerdict::Outcome::rejected) kept.push_back(std::move(all[i]));
+        if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
+        if (all[i].beyond > 0) {
+            char figures[128];
+            std::snprintf(figures, sizeof(figures), "%llu values beyond ±%.3g, the most one value moves in a round",
+                          static_cast<unsigned long long>(all[i].beyond), all[i].limit);
+            log_("clamped the pseudo-gradient of island " + std::to_string(all[i].island) + " (" + all[i].name +
+                 ") for round " + std::to_string(round) + ": " + figures);
+            event_({.kind = "screened", .round = static_cast<int64_t>(round), .island = static_cast<int>(all[i].island),
+                    .peer = all[i].name, .type = "clamped"});
+        }
+        kept.push_back(std::move(all[i]));
     }
     all = std::move(kept);
 }

@@ -2,7 +2,8 @@
 // Each is taken in decoded into a buffer a past round used (no fresh memory for the kernel to clear),
 // or, in sync rounds whose aggregator works coordinate by coordinate, held encoded with its norm and
 // aggregated slice by slice later. Before the outer step they are vetted: screened against the
-// round's median norm (outer.screen: clipped or rejected, logged by island), or with differential
+// round's median norm and the honest ceiling (outer.screen: clipped or rejected, logged by island),
+// each value bounded by the most one value can move in a round (clamped), or with differential
 // privacy on clipped, and in central mode noised by the host.
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include "compression/codec.h"
 #include "compression/held_payload.h"
+#include "core/model_config.h"
 #include "outer_optimizer/screening.h"
 #include "peers/diloco/global_model.h"
 #include "peers/rounds/round_policy.h"
@@ -29,8 +31,9 @@ namespace arch {
 class HostDeltas {
 public:
     // `privacy`: the run's budget when [privacy] is on (it sets the noise), else null. Both outlive this.
-    HostDeltas(const RunConfig& config, const diloco::GlobalModel& global, const privacy::PrivacyBudget* privacy,
-               std::function<void(const std::string&)> log, std::function<void(const RunEvent&)> event);
+    HostDeltas(const RunConfig& config, const ModelConfig& model, const diloco::GlobalModel& global,
+               const privacy::PrivacyBudget* privacy, std::function<void(const std::string&)> log,
+               std::function<void(const RunEvent&)> event);
 
     // The payload of a pseudo-gradient of `values` values (its size already checked) into c: decoded,
     // or held encoded with its norm. Throws arch::Error for a payload that does not decode.
@@ -47,13 +50,19 @@ public:
 
 private:
     bool holds_encoded() const;
-    double held_norm(const compression::HeldPayload& held, float scale);  // of its values times scale
+    // The norm of its values times scale; `beyond` (when given) counts the values past ±limit.
+    double held_norm(const compression::HeldPayload& held, float scale, float limit = 0, uint64_t* beyond = nullptr);
     void screen(std::vector<rounds::Contribution>& all, uint64_t round);
     // The largest norm an honest island's Δ of `values` values can have: H inner steps at the peak
     // learning rate, each moving θ by at most the optimizer's bound, plus weight decay's pull on θ,
     // twice over (error feedback's residual rides along). 0: none (an optimizer with no bound). θ's
     // norm (a pass over θ) is only taken when a Δ of `longest` norm could be above the rest of it.
     double honest_ceiling(std::size_t values, double longest) const;
+    // The most one value of an honest island's Δ can be: H inner steps at the peak learning rate, each
+    // moving a value by at most the optimizer's per-value bound, plus weight decay's pull on the largest
+    // |θ| value, twice over (error feedback's residual and the codec's rounding ride along). Taken once
+    // per θ (a pass over it). 0: none (outer.screen off, differential privacy on, or no bound).
+    float value_limit();
     bool privatize(std::vector<rounds::Contribution>& all, uint64_t round);  // false: too few to carry the noise
 
     const RunConfig& config_;
@@ -63,6 +72,9 @@ private:
     std::function<void(const RunEvent&)> event_;  // screened: a Δ clipped or left out
     outer::NormScreen screen_;                    // outer.screen: Δ norms against the round's median
     double step_rms_;                             // inner_step_rms_bound of the islands' optimizer
+    double step_value_;                           // inner_step_value_bound of the same
+    float limit_ = 0.0f;                          // value_limit() for θ after `limit_at_` updates
+    uint64_t limit_at_ = UINT64_MAX;
     std::unique_ptr<privacy::NoiseSource> noise_;  // central mode: the host's noise
     std::vector<std::vector<float>> spare_;        // decoded Δs' buffers (at most one a run's island)
     std::vector<std::byte> decode_scratch_;        // a payload, out of its zstd stage

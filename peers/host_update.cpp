@@ -69,7 +69,7 @@ std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, 
     std::vector<outer::WeightedDelta> cs;
     std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
     for (const rounds::Contribution& c : all) {
-        if (c.held) held.push_back({c.held.get(), c.tokens, c.scale});
+        if (c.held) held.push_back({c.held.get(), c.tokens, c.scale, c.limit});
         else cs.push_back({c.delta, deltas_->weight(c)});
     }
     if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");

@@ -2,9 +2,11 @@
 #include "peers/moment_sync.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/inner_loop.h"
 #include "peers/diloco/global_model.h"
 #include "peers/protocol.h"
 #include "peers/run_config.h"
@@ -34,7 +36,38 @@ MomentPool::MomentPool(const RunConfig& config, std::size_t params)
     : every_(config.sync_moments_every),
       screen_m_(moments_screen(config)),
       screen_v_(moments_screen(config)),
-      params_(params) {}
+      params_(params) {
+    const TrainConfig train = run_train_config(config, "", "", 0);
+    const bool adamw = train.optimizer == InnerOptimizer::adamw;
+    ratio_ = adamw ? adamw_moment_ratio_bound(train.adamw) : 0;
+    clip_ = adamw && train.adamw.grad_clip > 0 ? train.adamw.grad_clip : 0;
+}
+
+namespace {
+// What AdamW makes of any gradients (MomentPool's header), with room for fp32's rounding: a relative
+// 1e-3, and 1e-12 absolute for values whose v underflowed to 0.
+void check_adamw_made(const protocol::Moments& mv, double ratio, double clip) {
+    constexpr double kRounding = 1e-3, kTiny = 1e-12;
+    double m2 = 0, v1 = 0;
+    for (std::size_t i = 0; i < mv.m.size(); ++i) {
+        const double m = mv.m[i], v = mv.v[i];
+        if (ratio > 0 && std::fabs(m) > ratio * std::sqrt(v) * (1 + kRounding) + kTiny) {
+            char figures[160];
+            std::snprintf(figures, sizeof(figures), "m = %.3g with v = %.3g at value %zu: AdamW keeps |m| within %.3f sqrt(v)",
+                          m, v, i, ratio);
+            throw Error(std::string("moments AdamW could not have made: ") + figures);
+        }
+        m2 += m * m;
+        v1 += v;
+    }
+    if (clip > 0 && (std::sqrt(m2) > clip * (1 + kRounding) || v1 > clip * clip * (1 + kRounding))) {
+        char figures[160];
+        std::snprintf(figures, sizeof(figures), "|m| = %.3g and sum of v = %.3g, above %.3g and %.3g", std::sqrt(m2), v1,
+                      clip, clip * clip);
+        throw Error(std::string("moments beyond what gradients clipped to the run's grad_clip allow: ") + figures);
+    }
+}
+}  // namespace
 
 void MomentPool::accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta,
                         uint64_t started_round, uint64_t round) {
@@ -51,6 +84,7 @@ void MomentPool::accept(const std::string& key, std::span<const std::byte> blob,
     if (const auto it = held_.find(key); it != held_.end() && it->second.round == of)
         throw Error("a second set of moments for round " + std::to_string(of));
     protocol::Moments mv = protocol::decode_moments(blob, params_);  // exact size, finite, v >= 0
+    check_adamw_made(mv, ratio_, clip_);
     held_[key] = Held{mv.round, std::move(mv.m), std::move(mv.v)};
 }
 

@@ -3,9 +3,12 @@
 // its Δ; the host keeps them until the round's update, which carries their token-weighted mean over
 // the islands whose Δ it used. It sees no network and no model: the host hands it checked facts and
 // blobs. Memory: one set of moments (2 model sizes of fp32) per admitted island, until the update.
-// Finite moments can still lie: each island's ‖m‖ and ‖v‖ are screened as Δs are (outer.screen_factor
-// × the median of the round, or of recent rounds: outer_optimizer/screening.h), and one far above is
-// left out of the mean, so one island cannot swamp every island's optimizer state.
+// Finite moments can still lie. What AdamW itself guarantees is checked on arrival, with no reference
+// needed (core/inner_loop.h, adamw_moment_ratio_bound): every value's |m_i| ≤ k √v_i, so no mean of
+// such moments can make a step longer than AdamW's bound, and with gradients clipped to c, ‖m‖ ≤ c and
+// Σ v_i ≤ c². Then each island's ‖m‖ and ‖v‖ are screened as Δs are (outer.screen_factor × the median
+// of the round, or of recent rounds: outer_optimizer/screening.h), and one far above is left out of
+// the mean, so one island cannot swamp every island's optimizer state.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +39,8 @@ public:
     // A `moments` blob from the island `key`, started on `started_round` and not answered yet with
     // its Δ (`awaiting_delta`), while the host is at round `round`. Throws the reason to refuse it,
     // holding nothing: a round that carries no moments, another round than the island's and the
-    // one in progress, moments after the Δ or twice, a wrong size, a non-finite m or v, a negative v.
+    // one in progress, moments after the Δ or twice, a wrong size, a non-finite m or v, a negative v,
+    // an m that AdamW could not have made of that v, or moments beyond what clipped gradients allow.
     void accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta, uint64_t started_round,
                 uint64_t round);
     void drop(const std::string& key);  // a new round_start for it (what it sent is stale), or it was revoked
@@ -58,6 +62,8 @@ private:
     };
     int every_;  // K
     outer::NormScreen screen_m_, screen_v_;
+    double ratio_;  // k in |m_i| ≤ k √v_i (0: not checked: no bound, or Muon, whose m is its own)
+    double clip_;   // the islands' gradient clip c (0: off)
     std::size_t params_;
     std::map<std::string, Held> held_;  // by island key, at most one each
 };

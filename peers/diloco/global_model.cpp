@@ -141,6 +141,7 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
             held[i].payload->decode(first, values);
             if (held[i].scale != 1.0f)  // as NormScreen::screen clips a whole Δ
                 for (float& x : values) x *= held[i].scale;
+            (void)outer::clamp_values(values, held[i].limit);
             in[i] = {values, held[i].tokens};
         }
         aggregator_->aggregate(in, scratch.subspan(first, len));

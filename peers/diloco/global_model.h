@@ -82,6 +82,7 @@ public:
         const compression::HeldPayload* payload = nullptr;
         double tokens = 1.0;
         float scale = 1.0f;
+        float limit = 0.0f;  // > 0: each value (after scale) clamped to ±limit, as outer::clamp_values does
     };
     std::vector<std::byte> make_update(std::span<const HeldDelta> held, int fragment = 0);
     // The same two, the aggregate kept in `scratch` (at least the fragment's size) rather than in a

@@ -81,6 +81,10 @@ struct Contribution {
     std::shared_ptr<const compression::HeldPayload> held;
     double norm = 0;
     float scale = 1.0f;
+    // The per-value bound (peers/host_deltas.h): each value is clamped to ±limit (0: none), as it is
+    // aggregated when held; `beyond` counts the values past it (a held Δ's, as it arrived).
+    float limit = 0.0f;
+    uint64_t beyond = 0;
 };
 
 // What became of an arrival.

@@ -97,6 +97,7 @@ struct HandPeer {
     std::unique_ptr<PeerLink> link;
     std::string host_key;
     uint32_t island = 0;  // the island index its welcome gave it
+    std::vector<float> theta;  // θ of the state it joined with
 
     HandPeer(const Run& run, int i) : invite(net::Invite::load(run.invite(i))), host_key(invite.host_public_key) {
         net::PeerSocketOptions so;
@@ -123,7 +124,8 @@ struct HandPeer {
         }
         return false;
     }
-    // Hello, welcome, the state, a hash report in sync: returns the model's parameter count.
+    // Hello, welcome, the state (θ kept in `theta`), a hash report in sync: returns the model's
+    // parameter count.
     std::size_t join(const std::string& name) {
         protocol::Hello hello;
         hello.name = name;
@@ -138,6 +140,8 @@ struct HandPeer {
         const std::vector<std::byte> global = reader.bytes(state->payload.size());  // count (u64), θ, update counts
         std::size_t params = 0;
         std::memcpy(&params, global.data(), 8);
+        theta.resize(params);
+        std::memcpy(theta.data(), global.data() + 8, params * sizeof(float));
         report(meta.round, meta.theta_hash);
         return params;
     }

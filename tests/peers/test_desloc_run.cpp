@@ -2,8 +2,9 @@
 // `archipelago host` and peers over CURVE on loopback. After every round that carries moments each
 // island holds exactly the mean the host made (the hash both log), an island of two ZeRO-3 devices
 // too, and θ stays bit-identical to the host's. Moments of the wrong size, with a NaN, for another
-// round, or declaring more bytes than m and v hold are refused with the reason logged, and change
-// nothing: the mean is made of the honest island's alone.
+// round, declaring more bytes than m and v hold, or finite but not what AdamW makes of any clipped
+// gradients are refused with the reason logged, and change nothing: the mean is made of the honest
+// island's alone.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -72,7 +73,7 @@ TEST_CASE("DES-LOC: after a moments round every island holds the host's mean, an
     CHECK(host->count({.kind = "rejected"}) == 0);
 }
 
-TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or too large are refused and change nothing") {
+TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round, too large, or no AdamW's are refused and change nothing") {
     Run run(2, 2);
     set_moments_every(run, 1);  // every round carries moments
     run.make_peer(1);
@@ -86,7 +87,7 @@ TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or 
         by_hand.link->send_blob(by_hand.host_key, protocol::Type::moments, rs.round,
                                 std::make_shared<const std::vector<std::byte>>(std::move(blob)));
     };
-    const std::vector<float> m(params, 1e-3f), v(params, 1e-6f);
+    const std::vector<float> m(params, 1e-6f), v(params, 1e-7f);
     auto wait_rejected = [&](const std::string& detail) {
         const EventMatch rejected{.kind = "rejected", .peer = "by-hand", .type = "moments", .detail = detail};
         if (!by_hand.wait_host(*host, rejected, 1, 60)) FAIL(host->log());
@@ -107,7 +108,16 @@ TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round or 
     big.resize(big.size() + 4096);
     send_moments(std::move(big));
     if (!by_hand.wait_host(*host, {.kind = "transfer_refused"}, 1, 60)) FAIL(host->log());
-    CHECK(host->count({.kind = "rejected", .peer = "by-hand", .type = "moments"}) == 3);
+    // Finite, v ≥ 0, and still not what AdamW makes of any gradients: one m beyond 1.165 sqrt(v)
+    // (β 0.9 and 0.95), then a v whose sum passes grad_clip² (1) with m zero.
+    std::vector<float> lying_m = m;
+    lying_m[7] = 2e-3f;
+    send_moments(protocol::encode_moments(rs.round, lying_m, v));
+    wait_rejected("m = 0.002 with v = 1e-07 at value 7: AdamW keeps |m| within 1.165 sqrt(v)");
+    send_moments(protocol::encode_moments(rs.round, std::vector<float>(params, 0.0f),
+                                          std::vector<float>(params, 2.0f / static_cast<float>(params))));
+    wait_rejected("sum of v = 2, above 1 and 1");
+    CHECK(host->count({.kind = "rejected", .peer = "by-hand", .type = "moments"}) == 5);
     // Its Δ counts; its moments were all refused, so the mean holds the honest island's only.
     by_hand.send_grad(rs.round, std::vector<float>(params, 0.0f), 3.0 * 2 * 16);
     const std::optional<LinkEvent> update = by_hand.wait_event(protocol::Type::update, 120);

@@ -1,8 +1,11 @@
 // tests/peers/test_moment_sync.cpp: the host's DES-LOC pool (peers/moment_sync.h) as a unit: the
 // token-weighted mean of the moments of the islands an update used, and the screen that leaves out an
 // island whose finite moments are far above the round's median norm (outer.screen_factor), so one
-// island cannot swamp every island's m and v; outer.screen = off keeps them all.
+// island cannot swamp every island's m and v; outer.screen = off keeps them all. Moments no AdamW
+// could hold (|m| beyond k sqrt(v), or beyond what clipped gradients give) are refused on arrival.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "peers/moment_sync.h"
 #include "peers/protocol.h"
@@ -26,9 +29,10 @@ IslandMoments island(uint32_t index, float scale, double tokens = 100) {
     i.c.name = "island " + std::to_string(index);
     i.c.round = 0;
     i.c.tokens = tokens;
-    for (std::size_t k = 0; k < kParams; ++k) {
-        i.m.push_back(scale * 1e-3f * static_cast<float>((k + index) % 7 + 1));
-        i.v.push_back(scale * scale * 1e-6f * static_cast<float>((k * 3 + index) % 5 + 1));
+    for (std::size_t k = 0; k < kParams; ++k) {  // as AdamW could hold them: |m| = 0.5 sqrt(v) and below
+        const float v = scale * scale * 1e-6f * static_cast<float>((k * 3 + index) % 5 + 1);
+        i.v.push_back(v);
+        i.m.push_back(0.5f * std::sqrt(v) * static_cast<float>((k + index) % 7 + 1) / 7.0f * ((k % 2) ? 1.0f : -1.0f));
     }
     return i;
 }
@@ -43,9 +47,11 @@ MomentPool::Mean pooled(const RunConfig& c, const std::vector<IslandMoments>& is
     return pool.take(used, 0);
 }
 
-RunConfig every_round(const std::string& screen = "clip") {
-    RunConfig c = parse_run_config("[outer]\nsync_moments_every = 1\nscreen = \"" + screen + "\"\n", "run.toml");
-    return c;
+// grad_clip = 0: no bound on the moments' size but the screen's (the median of the round).
+RunConfig every_round(const std::string& screen = "clip", double grad_clip = 0) {
+    return parse_run_config("[inner]\ngrad_clip = " + std::to_string(grad_clip) + "\n[outer]\nsync_moments_every = 1\nscreen = \"" +
+                                screen + "\"\n",
+                            "run.toml");
 }
 
 }  // namespace
@@ -71,8 +77,9 @@ TEST_CASE("finite moments far above the round's median norm are left out of the 
         CHECK_THAT(mean.left_out[0], Catch::Contains("island 2: |v|"));
         for (std::size_t k = 0; k < kParams; ++k) CHECK(mean.v[k] < 1e-4f);
     }
-    SECTION("an m a thousand times too large") {
+    SECTION("an m a thousand times too large (and v to match: AdamW's own bound holds)") {
         for (float& x : islands[1].m) x *= 1e3f;
+        for (float& x : islands[1].v) x *= 1e6f;
         const MomentPool::Mean mean = pooled(every_round(), islands);
         CHECK(mean.islands == std::vector<uint32_t>{0, 2, 3});
         REQUIRE(mean.left_out.size() == 1);
@@ -83,5 +90,34 @@ TEST_CASE("finite moments far above the round's median norm are left out of the 
         const MomentPool::Mean mean = pooled(every_round("off"), islands);
         CHECK(mean.islands == std::vector<uint32_t>{0, 1, 2, 3});
         CHECK(mean.left_out.empty());
+    }
+}
+
+TEST_CASE("moments AdamW could not have made are refused on arrival, with no median needed") {
+    // One island, so the screen has no median: AdamW's own bounds are all there is.
+    const RunConfig c = every_round("clip", 1.0);
+    auto accept = [&](const std::vector<float>& m, const std::vector<float>& v) {
+        MomentPool pool(c, kParams);
+        pool.accept("key-0", protocol::encode_moments(0, m, v), true, 0, 0);
+    };
+    IslandMoments honest = island(0, 1.0f);
+    CHECK_NOTHROW(accept(honest.m, honest.v));
+    SECTION("one m beyond 1.165 sqrt(v), the rest as AdamW's") {
+        honest.m[9] = 1.2f * std::sqrt(honest.v[9]);
+        CHECK_THROWS_WITH(accept(honest.m, honest.v), Catch::Contains("at value 9: AdamW keeps |m| within 1.165 sqrt(v)"));
+    }
+    SECTION("m with a v of zero") {
+        honest.v[3] = 0.0f;
+        CHECK_THROWS_WITH(accept(honest.m, honest.v), Catch::Contains("at value 3"));
+    }
+    SECTION("a v no clipped gradient makes: its sum above grad_clip²") {
+        std::vector<float> big_v(kParams, 2.0f / kParams), no_m(kParams, 0.0f);
+        CHECK_THROWS_WITH(accept(no_m, big_v), Catch::Contains("grad_clip"));
+        CHECK_NOTHROW(MomentPool(every_round("clip", 2.0), kParams)
+                          .accept("key-0", protocol::encode_moments(0, no_m, big_v), true, 0, 0));  // grad_clip 2 allows 4
+    }
+    SECTION("an |m| above grad_clip, within its v") {
+        std::vector<float> m(kParams, 0.2f), v(kParams, 0.04f);  // |m| = 1.6, sum of v 2.56: for grad_clip 1.6 and up
+        CHECK_THROWS_WITH(accept(m, v), Catch::Contains("grad_clip"));
     }
 }
