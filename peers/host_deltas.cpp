@@ -12,6 +12,17 @@
 
 namespace arch {
 
+namespace {
+// Error feedback whose residual can carry a value over many rounds: top-k sends a value only once it
+// is among the largest, and sign sends each block's mean magnitude. One round's bound does not hold
+// for what such a codec sends (the quantizing codecs' residual is one rounding error, which the
+// bound's factor 2 covers).
+bool carries_rounds(const std::string& codec) {
+    const compression::CodecSpec spec = compression::parse_codec_spec(codec);
+    return spec.error_feedback && (spec.codec == compression::CodecId::topk || spec.codec == compression::CodecId::sign);
+}
+}  // namespace
+
 HostDeltas::HostDeltas(const RunConfig& config, const ModelConfig& model, const diloco::GlobalModel& global,
                        const privacy::PrivacyBudget* privacy, std::function<void(const std::string&)> log,
                        std::function<void(const RunEvent&)> event)
@@ -22,7 +33,9 @@ HostDeltas::HostDeltas(const RunConfig& config, const ModelConfig& model, const 
       event_(std::move(event)),
       screen_(outer::ScreenPolicy{config.outer.screen, config.outer.screen_factor}),
       step_rms_(inner_step_rms_bound(run_train_config(config, "", "", 0))),
-      step_value_(inner_step_value_bound(run_train_config(config, "", "", 0), muon_widest_side(ParamLayout(model)))) {
+      step_value_(carries_rounds(config.codec)
+                      ? 0
+                      : inner_step_value_bound(run_train_config(config, "", "", 0), muon_widest_side(ParamLayout(model)))) {
     if (privacy_ && !config.privacy.distributed()) noise_ = std::make_unique<privacy::NoiseSource>();
 }
 
@@ -82,6 +95,7 @@ double HostDeltas::held_norm(const compression::HeldPayload& held, float scale, 
     }
     return std::sqrt(sum);
 }
+
 
 float HostDeltas::value_limit() {
     if (step_value_ <= 0 || privacy_ || config_.outer.screen == outer::ScreenPolicy::Action::off) return 0.0f;

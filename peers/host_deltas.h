@@ -61,7 +61,8 @@ private:
     // The most one value of an honest island's Δ can be: H inner steps at the peak learning rate, each
     // moving a value by at most the optimizer's per-value bound, plus weight decay's pull on the largest
     // |θ| value, twice over (error feedback's residual and the codec's rounding ride along). Taken once
-    // per θ (a pass over it). 0: none (outer.screen off, differential privacy on, or no bound).
+    // per θ (a pass over it). 0: none (outer.screen off, differential privacy on, no bound, or an uplink
+    // whose error feedback carries values over rounds: topk or sign with +ef).
     float value_limit();
     bool privatize(std::vector<rounds::Contribution>& all, uint64_t round);  // false: too few to carry the noise
 
@@ -72,7 +73,7 @@ private:
     std::function<void(const RunEvent&)> event_;  // screened: a Δ clipped or left out
     outer::NormScreen screen_;                    // outer.screen: Δ norms against the round's median
     double step_rms_;                             // inner_step_rms_bound of the islands' optimizer
-    double step_value_;                           // inner_step_value_bound of the same
+    double step_value_;                           // inner_step_value_bound of the same (0: not bounded)
     float limit_ = 0.0f;                          // value_limit() for θ after `limit_at_` updates
     uint64_t limit_at_ = UINT64_MAX;
     std::unique_ptr<privacy::NoiseSource> noise_;  // central mode: the host's noise
