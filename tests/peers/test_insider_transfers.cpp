@@ -258,9 +258,8 @@ TEST_CASE("an island that sends its begin early cannot pass for the fastest and 
 
 TEST_CASE("an insider's many connections hold one connection's queue at the host, not one per connection") {
     // Class 3. Each connection says hello, gets the begin of what the host queues for it (the state, or
-    // an update behind it) and asks for a window of 16 chunks,
-    // then never reads again (its socket takes one message in): what the host queued waits on the
-    // host's side. A small message on each older connection after every new one keeps them all alive
+    // an update behind it), asks for a window of 16 chunks, then never reads again (its socket takes
+    // one message in): what the host queued waits on the host's side. A small message on each older connection after every new one keeps them all alive
     // (libzmq's heartbeat needs traffic, and this socket sends none of its own). Kept, 60 connections
     // would hold 60 windows; the host keeps the newest and closes the rest.
     // A heartbeat of 10 s: the state's transfer to the attacker, which never moves, is given up after
@@ -339,8 +338,7 @@ TEST_CASE("an insider's many connections hold one connection's queue at the host
     const int open = established_at(host_port) - open_before;
     WARN("attack (" << kConnections << " connections, " << attack_s << " s): " << attack_pace << " rounds/s, host "
                     << attack_cpu << " CPU s, peak RSS " << peak_after / 1e6 << " MB; " << windows
-                    << " windows asked for; " << open
-                    << " of its connections still open");
+                    << " windows asked for; " << open << " of its connections still open");
     if (!host->running()) FAIL(diagnostics());
     INFO(diagnostics());
     REQUIRE(windows >= kConnections - 5);  // else the attack measures little
