@@ -46,6 +46,12 @@ struct Run {
     }
     std::string key(int i) const { return dir.file("peer-" + std::to_string(i) + ".key"); }
     std::string invite(int i) const { return dir.file("peer-" + std::to_string(i) + ".invite"); }
+    // The same run in async mode (run.toml's mode = "async"), before the host starts.
+    void make_async() const {
+        std::string toml = read_file_bytes(config);
+        toml.replace(toml.find("name = \"test\""), 13, "name = \"test\"\nmode = \"async\"");
+        write_file(config, toml);
+    }
     void make_peer(int i, const std::string& endpoint = "") {
         Process kg({"keygen", "--out", key(i)}, dir.file("setup.log"));
         REQUIRE(kg.wait(30) == 0);

@@ -183,9 +183,7 @@ namespace {
 // transfer id. Returns θ's hash after the last update, and the host's events.
 std::pair<std::string, std::vector<RunEvent>> async_run_with_reconnect(bool replay) {
     Run run(2, 1);
-    std::string toml = read_file_bytes(run.config);
-    toml.replace(toml.find("name = \"test\""), 13, "name = \"test\"\nmode = \"async\"");
-    write_file(run.config, toml);
+    run.make_async();
     run.make_peer(1);
     auto host = run.host();
     auto first = std::make_unique<HandPeer>(run, 1);

@@ -38,32 +38,48 @@ uint64_t drain(net::PeerSocket& socket) {
 }
 
 
+// A live host beside two honest peers (3 islands; peer 3's key is the test's), θ about 20 MB (channels
+// 384: 20 chunks), and the figures of its calm run, rounds 4 to `calm_to`: pace, the host's CPU time a
+// second and its peak memory, which creeps up over the first tens of rounds. They go to the test's
+// output as well (WARN): issue 30's table is made of them.
+struct CalmRun {
+    Run run;
+    std::unique_ptr<Process> host;
+    std::vector<std::unique_ptr<Process>> honest;
+    double pace = 0, cpu_rate = 0;
+    uint64_t peak = 0;
+    CalmRun(const std::string& deadlines, int calm_to) : run(400, 3, 384, deadlines) {
+        for (int i = 1; i <= 3; ++i) run.make_peer(i);
+        host = run.host();
+        for (int i = 1; i <= 2; ++i) honest.push_back(run.peer(i));
+        if (!host->wait_event({.kind = "round_started"}, 180, 4)) FAIL(diagnostics());
+        const int from = rounds();
+        const double cpu_from = cpu_seconds_of(host->pid());
+        const auto calm = Clock::real().now();
+        if (!host->wait_event({.kind = "round_started"}, 180, calm_to)) FAIL(diagnostics());
+        const double calm_s = seconds_since(calm);
+        pace = (rounds() - from) / calm_s;
+        cpu_rate = (cpu_seconds_of(host->pid()) - cpu_from) / calm_s;
+        peak = memory_of(host->pid(), "VmHWM");
+        WARN("calm: " << pace << " rounds/s, host " << cpu_rate << " CPU s/s, peak RSS " << peak / 1e6 << " MB");
+    }
+    std::string diagnostics() const { return host->log() + "\n--- peer 1\n" + honest[0]->log(); }
+    int rounds() const { return host->count({.kind = "round_started"}); }
+};
+
 }  // namespace
 
 TEST_CASE("an insider's transfer-status, credit and begin floods cost the host what they carry") {
-    // channels 384: θ is about 20 MB (20 chunks), so a state re-sent, or a begin's declared size
-    // zero-filled, shows in the host's CPU time and memory.
-    Run run(400, 3, 384, "join_timeout_s = 5\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
-    for (int i = 1; i <= 3; ++i) run.make_peer(i);  // peer 3 is this test
-    auto host = run.host();
-    std::vector<std::unique_ptr<Process>> honest;
-    for (int i = 1; i <= 2; ++i) honest.push_back(run.peer(i));
-    auto diagnostics = [&] { return host->log() + "\n--- peer 1\n" + honest[0]->log(); };
-    auto rounds = [&] { return host->count({.kind = "round_started"}); };
-
-    // The calm run: rounds 4 to 40 (about as long as the attack), the host's CPU time and its peak
-    // memory, which creeps up over the first tens of rounds.
-    if (!host->wait_event({.kind = "round_started"}, 180, 4)) FAIL(diagnostics());
-    const int calm_from = rounds();
-    const double calm_cpu_from = cpu_seconds_of(host->pid());
-    const auto calm = Clock::real().now();
-    if (!host->wait_event({.kind = "round_started"}, 180, 40)) FAIL(diagnostics());
-    const double calm_s = seconds_since(calm);
-    const double calm_pace = (rounds() - calm_from) / calm_s;
-    const double calm_cpu_rate = (cpu_seconds_of(host->pid()) - calm_cpu_from) / calm_s;
-    const uint64_t peak_before = memory_of(host->pid(), "VmHWM");
-    // The figures go to the test's output as well (WARN): issue 30's table is made of them.
-    WARN("calm: " << calm_pace << " rounds/s, host " << calm_cpu_rate << " CPU s/s, peak RSS " << peak_before / 1e6 << " MB");
+    // A state re-sent, or a begin's declared size zero-filled, shows in the host's CPU time and memory.
+    // The calm run: rounds 4 to 40, about as long as the attack.
+    CalmRun calm("join_timeout_s = 5\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n", 40);
+    Run& run = calm.run;
+    auto& host = calm.host;
+    auto& honest = calm.honest;
+    auto diagnostics = [&] { return calm.diagnostics(); };
+    auto rounds = [&] { return calm.rounds(); };
+    const double calm_pace = calm.pace, calm_cpu_rate = calm.cpu_rate;
+    const uint64_t peak_before = calm.peak;
 
     // The attacker joins: the host begins sending it the state.
     auto attacker = raw_socket(run, 3);
@@ -202,9 +218,7 @@ TEST_CASE("an island that sends its begin early cannot pass for the fastest and 
     // begin, its time on the wire would hide those 2.5 s of "compute", the liar would look hundreds
     // of times faster than the honest island, and the honest island's H would fall to 1.
     Run run(400, 2);
-    std::string toml = read_file_bytes(run.config);
-    toml.replace(toml.find("name = \"test\""), 13, "name = \"test\"\nmode = \"async\"");
-    write_file(run.config, toml);
+    run.make_async();
     for (int i = 1; i <= 2; ++i) run.make_peer(i);
     auto host = run.host();
     HandPeer liar(run, 2);
@@ -259,26 +273,20 @@ TEST_CASE("an island that sends its begin early cannot pass for the fastest and 
 TEST_CASE("an insider's many connections hold one connection's queue at the host, not one per connection") {
     // Class 3. Each connection says hello, gets the begin of what the host queues for it (the state, or
     // an update behind it), asks for a window of 16 chunks, then never reads again (its socket takes
-    // one message in): what the host queued waits on the host's side. A small message on each older connection after every new one keeps them all alive
-    // (libzmq's heartbeat needs traffic, and this socket sends none of its own). Kept, 60 connections
-    // would hold 60 windows; the host keeps the newest and closes the rest.
+    // one message in): what the host queued waits on the host's side. A small message on each older
+    // connection after every new one keeps them all alive (libzmq's heartbeat needs traffic, and this
+    // socket sends none of its own). Kept, 60 connections would hold 60 windows; the host keeps the
+    // newest and closes the rest.
     // A heartbeat of 10 s: the state's transfer to the attacker, which never moves, is given up after
     // twice that (then only a hello, one a second, queues the state again), and the attack takes less.
-    Run run(400, 3, 384, "join_timeout_s = 5\nround_timeout_s = 30\nheartbeat_timeout_s = 10\n");
-    for (int i = 1; i <= 3; ++i) run.make_peer(i);  // peer 3 is this test
-    auto host = run.host();
-    std::vector<std::unique_ptr<Process>> honest;
-    for (int i = 1; i <= 2; ++i) honest.push_back(run.peer(i));
-    auto diagnostics = [&] { return host->log() + "\n--- peer 1\n" + honest[0]->log(); };
-    auto rounds = [&] { return host->count({.kind = "round_started"}); };
-
-    if (!host->wait_event({.kind = "round_started"}, 180, 4)) FAIL(diagnostics());
-    const int calm_from = rounds();
-    const auto calm = Clock::real().now();
-    if (!host->wait_event({.kind = "round_started"}, 180, 20)) FAIL(diagnostics());
-    const double calm_pace = (rounds() - calm_from) / seconds_since(calm);
-    const uint64_t peak_before = memory_of(host->pid(), "VmHWM");
-    WARN("calm: " << calm_pace << " rounds/s, peak RSS " << peak_before / 1e6 << " MB");
+    CalmRun calm("join_timeout_s = 5\nround_timeout_s = 30\nheartbeat_timeout_s = 10\n", 20);
+    Run& run = calm.run;
+    auto& host = calm.host;
+    auto& honest = calm.honest;
+    auto diagnostics = [&] { return calm.diagnostics(); };
+    auto rounds = [&] { return calm.rounds(); };
+    const double calm_pace = calm.pace;
+    const uint64_t peak_before = calm.peak;
 
     const std::string endpoint = net::Invite::load(run.invite(3)).host_endpoint;
     const int host_port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));

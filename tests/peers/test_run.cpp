@@ -430,11 +430,7 @@ TEST_CASE("a pseudo-gradient that spends its norm on a few values is clamped val
     SECTION("sync") {}
     SECTION("async") { async = true; }
     Run run(3, 2);
-    if (async) {
-        std::string toml = read_file_bytes(run.config);
-        toml.replace(toml.find("name = \"test\""), 13, "name = \"test\"\nmode = \"async\"");
-        write_file(run.config, toml);
-    }
+    if (async) run.make_async();
     run.make_peer(1);
     run.make_peer(2);  // peer 2 is this test, and it lies
     auto host = run.host();
@@ -487,11 +483,7 @@ TEST_CASE("a pseudo-gradient that spends its norm on a few values is clamped val
 
 TEST_CASE("async: pseudo-gradients for another round, or sent twice, are refused; the run goes on") {
     Run run(4, 2);
-    {  // the same run, in async mode
-        std::string toml = read_file_bytes(run.config);
-        toml.replace(toml.find("name = \"test\""), 13, "name = \"test\"\nmode = \"async\"");
-        write_file(run.config, toml);
-    }
+    run.make_async();
     run.make_peer(1);
     run.make_peer(2);  // peer 2 is this test
     auto host = run.host();
