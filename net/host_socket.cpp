@@ -59,8 +59,10 @@ struct HostSocket::State {
     struct Accepted {
         std::string ip, port;  // its other end, when the monitor reported it (empty: already gone)
         std::string rid;
+        uint64_t order = 0;  // the count of accepts so far, this one included
     };
     std::map<int, Accepted> accepted;
+    uint64_t accepts = 0;
     // Every routing id a message came in on, until its connection is reported gone. `ip` and `port`
     // are set only where the message was certainly the accepted connection's (its Peer-Address is the
     // address accepted on that fd, and no newer routing id came in on it): only then may it be closed.
@@ -72,6 +74,7 @@ struct HostSocket::State {
     };
     std::map<std::string, Connection> by_routing_id;  // routing id bytes -> connection
     std::map<std::string, std::string> routing_of;    // key -> its newest routing id (kept when it closes)
+    std::map<std::string, uint64_t> routed_at;        // key -> the accepts counted when that id became its newest
     std::map<std::string, uint64_t> superseded;       // per key, older connections closed
     std::set<std::string> send_refused;               // keys whose last send found the queue full
 
@@ -218,6 +221,7 @@ void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) 
         // A connection already gone leaves no address, so it can never be closed by mistake. One whose
         // fd was closed and reused before this line ran has a DISCONNECTED and an ACCEPTED after this.
         Accepted connection;
+        connection.order = ++accepts;
         (void)peer_address(fd, connection.ip, connection.port);
         accepted[fd] = std::move(connection);
         return;
@@ -266,12 +270,17 @@ bool HostSocket::State::live(const std::string& key) const {
 bool HostSocket::State::track(const std::string& rid, const std::string& key, int fd, const char* peer_ip) {
     while (auto event = detail::read_monitor_event(monitor)) handle_monitor_event(*event);  // as of this message
     const auto [it, fresh] = by_routing_id.try_emplace(rid, Connection{key, fd, {}, {}, false});
+    const auto route = routing_of.find(key);
     if (fresh) {
         // Is it the connection accepted on this fd? Not a message read after its connection closed and
-        // the fd went to another address; and of two routing ids on one accept, the newer is its own.
+        // the fd went to another address; of two routing ids on one accept, the newer is its own; and a
+        // routing id older than the key's newest is the fd's only if the fd was accepted before that
+        // newest one spoke (else it is a late message of a closed connection, read after its fd went
+        // to one that has not spoken yet, maybe from the same address).
         const auto at = accepted.find(fd);
         if (at != accepted.end() && !at->second.ip.empty() && peer_ip && at->second.ip == peer_ip &&
-            (at->second.rid.empty() || newer(rid, at->second.rid))) {
+            (at->second.rid.empty() || newer(rid, at->second.rid)) &&
+            (route == routing_of.end() || newer(rid, route->second) || at->second.order <= routed_at[key])) {
             if (const auto late = by_routing_id.find(at->second.rid); late != by_routing_id.end())
                 late->second.ip.clear(), late->second.port.clear();
             at->second.rid = rid;
@@ -279,9 +288,9 @@ bool HostSocket::State::track(const std::string& rid, const std::string& key, in
             it->second.port = at->second.port;
         }
     }
-    const auto route = routing_of.find(key);
     if (route == routing_of.end()) {
         routing_of[key] = rid;
+        routed_at[key] = accepts;
         return true;
     }
     if (route->second == rid) {
@@ -295,6 +304,7 @@ bool HostSocket::State::track(const std::string& rid, const std::string& key, in
     }
     close_connection(route->second);
     route->second = rid;
+    routed_at[key] = accepts;
     return true;
 }
 

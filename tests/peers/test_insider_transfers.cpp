@@ -332,7 +332,9 @@ TEST_CASE("an insider's many connections hold one connection's queue at the host
         auto last_hello = asked - std::chrono::seconds(2);
         while (!begin && seconds_since(asked) < 6) {
             if (seconds_since(last_hello) > 1.1) {
-                REQUIRE(send_soon(static_cast<uint16_t>(protocol::Type::hello), protocol::encode(hello)));
+                if (!send_soon(static_cast<uint16_t>(protocol::Type::hello), protocol::encode(hello)))
+                    FAIL("connection " << c << " cannot send its hello (connected: " << socket.connected()
+                                       << ")\n" << diagnostics());
                 last_hello = Clock::real().now();
             }
             const std::optional<net::Incoming> in = socket.poll(100);
