@@ -1,7 +1,8 @@
 // bench/convergence.cpp: bench_convergence: the same tokens trained by one island, by data-parallel
-// islands, and by DiLoCo islands (fp32, int8, 4-bit with error feedback, Streaming DiLoCo in 4-bit,
-// asynchronous at speeds 1, 1, 0.5, 0.25), printing each run's val loss, bytes, peak bytes per sync,
-// speed-up over one island, epochs read, and a simulated wall-clock over a link. The islands' data is
+// islands, and by DiLoCo islands (fp32, int8, 4-bit with error feedback, overlapped in int8 and 4-bit
+// with H fixed or from the link, Streaming DiLoCo in 4-bit, asynchronous at speeds 1, 1, 0.5, 0.25),
+// printing each run's val loss, bytes, peak bytes per sync, speed-up over one island in steps and in
+// time, epochs read, and a simulated wall-clock over a link. The islands' data is
 // cut as the host cuts it (convergence_data.h); the runs are in convergence_runs.h; docs/results.md
 // explains every column.
 #include <algorithm>
@@ -30,6 +31,8 @@ void print_json(const Row& r) {
                {"peak_bytes_per_sync", std::llround(r.peak_bytes_per_sync)},
                {"speedup", rounded(r.speedup, 3)},
                {"speedup_capped", r.speedup_capped},
+               {"wall_speedup", rounded(r.wall_speedup, 3)},
+               {"rounds", r.rounds},
                {"wall_s", rounded(r.wall_s, 1)},
                {"wall_s_hetero", rounded(r.wall_s_hetero, 1)},
                {"epochs", rounded(r.epochs, 4)},
@@ -45,17 +48,19 @@ void print_table(const std::vector<Row>& rows) {
     const Row* ddp = nullptr;
     for (const Row& r : rows)
         if (r.name == "ddp") ddp = &r;
-    std::printf("%-28s %8s %8s %13s %10s %11s %9s %9s %10s %6s %7s\n", "name", "val loss", "vs ddp", "bytes", "vs ddp",
-                "peak/sync", "speed-up", "wall s", "slow isl s", "epochs", "stale");
+    std::printf("%-28s %8s %8s %13s %10s %11s %9s %9s %9s %6s %10s %6s %7s\n", "name", "val loss", "vs ddp", "bytes",
+                "vs ddp", "peak/sync", "speed-up", "wall x", "wall s", "rounds", "slow isl s", "epochs", "stale");
     for (const Row& r : rows) {
-        char vs[16] = "-", fewer[24] = "-", speed[16] = "-", hetero[16] = "-", stale[16] = "-";
+        char vs[16] = "-", fewer[24] = "-", speed[16] = "-", wall_speed[16] = "-", hetero[16] = "-", stale[16] = "-";
         if (ddp) std::snprintf(vs, sizeof(vs), "%+.1f%%", 100.0 * (r.val_loss / ddp->val_loss - 1));
         if (ddp && r.bytes > 0) std::snprintf(fewer, sizeof(fewer), "%.0fx less", ddp->bytes / r.bytes);
         if (r.speedup >= 0) std::snprintf(speed, sizeof(speed), "%s%.2fx", r.speedup_capped ? ">" : "", r.speedup);
+        if (r.wall_speedup >= 0)
+            std::snprintf(wall_speed, sizeof(wall_speed), "%s%.2fx", r.speedup_capped ? ">" : "", r.wall_speedup);
         if (r.wall_s_hetero >= 0) std::snprintf(hetero, sizeof(hetero), "%.0f", r.wall_s_hetero);
         if (r.staleness_mean >= 0) std::snprintf(stale, sizeof(stale), "%.1f/%.0f", r.staleness_mean, r.staleness_max);
-        std::printf("%-28s %8.4f %8s %13.0f %10s %11.0f %9s %9.0f %10s %6.2f %7s\n", r.name.c_str(), r.val_loss, vs,
-                    r.bytes, fewer, r.peak_bytes_per_sync, speed, r.wall_s, hetero, r.epochs, stale);
+        std::printf("%-28s %8.4f %8s %13.0f %10s %11.0f %9s %9s %9.0f %6d %10s %6.2f %7s\n", r.name.c_str(), r.val_loss, vs,
+                    r.bytes, fewer, r.peak_bytes_per_sync, speed, wall_speed, r.wall_s, r.rounds, hetero, r.epochs, stale);
     }
 }
 
@@ -90,11 +95,12 @@ int main(int argc, char** argv) {
     s.stale = run_defaults.stale;
     bool json = false, sweep = false;
     std::string corpus = "bench", assign = "interleaved", single_curve;
-    double uplink_mbps = 20, downlink_mbps = 100, latency_ms = 50, model_bytes = 0, step_s = 0;
+    double uplink_mbps = 20, downlink_mbps = 100, latency_ms = 50, model_bytes = 0, step_s = 0, sync_overhead_s = 0;
     std::vector<double> sweep_lr = {0.4, 0.7, 1.0}, sweep_momentum = {0.5, 0.8, 0.9};
     std::vector<std::string> only;
-    const std::vector<std::string> names = {"single",        "single-same-steps", "ddp",           "diloco-fp32",
-                                            "diloco-int8",   "diloco-fp4-ef",     "streaming-fp4", "async"};
+    const std::vector<std::string> names = {"single",           "single-same-steps", "ddp",          "diloco-fp32",
+                                            "diloco-int8",      "diloco-fp4-ef",     "overlap-int8", "overlap-fp4",
+                                            "overlap-int8-auto", "overlap-fp4-auto", "streaming-fp4", "async"};
     // Rows run only when --only names them: ablations of the default rows, and diloco-fp32 with
     // island-level differential privacy (docs/privacy.md) at two budgets in both trust modes.
     const std::vector<std::string> extra = {"diloco-fp4", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
@@ -137,6 +143,14 @@ int main(int argc, char** argv) {
     app.add_option("--uplink-mbps", uplink_mbps, "simulated island uplink, Mbit/s")->check(CLI::PositiveNumber);
     app.add_option("--downlink-mbps", downlink_mbps, "simulated island downlink, Mbit/s")->check(CLI::PositiveNumber);
     app.add_option("--latency-ms", latency_ms, "simulated one-way latency, ms")->check(CLI::NonNegativeNumber);
+    app.add_option("--sync-overhead-s", sync_overhead_s,
+                   "simulated seconds a sync costs beyond the link (encode, the host's work, applying the update): "
+                   "bench_rounds' idle_s_per_sync at the model's size")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--auto-target", s.auto_steps.target, "the *-auto rows: the busy share H from the link aims at")
+        ->check(CLI::Range(0.05, 0.999));
+    app.add_option("--auto-min-H", s.auto_steps.min_steps, "the *-auto rows: the least H")->check(at_least_one());
+    app.add_option("--auto-max-H", s.auto_steps.max_steps, "the *-auto rows: the most H")->check(at_least_one());
     app.add_option("--model-bytes", model_bytes, "scale the simulated traffic to a model of this many fp32 bytes (0: this one)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--single-curve", single_curve,
@@ -164,6 +178,7 @@ int main(int argc, char** argv) {
         s.link.up_bytes_per_s = uplink_mbps * 1e6 / 8;
         s.link.down_bytes_per_s = downlink_mbps * 1e6 / 8;
         s.link.latency_s = latency_ms / 1e3;
+        s.link.sync_overhead_s = sync_overhead_s;
         const double fp32 = 4.0 * static_cast<double>(ParamLayout(s.model).num_params());
         s.link.byte_scale = model_bytes > 0 ? model_bytes / fp32 : 1.0;
         s.link.step_s = step_s > 0 ? step_s : measure_step_s(s);
@@ -173,17 +188,19 @@ int main(int argc, char** argv) {
         char settings[512];
         std::snprintf(settings, sizeof(settings),
                       "bench_convergence: model %s, %d islands (%s), H=%d, %d rounds, B=%d T=%d, %.2fM tokens each run of "
-                      "%.2fM (%llu-token chunks)%s; clock: %.3f s/step, %g/%g Mbit/s, %g ms, traffic x%.3g",
+                      "%.2fM (%llu-token chunks)%s; clock: %.3f s/step, %g/%g Mbit/s, %g ms, traffic x%.3g, "
+                      "%g s a sync beyond the link, auto H %g in [%u, %u]",
                       describe(s.model).c_str(), s.islands, assign.c_str(), s.H, s.rounds, s.B, s.T, tokens / 1e6,
                       static_cast<double>(s.data.all_tokens) / 1e6, static_cast<unsigned long long>(s.data.chunk_tokens),
-                      warm.c_str(), s.link.step_s, uplink_mbps, downlink_mbps, latency_ms, s.link.byte_scale);
+                      warm.c_str(), s.link.step_s, uplink_mbps, downlink_mbps, latency_ms, s.link.byte_scale,
+                      sync_overhead_s, s.auto_steps.target, s.auto_steps.min_steps, s.auto_steps.max_steps);
         std::fprintf(stderr, "%s\n", settings);
         s.start = warm_start(s);
         auto want = [&](const std::string& n) { return only.empty() || std::ranges::count(only, n) > 0; };
         std::vector<Row> rows;
         const Row* single = nullptr;
         auto emit = [&](Row r) {
-            if (single) set_speedup(r, *single);
+            if (single) set_speedup(r, *single, s.link.step_s);
             if (json) print_json(r);
             rows.push_back(std::move(r));
         };
@@ -196,7 +213,7 @@ int main(int argc, char** argv) {
         }
         if (want("single")) {  // first: every later row's speed-up is read off its curve
             single_row = run_single(s, false);
-            single_row.speedup = 1;  // by definition (its curve's noise could put an earlier point lower)
+            single_row.speedup = single_row.wall_speedup = 1;  // by definition (its curve's noise could put an earlier point lower)
             emit(single_row);
             single = &single_row;
         }
@@ -216,6 +233,10 @@ int main(int argc, char** argv) {
         if (want("diloco-fp32")) emit(run_diloco(s, "diloco-fp32", "fp32"));
         if (want("diloco-int8")) emit(run_diloco(s, "diloco-int8", "int8:block=256+zstd:1"));
         if (want("diloco-fp4-ef")) emit(run_diloco(s, "diloco-fp4-ef", "fp4+ef+zstd"));
+        if (want("overlap-int8")) emit(run_overlap(s, "overlap-int8", "int8:block=256+zstd:1", false));
+        if (want("overlap-fp4")) emit(run_overlap(s, "overlap-fp4", "fp4+ef+zstd", false));
+        if (want("overlap-int8-auto")) emit(run_overlap(s, "overlap-int8-auto", "int8:block=256+zstd:1", true));
+        if (want("overlap-fp4-auto")) emit(run_overlap(s, "overlap-fp4-auto", "fp4+ef+zstd", true));
         if (!only.empty() && want("diloco-fp4")) emit(run_diloco(s, "diloco-fp4", "fp4+zstd"));
         if (want("streaming-fp4")) emit(run_streaming(s, streaming_codec == "fp4+zstd" ? "streaming-fp4" : "streaming " + streaming_codec, streaming_codec));
         if (want("async")) emit(run_async(s, "async", "fp32"));

@@ -16,6 +16,7 @@
 #include "compression/codec.h"
 #include "core/error.h"
 #include "core/gpt2.h"
+#include "core/rng.h"
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "peers/diloco/fragments.h"
@@ -284,13 +285,14 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
             row.bytes += 2 * moments * s.islands;
         }
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
-        const double comm = s.link.send_s(up) + s.link.receive_s(down);
+        const double comm = s.link.sync_s(up, down);
         row.wall_s += s.H * s.link.step_s + comm;
         row.wall_s_hetero += s.H * s.link.step_s / slowest + comm;  // a sync round waits for the slowest
         std::fprintf(stderr, "  %s: round %d/%d inner loss %.3f, %.1f MB so far\n", name.c_str(), r + 1, s.rounds, loss,
                      row.bytes / 1e6);
     }
     finish_islands_row(s, row, global.theta(), tokens, s.rounds * s.H, t0);
+    row.rounds = s.rounds;
     return row;
 }
 
@@ -346,7 +348,8 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
         row.bytes += down * s.islands;
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         // The transfer runs while the island trains τ steps; what is left of it stalls the island.
-        row.wall_s += std::max(0.0, s.link.send_s(up) + s.link.receive_s(down) - s.tau * s.link.step_s);
+        const double share = static_cast<double>(f.size) / static_cast<double>(global.theta().size());
+        row.wall_s += std::max(0.0, s.link.sync_s(up, down, share) - s.tau * s.link.step_s);
         pending.push_back({p, apply_at, std::move(update), std::move(sent)});
     };
     auto apply_due = [&](int step) {
@@ -392,6 +395,99 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
             apply_due(steps + s.tau);
         }
     finish_islands_row(s, row, global.theta(), tokens, steps, t0);
+    row.rounds = s.rounds * P;
+    return row;
+}
+
+// Overlapped DiLoCo (docs/rounds.md, "Overlapped"). An island sends round t's Δ and trains round
+// t + 1 at once from where it is: its own progress stands in for the update it has not received (the
+// eager proxy, with the outer lr of 1). Round t's update is folded in at the end of round t + 1,
+// before that round's Δ, carrying the round's progress onto it: θ_i = θ_{t+1} + (θ_i − θ_i at the
+// round's start). So every Δ is the round's own progress, taken against the θ the host holds, and the
+// host's outer step is sync DiLoCo's. The clock: round t + 1's send waits for round t's update, so a
+// round takes max(H · step, the last sync), and the run ends when the last update is back.
+Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h) {
+    const double t0 = now_s();
+    Row row;
+    row.name = name;
+    const int total = s.rounds * s.H;
+    OuterConfig oc = s.outer;
+    oc.down_codec = codec;
+    oc.total_updates = static_cast<uint64_t>(s.rounds);  // auto_h: the outer lr schedule still spans --rounds
+    GlobalModel global(initial_theta(s), oc);
+    auto islands = make_islands(s, std::vector<int>(s.islands, total), codec);
+    const std::size_t n = global.theta().size();
+    std::vector<std::vector<float>> start(s.islands, std::vector<float>(global.theta().begin(), global.theta().end()));
+    for (auto& w : islands) w->set_params(global.theta());
+    std::vector<float> mine(n);
+    std::vector<double> tokens(s.islands, 0);
+    std::optional<std::vector<std::byte>> on_its_way;  // the last round's update
+    const double slowest = *std::ranges::min_element(s.speeds);
+    double sent_at = 0, sent_at_hetero = 0, last_sync = 0;  // the clock: the last send, and that sync's seconds
+    int H = s.H;
+    if (auto_h) {  // the first round's sync as the codec's size of a Δ of its shape (Gaussian values) says
+        std::vector<float> guess(n);
+        Rng rng(7);
+        fill_normal(rng, guess.data(), n, 1e-3f);
+        const double bytes = static_cast<double>(compression::make_codec(codec)->encode(guess).size());
+        H = static_cast<int>(rounds::auto_steps_per_round(s.auto_steps, s.link.step_s, s.link.sync_s(bytes, bytes), true));
+    }
+    row.wall_s_hetero = 0;
+    for (int done = 0, r = 0; done < total; ++r) {
+        H = std::min(H, total - done);
+        std::vector<std::vector<float>> deltas;
+        std::vector<double> weights;
+        double loss = 0, up = 0;
+        for (int i = 0; i < s.islands; ++i) {
+            const RoundResult res = islands[i]->run_steps(H);
+            tokens[i] += res.tokens;
+            weights.push_back(res.tokens);
+            loss += res.mean_loss / s.islands;
+        }
+        if (on_its_way) global.apply_update(*on_its_way);  // the last round's update: the host's θ now
+        on_its_way.reset();
+        const std::span<const float> theta = global.theta();
+        for (int i = 0; i < s.islands; ++i) {
+            islands[i]->get_params(mine);
+            std::vector<float> delta(n);
+            for (std::size_t k = 0; k < n; ++k) {
+                delta[k] = start[i][k] - mine[k];  // the round's progress
+                mine[k] = theta[k] - delta[k];     // carried onto the update
+            }
+            islands[i]->set_params(mine);
+            start[i] = mine;
+            const std::vector<std::byte> payload = islands[i]->encode(delta, 0);
+            deltas.push_back(compression::decode(payload, n));
+            up = std::max(up, static_cast<double>(payload.size()));
+            row.bytes += static_cast<double>(payload.size());
+        }
+        std::vector<outer::WeightedDelta> cs;
+        for (int i = 0; i < s.islands; ++i) cs.push_back({deltas[i], weights[i]});
+        on_its_way = global.make_update(cs);
+        double down = static_cast<double>(on_its_way->size());
+        row.bytes += down * s.islands;
+        if (s.desloc > 0 && (r + 1) % s.desloc == 0) {  // as run_diloco: the moments travel with this sync
+            average_adamw_moments(islands, weights);
+            const double moments = 2.0 * static_cast<double>(n) * sizeof(float);
+            up += moments;
+            down += moments;
+            row.bytes += 2 * moments * s.islands;
+        }
+        row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
+        const double compute = H * s.link.step_s;
+        sent_at += std::max(compute, last_sync);
+        sent_at_hetero += std::max(compute / slowest, last_sync);
+        last_sync = s.link.sync_s(up, down);
+        done += H;
+        row.rounds = r + 1;
+        std::fprintf(stderr, "  %s: round %d, H %d (%d/%d steps), inner loss %.3f, sync %.1f s against %.1f s of compute, %.1f MB so far\n",
+                     name.c_str(), r + 1, H, done, total, loss, last_sync, compute, row.bytes / 1e6);
+        if (auto_h) H = static_cast<int>(rounds::auto_steps_per_round(s.auto_steps, s.link.step_s, last_sync, true));
+    }
+    global.apply_update(*on_its_way);
+    row.wall_s = sent_at + last_sync;
+    row.wall_s_hetero = sent_at_hetero + last_sync;
+    finish_islands_row(s, row, global.theta(), tokens, total, t0);
     return row;
 }
 
@@ -443,7 +539,7 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
             order.push_back({i, version[i]});
             const uint64_t staleness = applied - version[i];
             if (!rounds::judge_staleness(staleness, rule).refused) ++applied;
-            row.wall_s = at + s.link.receive_s(down_bytes);
+            row.wall_s = at + s.link.sync_overhead_s + s.link.receive_s(down_bytes);
             start(i, row.wall_s);
         }
     }
@@ -488,6 +584,7 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
     }
     finish_islands_row(s, row, global.theta(), tokens, *std::ranges::max_element(total_steps), t0);
     row.staleness_mean = order.empty() ? 0 : staleness_sum / static_cast<double>(order.size());
+    row.rounds = static_cast<int>(order.size()) - row.refused;
     return row;
 }
 
@@ -511,19 +608,21 @@ Row read_single_curve(const std::string& path, const std::string& settings_line)
     return row;
 }
 
-void set_speedup(Row& row, const Row& single) {
+void set_speedup(Row& row, const Row& single, double step_s) {
     if (single.curve.empty() || row.steps_per_island <= 0) return;
     const auto& c = single.curve;
+    double steps = static_cast<double>(c.back().first);
+    row.speedup_capped = true;
     for (std::size_t k = 1; k < c.size(); ++k) {
         if (c[k].second > row.val_loss) continue;
         // Linear between the last point above the row's loss and the first at or below it.
         const double f = (c[k - 1].second - row.val_loss) / std::max(1e-9, static_cast<double>(c[k - 1].second - c[k].second));
-        const double steps = c[k - 1].first + std::clamp(f, 0.0, 1.0) * (c[k].first - c[k - 1].first);
-        row.speedup = steps / row.steps_per_island;
-        return;
+        steps = c[k - 1].first + std::clamp(f, 0.0, 1.0) * (c[k].first - c[k - 1].first);
+        row.speedup_capped = false;
+        break;
     }
-    row.speedup = static_cast<double>(c.back().first) / row.steps_per_island;
-    row.speedup_capped = true;
+    row.speedup = steps / row.steps_per_island;
+    if (row.wall_s > 0) row.wall_speedup = steps * step_s / row.wall_s;
 }
 
 }  // namespace arch::bench

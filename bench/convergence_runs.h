@@ -1,5 +1,6 @@
 // bench/convergence_runs.h: the ways bench_convergence trains the same tokens: one island, data
-// parallel, DiLoCo (sync), Streaming DiLoCo and asynchronous DiLoCo on an event-driven clock. Every
+// parallel, DiLoCo (sync), overlapped DiLoCo, Streaming DiLoCo and asynchronous DiLoCo on an
+// event-driven clock. Every
 // island runs in this one process through the daemons' own GlobalModel and IslandWorker. Each run
 // also reports what it would cost on a link: bytes per island per sync, and a simulated wall-clock
 // from a step time and the link's rates and latency, counting only communication not overlapped.
@@ -14,6 +15,7 @@
 #include "core/trainer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/streaming_merge.h"
+#include "peers/rounds/auto_steps.h"
 #include "peers/rounds/staleness.h"
 
 namespace arch::bench {
@@ -24,8 +26,15 @@ struct LinkModel {
     double step_s = 0;            // one inner step of a speed-1 island
     double up_bytes_per_s = 2.5e6, down_bytes_per_s = 12.5e6, latency_s = 0.05;
     double byte_scale = 1;
+    // What a sync costs beyond the link (--sync-overhead-s): encoding, the host's decode, aggregation and
+    // outer step, applying the update; bench_rounds' idle_s_per_sync measures it for a model size.
+    double sync_overhead_s = 0;
     double send_s(double bytes) const { return latency_s + bytes * byte_scale / up_bytes_per_s; }
     double receive_s(double bytes) const { return latency_s + bytes * byte_scale / down_bytes_per_s; }
+    // A whole sync: the Δ up, the work (share: the part of θ it moves), the update down.
+    double sync_s(double up, double down, double share = 1) const {
+        return send_s(up) + sync_overhead_s * share + receive_s(down);
+    }
 };
 
 struct Setup {
@@ -48,6 +57,7 @@ struct Setup {
     LinkModel link;
     int warm_steps = 0;             // data-parallel steps on the warm shard before every row (0: none)
     double dp_clip = 1.0;           // the dp-* rows' L2 clip of a pseudo-gradient
+    rounds::AutoSteps auto_steps;   // the *-auto rows: H from the link, within these bounds
     std::vector<float> start;       // θ every row starts from: warm_start's, or empty for the seed-42 init
 };
 
@@ -60,7 +70,9 @@ struct Row {
     double epochs = 0;               // tokens read over the tokens it could read, the most of any island
     double seconds = 0;              // real compute time of this bench
     int steps_per_island = 0;
+    int rounds = 0;                  // syncs (outer updates) of the run; 0: none
     double wall_s = 0;               // simulated, islands at speed 1 (async: at its speeds)
+    double wall_speedup = -1;        // the time `single` needs to reach val_loss over wall_s (-1: not measured)
     double wall_s_hetero = -1;       // sync rows: simulated with the async row's speeds (-1: not a sync row)
     double speedup = -1;             // filled in from the one-island curve (-1: not measured)
     bool speedup_capped = false;     // the curve never got as low: the speed-up is at least `speedup`
@@ -89,6 +101,9 @@ struct DpRow {
 };
 Row run_diloco(const Setup& s, const std::string& name, const std::string& codec, const DpRow* dp = nullptr);
 Row run_streaming(const Setup& s, const std::string& name, const std::string& codec);
+// Overlapped DiLoCo (docs/rounds.md, "Overlapped"): round t's update is folded in at the end of round
+// t + 1, which trained meanwhile. auto_h: each round's H from the link (s.auto_steps), the first --H.
+Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h);
 Row run_async(const Setup& s, const std::string& name, const std::string& codec);
 
 // The one-island curve from the stderr of an earlier run ("  single: step N/M val loss X" lines),
@@ -96,7 +111,8 @@ Row run_async(const Setup& s, const std::string& name, const std::string& codec)
 // loss); throws arch::Error otherwise.
 Row read_single_curve(const std::string& path, const std::string& settings);
 // The steps the one-island run needs to reach `loss` (linear between its curve's points), over
-// steps_per_island; capped (at its last point) when it never gets there.
-void set_speedup(Row& row, const Row& single);
+// steps_per_island; capped (at its last point) when it never gets there. wall_speedup: those steps
+// at step_s, over the row's wall_s.
+void set_speedup(Row& row, const Row& single, double step_s);
 
 }  // namespace arch::bench

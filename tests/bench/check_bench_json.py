@@ -20,7 +20,7 @@ ISLAND = {"device": str, "devices": int, "parallel": str, "tokens_per_s": float,
           "optimizer_mb": float, "comm_mb": float, "activations_mb": float, "workspace_mb": float}
 ISLAND_SKIPPED = {"device": str, "skipped": str}
 CONVERGENCE = {"name": str, "val_loss": float, "bytes": int, "peak_bytes_per_sync": int, "speedup": float,
-               "speedup_capped": bool, "wall_s": float, "wall_s_hetero": float, "epochs": float, "tokens": int,
+               "speedup_capped": bool, "wall_speedup": float, "rounds": int, "wall_s": float, "wall_s_hetero": float, "epochs": float, "tokens": int,
                "steps_per_island": int, "staleness_mean": float, "staleness_max": float, "refused": int,
                "seconds": float}
 GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens_per_s": float, "tflops": float,
@@ -136,14 +136,30 @@ def case_island(bin_dir):
 
 
 def case_convergence(bin_dir):
-    p = run(bin_dir, ["bench_convergence", "--json", "--corpus", "kjv", "--rounds", "1", "--H", "2", "--islands", "2",
-                      "--batch", "1", "--seq-len", "16", "--eval-every", "1", "--val-batches", "2"])
+    p = run(bin_dir, ["bench_convergence", "--json", "--corpus", "kjv", "--rounds", "3", "--H", "2", "--islands", "2",
+                      "--batch", "1", "--seq-len", "16", "--eval-every", "1", "--val-batches", "2", "--step-s", "0.1",
+                      "--sync-overhead-s", "1", "--auto-min-H", "1"])
     rows = json_rows(p.stdout, CONVERGENCE)
     expect_names(rows, "name", ["single", "single-same-steps", "ddp", "diloco-fp32", "diloco-int8", "diloco-fp4-ef",
+                                "overlap-int8", "overlap-fp4", "overlap-int8-auto", "overlap-fp4-auto",
                                 "streaming-fp4", "async"])
     by_name = {r["name"]: r for r in rows}
-    if by_name["single"]["speedup"] != 1.0:
-        fail(f"the one-island run's own speed-up is {by_name['single']['speedup']}, not 1")
+    if by_name["single"]["speedup"] != 1.0 or by_name["single"]["wall_speedup"] != 1.0:
+        fail(f"the one-island run's own speed-ups are {by_name['single']['speedup']} and "
+             f"{by_name['single']['wall_speedup']}, not 1")
+    # The clock: a sync run pays each of its 3 syncs (over 1 s: the link and 1 s beyond it) after its
+    # round's 0.2 s of compute; an overlapped one computes the next round while a sync runs, so it takes
+    # 2 rounds' compute less (wall_s is rounded to 0.1 s). H from the link takes every step in one
+    # round here (a sync is longer than the 6 steps).
+    for codec in ["int8", "fp4"]:
+        sync, overlap = by_name[f"diloco-{codec}" + ("-ef" if codec == "fp4" else "")], by_name[f"overlap-{codec}"]
+        auto = by_name[f"overlap-{codec}-auto"]
+        if overlap["rounds"] != 3 or overlap["steps_per_island"] != 6 or auto["steps_per_island"] != 6:
+            fail(f"overlap-{codec}: {overlap['rounds']} rounds of {overlap['steps_per_island']} steps, not 3 of 6")
+        if abs(overlap["wall_s"] - (sync["wall_s"] - 2 * 0.2)) > 0.15:
+            fail(f"overlap-{codec} took {overlap['wall_s']} s on the clock against sync's {sync['wall_s']}")
+        if auto["rounds"] != 1 or not auto["wall_speedup"] > 0:
+            fail(f"overlap-{codec}-auto: {auto['rounds']} rounds, wall speed-up {auto['wall_speedup']}")
     for name in ["single", "ddp", "diloco-fp32", "streaming-fp4"]:
         if not 0 <= by_name[name]["epochs"] <= 1 or by_name[name]["tokens"] <= 0:
             fail(f"{name} read {by_name[name]['epochs']} epochs: the bench must read no token twice")

@@ -2,13 +2,16 @@
 // Dynamic Local Updates round down (the paper's floor) and never below one step; a round's steps
 // are placed in the run's lr schedule so a slow island still ends its cosine with the run; the
 // staleness rule downweights or refuses past async.max_staleness; the sync policy waits, folds and
-// holds; the async policy makes one update per Δ, refuses or scales stale ones, and restarts islands.
+// holds; the async policy makes one update per Δ, refuses or scales stale ones, and restarts islands;
+// H from the link is the fewest steps that keep an island busy its target share, within its bounds.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "peers/rounds/async_policy.h"
+#include "peers/rounds/auto_steps.h"
 #include "peers/rounds/local_steps.h"
 #include "peers/rounds/staleness.h"
 #include "peers/rounds/streaming_policy.h"
@@ -55,6 +58,33 @@ TEST_CASE("Dynamic Local Updates: H_i = floor(H * v_i / v_max), at least 1, H wh
     CHECK(local_steps(50, 2.0, 1.0) == 50);   // never above H
     CHECK(local_steps(50, std::nan(""), 1.0) == 50);
     CHECK(local_steps(1, 0.1, 1.0) == 1);
+}
+
+TEST_CASE("H from the link: the fewest steps that keep an island busy its target share, within bounds") {
+    const AutoSteps a{.target = 0.95, .min_steps = 10, .max_steps = 1000};
+    // GPT-2 124M on a 4090 (0.1 s a step) and a sync of 28 s: overlapped, 266 steps hide it (0.95 x 280
+    // = 266); waiting, 19 x 280 = 5320 would be needed, past the bound.
+    CHECK(auto_steps_per_round(a, 0.1, 28.0, true) == 266);
+    CHECK(busy_share(266, 0.1, 28.0, true) == Approx(0.95).epsilon(1e-3));
+    CHECK(busy_share(265, 0.1, 28.0, true) < 0.95);
+    CHECK(auto_steps_per_round(a, 0.1, 28.0, false) == 1000);
+    CHECK(auto_steps_per_round(AutoSteps{.target = 0.95, .min_steps = 10, .max_steps = 10000}, 0.1, 28.0, false) == 5320);
+    CHECK(busy_share(5320, 0.1, 28.0, false) == Approx(0.95).epsilon(1e-4));
+    CHECK(busy_share(5319, 0.1, 28.0, false) < 0.95);
+    // An exact ratio costs no step; a fast link meets the lower bound; an unknown step time the upper.
+    CHECK(auto_steps_per_round(AutoSteps{.target = 0.5, .min_steps = 1, .max_steps = 100}, 1.0, 18.0, true) == 9);
+    CHECK(auto_steps_per_round(a, 0.1, 0.2, true) == 10);
+    CHECK(auto_steps_per_round(a, 0.1, 0.0, false) == 10);
+    CHECK(auto_steps_per_round(a, 0.0, 28.0, true) == 1000);
+    CHECK(auto_steps_per_round(a, std::nan(""), 28.0, true) == 1000);
+    CHECK(auto_steps_per_round(a, 0.1, std::numeric_limits<double>::infinity(), true) == 1000);
+    // A link that slows down asks for more steps, never fewer.
+    uint32_t last = 0;
+    for (double sync : {1.0, 5.0, 20.0, 60.0, 200.0}) {
+        const uint32_t H = auto_steps_per_round(a, 0.1, sync, true);
+        CHECK(H >= last);
+        last = H;
+    }
 }
 
 TEST_CASE("a round's steps are spread over the positions it covers in the run's lr schedule") {
