@@ -435,6 +435,7 @@ Row run_overlap(const Setup& s, const std::string& name, const std::string& code
     row.wall_s_hetero = 0;
     for (int done = 0, r = 0; done < total; ++r) {
         H = std::min(H, total - done);
+        if (auto_h && total - done - H < H / 2) H = total - done;  // no short last round paying a whole sync
         std::vector<std::vector<float>> deltas;
         std::vector<double> weights;
         double loss = 0, up = 0;
