@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> only;
     const std::vector<std::string> names = {"single",           "single-same-steps", "ddp",          "diloco-fp32",
                                             "diloco-int8",      "diloco-fp4-ef",     "overlap-int8", "overlap-fp4",
-                                            "overlap-int8-auto", "overlap-fp4-auto", "streaming-fp4", "async"};
+                                            "overlap-int8-auto", "overlap-fp4-auto", "streaming-fp4", "streaming-fp4-auto",
+                                            "async"};
     // Rows run only when --only names them: ablations of the default rows, and diloco-fp32 with
     // island-level differential privacy (docs/privacy.md) at two budgets in both trust modes.
     const std::vector<std::string> extra = {"diloco-fp4", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
@@ -239,6 +240,9 @@ int main(int argc, char** argv) {
         if (want("overlap-fp4-auto")) emit(run_overlap(s, "overlap-fp4-auto", "fp4+ef+zstd", true));
         if (!only.empty() && want("diloco-fp4")) emit(run_diloco(s, "diloco-fp4", "fp4+zstd"));
         if (want("streaming-fp4")) emit(run_streaming(s, streaming_codec == "fp4+zstd" ? "streaming-fp4" : "streaming " + streaming_codec, streaming_codec));
+        if (want("streaming-fp4-auto"))
+            emit(run_streaming_auto(s, streaming_codec == "fp4+zstd" ? "streaming-fp4-auto" : "streaming-auto " + streaming_codec,
+                                    streaming_codec));
         if (want("async")) emit(run_async(s, "async", "fp32"));
         for (const std::string mode : {"central", "distributed"})
             for (const double epsilon : {8.0, 2.0}) {

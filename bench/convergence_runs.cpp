@@ -325,7 +325,8 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
     std::vector<float> full(global.theta().size());
     std::vector<double> tokens(s.islands, 0);
     row.wall_s = steps * s.link.step_s;
-    auto sync = [&](int p, int apply_at) {
+    // hidden: the island trains τ steps while the sync runs (not after the run's last step).
+    auto sync = [&](int p, int apply_at, bool hidden) {
         const diloco::Fragment& f = global.fragment(p);
         std::vector<float> mine(f.size), theirs(f.size);
         global.fragment_theta(p, theirs);
@@ -349,7 +350,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         // The transfer runs while the island trains τ steps; what is left of it stalls the island.
         const double share = static_cast<double>(f.size) / static_cast<double>(global.theta().size());
-        row.wall_s += std::max(0.0, s.link.sync_s(up, down, share) - s.tau * s.link.step_s);
+        row.wall_s += std::max(0.0, s.link.sync_s(up, down, share) - (hidden ? s.tau * s.link.step_s : 0.0));
         pending.push_back({p, apply_at, std::move(update), std::move(sent)});
     };
     auto apply_due = [&](int step) {
@@ -383,7 +384,7 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
         }
         apply_due(step);
         for (int p = 0; p < P; ++p)
-            if (diloco::fragment_due(step, p, s.H, P)) sync(p, step + s.tau);
+            if (diloco::fragment_due(step, p, s.H, P)) sync(p, step + s.tau, step < steps);
         if (step % s.H == 0)
             std::fprintf(stderr, "  %s: step %d/%d inner loss %.3f, %.1f MB so far\n", name.c_str(), step, steps, loss,
                          row.bytes / 1e6);
@@ -391,12 +392,42 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
     apply_due(steps + s.tau);  // updates still on the wire arrive
     for (int p = 0; p < P; ++p)  // the progress since each fragment's last sync
         if (!diloco::fragment_due(steps, p, s.H, P)) {
-            sync(p, 0);
+            sync(p, 0, false);
             apply_due(steps + s.tau);
         }
     finish_islands_row(s, row, global.theta(), tokens, steps, t0);
     row.rounds = s.rounds * P;
     return row;
+}
+
+// Streaming DiLoCo with H and τ from the link: a fragment's sync (its share of the bytes and of the
+// host's work) as the codec's size of a Gaussian Δ of the model's shape says; τ the steps that hide it
+// at the target share (rounds::auto_steps_per_round, overlapped); H the fewest steps that leave room
+// for τ < H / P among those that cut the run's steps into whole rounds.
+Row run_streaming_auto(const Setup& s, const std::string& name, const std::string& codec) {
+    const std::size_t n = ParamLayout(s.model).num_params();
+    std::vector<float> guess(n);
+    Rng rng(7);
+    fill_normal(rng, guess.data(), n, 1e-3f);
+    const double P = s.fragments, bytes = static_cast<double>(compression::make_codec(codec)->encode(guess).size()) / P;
+    const double fragment_sync = s.link.sync_s(bytes, bytes, 1 / P);
+    const rounds::AutoSteps tau_bounds{.target = s.auto_steps.target, .min_steps = 1, .max_steps = s.auto_steps.max_steps};
+    const int tau = static_cast<int>(rounds::auto_steps_per_round(tau_bounds, s.link.step_s, fragment_sync, true));
+    const int total = s.rounds * s.H;
+    const int wanted = std::clamp(s.fragments * (tau + 1), static_cast<int>(s.auto_steps.min_steps), static_cast<int>(s.auto_steps.max_steps));
+    int rounds = 1;  // the most whole rounds of at least `wanted` steps
+    for (int r = total / std::max(wanted, 1); r >= 1; --r)
+        if (total % r == 0) {
+            rounds = r;
+            break;
+        }
+    Setup t = s;
+    t.rounds = rounds;
+    t.H = total / rounds;
+    t.tau = std::min(tau, t.H / s.fragments - 1);
+    std::fprintf(stderr, "  %s: a fragment's sync %.1f s, so tau %d steps and H %d (%d rounds)\n", name.c_str(), fragment_sync,
+                 t.tau, t.H, t.rounds);
+    return run_streaming(t, name, codec);
 }
 
 // Overlapped DiLoCo (docs/rounds.md, "Overlapped"). An island sends round t's Δ and trains round

@@ -101,6 +101,8 @@ struct DpRow {
 };
 Row run_diloco(const Setup& s, const std::string& name, const std::string& codec, const DpRow* dp = nullptr);
 Row run_streaming(const Setup& s, const std::string& name, const std::string& codec);
+// The same with H and τ from the link (s.auto_steps' target and bounds), the same steps in all.
+Row run_streaming_auto(const Setup& s, const std::string& name, const std::string& codec);
 // Overlapped DiLoCo (docs/rounds.md, "Overlapped"): round t's update is folded in at the end of round
 // t + 1, which trained meanwhile. auto_h: each round's H from the link (s.auto_steps), the first --H.
 Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h);

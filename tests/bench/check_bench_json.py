@@ -142,7 +142,7 @@ def case_convergence(bin_dir):
     rows = json_rows(p.stdout, CONVERGENCE)
     expect_names(rows, "name", ["single", "single-same-steps", "ddp", "diloco-fp32", "diloco-int8", "diloco-fp4-ef",
                                 "overlap-int8", "overlap-fp4", "overlap-int8-auto", "overlap-fp4-auto",
-                                "streaming-fp4", "async"])
+                                "streaming-fp4", "streaming-fp4-auto", "async"])
     by_name = {r["name"]: r for r in rows}
     if by_name["single"]["speedup"] != 1.0 or by_name["single"]["wall_speedup"] != 1.0:
         fail(f"the one-island run's own speed-ups are {by_name['single']['speedup']} and "
@@ -160,6 +160,11 @@ def case_convergence(bin_dir):
             fail(f"overlap-{codec} took {overlap['wall_s']} s on the clock against sync's {sync['wall_s']}")
         if auto["rounds"] != 1 or not auto["wall_speedup"] > 0:
             fail(f"overlap-{codec}-auto: {auto['rounds']} rounds, wall speed-up {auto['wall_speedup']}")
+    # Streaming from the link: its fragment syncs need more steps than the run has, so one round of 6
+    # steps (4 fragment syncs), the same tokens as the other rows.
+    auto = by_name["streaming-fp4-auto"]
+    if auto["rounds"] != 4 or auto["steps_per_island"] != 6 or auto["tokens"] != by_name["streaming-fp4"]["tokens"]:
+        fail(f"streaming-fp4-auto: {auto['rounds']} fragment syncs of {auto['steps_per_island']} steps")
     for name in ["single", "ddp", "diloco-fp32", "streaming-fp4"]:
         if not 0 <= by_name[name]["epochs"] <= 1 or by_name[name]["tokens"] <= 0:
             fail(f"{name} read {by_name[name]['epochs']} epochs: the bench must read no token twice")
