@@ -400,16 +400,23 @@ Row run_streaming(const Setup& s, const std::string& name, const std::string& co
     return row;
 }
 
+namespace {
+// What the codec makes of a Δ of the model's shape (Gaussian values), in bytes: an -auto row's guess of
+// its first sync, before it has sent anything.
+double guessed_payload_bytes(const Setup& s, const std::string& codec) {
+    std::vector<float> guess(ParamLayout(s.model).num_params());
+    Rng rng(7);
+    fill_normal(rng, guess.data(), guess.size(), 1e-3f);
+    return static_cast<double>(compression::make_codec(codec)->encode(guess).size());
+}
+}  // namespace
+
 // Streaming DiLoCo with H and τ from the link: a fragment's sync (its share of the bytes and of the
 // host's work) as the codec's size of a Gaussian Δ of the model's shape says; τ the steps that hide it
 // at the target share (rounds::auto_steps_per_round, overlapped); H the fewest steps that leave room
 // for τ < H / P among those that cut the run's steps into whole rounds.
 Row run_streaming_auto(const Setup& s, const std::string& name, const std::string& codec) {
-    const std::size_t n = ParamLayout(s.model).num_params();
-    std::vector<float> guess(n);
-    Rng rng(7);
-    fill_normal(rng, guess.data(), n, 1e-3f);
-    const double P = s.fragments, bytes = static_cast<double>(compression::make_codec(codec)->encode(guess).size()) / P;
+    const double P = s.fragments, bytes = guessed_payload_bytes(s, codec) / P;
     const double fragment_sync = s.link.sync_s(bytes, bytes, 1 / P);
     const rounds::AutoSteps tau_bounds{.target = s.auto_steps.target, .min_steps = 1, .max_steps = s.auto_steps.max_steps};
     const int tau = static_cast<int>(rounds::auto_steps_per_round(tau_bounds, s.link.step_s, fragment_sync, true));
@@ -430,7 +437,7 @@ Row run_streaming_auto(const Setup& s, const std::string& name, const std::strin
     return run_streaming(t, name, codec);
 }
 
-// Overlapped DiLoCo (docs/rounds.md, "Overlapped"). An island sends round t's Δ and trains round
+// Overlapped DiLoCo (docs/rounds.md, "Overlapped rounds and H from the link"). An island sends round t's Δ and trains round
 // t + 1 at once from where it is: its own progress stands in for the update it has not received (the
 // eager proxy, with the outer lr of 1). Round t's update is folded in at the end of round t + 1,
 // before that round's Δ, carrying the round's progress onto it: θ_i = θ_{t+1} + (θ_i − θ_i at the
@@ -456,14 +463,10 @@ Row run_overlap(const Setup& s, const std::string& name, const std::string& code
     const double slowest = *std::ranges::min_element(s.speeds);
     double sent_at = 0, sent_at_hetero = 0, last_sync = 0;  // the clock: the last send, and that sync's seconds
     int H = s.H;
-    if (auto_h) {  // the first round's sync as the codec's size of a Δ of its shape (Gaussian values) says
-        std::vector<float> guess(n);
-        Rng rng(7);
-        fill_normal(rng, guess.data(), n, 1e-3f);
-        const double bytes = static_cast<double>(compression::make_codec(codec)->encode(guess).size());
+    if (auto_h) {  // the first round's sync from the codec's size of a Δ
+        const double bytes = guessed_payload_bytes(s, codec);
         H = static_cast<int>(rounds::auto_steps_per_round(s.auto_steps, s.link.step_s, s.link.sync_s(bytes, bytes), true));
     }
-    row.wall_s_hetero = 0;
     for (int done = 0, r = 0; done < total; ++r) {
         H = std::min(H, total - done);
         if (auto_h && total - done - H < H / 2) H = total - done;  // no short last round paying a whole sync
