@@ -1,7 +1,7 @@
 // peers/rounds/auto_steps.h: H from the link (issue 29): the fewest inner steps a round needs for an
 // island to be busy a target share of its time, given its step time and how long a sync takes (its Δ
-// up, the host's work, the update down). A pure rule, shared by bench_convergence and the host's round
-// policies. docs/rounds.md, "H from the link".
+// up, the host's work, the update down). A pure rule: bench_convergence's -auto rows use it; the
+// daemons do not choose H from the link yet. docs/rounds.md, "Overlapped rounds and H from the link".
 //
 // Overlapped rounds: the sync of round t runs while round t + 1 trains, and only the next send waits
 // for it, so a round takes max(H · step, sync) and the island is busy H · step / max(H · step, sync).
