@@ -100,7 +100,10 @@ std::vector<std::unique_ptr<IslandWorker>> make_islands(const Setup& s, const st
 
 // DES-LOC's moment sync: every island's AdamW m and v replaced by their mean over the islands,
 // weighted by the tokens of each island's Δ and summed in island order, as the host's MomentPool does.
-void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands, const std::vector<double>& tokens) {
+// Each island sends its m and v in fp32 with this sync's Δ and gets the means with its update: counted
+// in the sync's up and down bytes and the row's total.
+void sync_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands, const std::vector<double>& tokens,
+                        double& up, double& down, Row& row) {
     const std::size_t n = islands.front()->num_params();
     std::vector<float> m(n), v(n), m_mean(n, 0.0f), v_mean(n, 0.0f);
     double total = 0;
@@ -111,6 +114,10 @@ void average_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands, 
         for (std::size_t k = 0; k < n; ++k) m_mean[k] += w * m[k], v_mean[k] += w * v[k];
     }
     for (auto& w : islands) w->set_adamw_state(m_mean, v_mean);
+    const double moments = 2.0 * static_cast<double>(n) * sizeof(float);
+    up += moments;
+    down += moments;
+    row.bytes += 2 * moments * static_cast<double>(islands.size());
 }
 
 // The seed-42 init every run starts from without a warm start.
@@ -277,13 +284,7 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
         row.bytes += down * s.islands;
         // DES-LOC's moments would carry un-noised signal from every island: the dp rows leave them out,
         // as run.toml's [privacy] refuses them.
-        if (!dp && s.desloc > 0 && (r + 1) % s.desloc == 0) {
-            average_adamw_moments(islands, weights);  // DES-LOC: each island sends m and v and gets their mean
-            const double moments = 2.0 * static_cast<double>(global.theta().size()) * sizeof(float);
-            up += moments;
-            down += moments;
-            row.bytes += 2 * moments * s.islands;
-        }
+        if (!dp && s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, up, down, row);
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         const double comm = s.link.sync_s(up, down);
         row.wall_s += s.H * s.link.step_s + comm;
@@ -501,13 +502,7 @@ Row run_overlap(const Setup& s, const std::string& name, const std::string& code
         on_its_way = global.make_update(cs);
         double down = static_cast<double>(on_its_way->size());
         row.bytes += down * s.islands;
-        if (s.desloc > 0 && (r + 1) % s.desloc == 0) {  // as run_diloco: the moments travel with this sync
-            average_adamw_moments(islands, weights);
-            const double moments = 2.0 * static_cast<double>(n) * sizeof(float);
-            up += moments;
-            down += moments;
-            row.bytes += 2 * moments * s.islands;
-        }
+        if (s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, up, down, row);
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         const double compute = H * s.link.step_s;
         sent_at += std::max(compute, last_sync);
