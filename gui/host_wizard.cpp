@@ -130,6 +130,7 @@ QWizardPage* HostWizard::training_page() {
     mode_->addItem("async (Delayed Nesterov, for islands of unequal speed)", "async");
     mode_->addItem("streaming (one fragment of the model per sync, fewer bytes at once; a codec without error feedback)",
                    "streaming");
+    mode_->addItem("overlap (islands train the next round while the last sync travels, for slow links)", "overlap");
     auto* form = new QFormLayout(page);
     form->addRow("Rounds", rounds_);
     form->addRow("Inner steps per round (H)", steps_);

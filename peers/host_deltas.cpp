@@ -72,9 +72,11 @@ void HostDeltas::recycle(std::vector<rounds::Contribution>& all) {
 }
 
 bool HostDeltas::holds_encoded() const {
-    // Sync rounds, where no policy rescales a Δ, with an aggregator that works coordinate by
-    // coordinate; differential privacy clips and noises whole Δs, so it decodes them.
-    return config_.mode == RunMode::sync && !privacy_ && global_.aggregates_per_coordinate();
+    // Sync rounds (overlapped ones too: their host is sync's), where no policy rescales a Δ, with an
+    // aggregator that works coordinate by coordinate; differential privacy clips and noises whole Δs,
+    // so it decodes them.
+    const bool sync = config_.mode == RunMode::sync || config_.mode == RunMode::overlap;
+    return sync && !privacy_ && global_.aggregates_per_coordinate();
 }
 
 double HostDeltas::held_norm(const compression::HeldPayload& held, float scale, float limit, uint64_t* beyond) {

@@ -105,8 +105,8 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
         throw Fatal("the host's run has a model of " + std::to_string(n) + " parameters (" + std::to_string(n * sizeof(float) / 1000000) +
                     " MB in fp32); this peer takes at most " + std::to_string(most) +
                     (options_.max_params > 0 ? " (--max-params)" : " (one fp32 copy in this machine's RAM; --max-params to change)"));
-    stream_.reset();
-    stream_next_.reset();
+    rounds_.reset();
+    waiting_start_.reset();
     worker_.reset();
     FloatStore theta;  // zeros until the state comes
     if (options_.state_on_disk) {
@@ -224,7 +224,7 @@ void Peer::data_ready(Link& link) {
     } else if (c.privacy.on()) {
         log("privacy: central; the host clips and noises the pseudo-gradients, and sees this island's as it is sent");
     }
-    if (c.mode == RunMode::streaming) stream_ = std::make_unique<diloco::StreamingIsland>(*worker_, c.tau, c.alpha, c.merge);
+    rounds_ = diloco::make_round_island(c, *worker_);
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 
@@ -247,9 +247,9 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
                   static_cast<double>(blob.size()) / 1e6, took, static_cast<double>(blob.size()) / 1e6 / std::max(took, 1e-9));
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12) + figures);
     emit({.kind = "synced", .round = static_cast<int64_t>(round_), .theta = replica_->hash().substr(0, 12)});
-    if (stream_) {
-        stream_->restart();  // its next round starts from this θ
-        stream_next_.reset();
+    if (rounds_) {
+        rounds_->restart();  // its next round starts from this θ
+        waiting_start_.reset();
     }
     if (worker_) {
         // A resync: whatever this island sent before is settled by the state, and its error
@@ -286,8 +286,8 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     if (worker_)
         for (const protocol::Applied& a : meta.applied)
             if (a.island == island_) worker_->settle(a.round, true);
-    // Streaming: θ_i takes the fragment once its overlapped steps are done (stream_turn).
-    if (stream_) stream_->updated(fragment);
+    // Streaming and overlap: θ_i takes the update when its island says (overlap_turn).
+    if (rounds_) rounds_->updated(fragment);
     if (worker_ && moments_round(*config_, meta.round)) take_moments(meta, moments);
     const std::string part = replica_->fragments() > 1 ? " to fragment " + std::to_string(fragment) : std::string();
     const std::string part_hash =
@@ -303,11 +303,17 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     if (timed_round_ == meta.round) {
         // Communication: from handing over the Δ to holding the update (the Δ's transfer, waiting for
         // the other islands, the host's step, the update's transfer).
-        char line[128];
+        char line[256];
         std::snprintf(line, sizeof(line), "round %llu times: compute %.2f s, communication %.2f s",
                       static_cast<unsigned long long>(meta.round), compute_s_,
                       Clock::real().seconds_since(sent_at_));
         log(line);
+        if (first_step_at_) {  // in inner steps, overlapped ones too, against the time since the first began
+            const double wall = Clock::real().seconds_since(*first_step_at_);
+            std::snprintf(line, sizeof(line), "round %llu: island busy %.1f%% since its first inner step (%.2f s of inner steps in %.2f s)",
+                          static_cast<unsigned long long>(meta.round), 100.0 * busy_s_ / std::max(wall, 1e-9), busy_s_, wall);
+            log(line);
+        }
     }
     if (options_.status) {
         RoundRow row;  // what a peer knows of the round it applied
@@ -333,8 +339,9 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         report_hash(link);  // the host answers with the state
         return;
     }
-    if (stream_ && stream_->busy()) {  // the last round's τ steps or merge first (stream_turn)
-        stream_next_ = m;
+    if (rounds_->busy()) {  // the last round's overlapped steps or merge first (overlap_turn)
+        rounds_->next_round_known();
+        waiting_start_ = m;
         return;
     }
     settle_dropped(m.held);
@@ -359,6 +366,8 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const auto on_step = [&](const StepStats& s) {
         ++done;
         last_step_at_ = Clock::real().now();
+        busy_s_ += s.seconds;
+        if (!first_step_at_) first_step_at_ = *last_step_at_ - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
         if (options_.status) {
             options_.status->set_tokens_per_s(s.tokens_per_s);
             options_.status->set_inner_loss(s.loss);
@@ -373,8 +382,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         }
     };
     const diloco::RoundResult result =
-        stream_ ? stream_->run_round(*replica_, fragment, plan.schedule.value(), m.round + 1 < run_updates(*config_), on_step)
-                : worker_->run_round(replica_->theta(), plan, on_step);
+        rounds_->run_round(*replica_, plan, fragment, m.round + 1 < run_updates(*config_), on_step);
     replica_->release_theta();  // on disk: the pages the round read go back to the page cache
     compute_s_ = Clock::real().seconds_since(t0);
     steps_per_s_ = static_cast<float>(result.steps / compute_s_);
@@ -387,11 +395,12 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +
         (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
-        (stream_ ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) +
-                       " steps, loss " + std::to_string(result.mean_loss) + ")"
-                 : std::string()));
+        (result.steps != static_cast<int>(m.steps) || replica_->fragments() > 1
+             ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) + " steps, loss " +
+                   std::to_string(result.mean_loss) + ")"
+             : std::string()));
     emit({.kind = "sent", .round = static_cast<int64_t>(m.round), .steps = static_cast<int>(result.steps),
-          .fragment = stream_ ? fragment : -1, .bytes = static_cast<int64_t>(result.payload.size())});
+          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(result.payload.size())});
     sent_at_ = Clock::real().now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
@@ -425,27 +434,26 @@ void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<pr
           .hash = hash});
 }
 
-void Peer::stream_turn(Link& link) {
-    if (stream_->overlapping()) {
-        const diloco::RoundResult r = stream_->overlap_step();
+void Peer::overlap_turn(Link& link) {
+    if (rounds_->merge_due()) {
+        const diloco::Merged merged = rounds_->merge(*replica_);
+        log(merged.what + " merged into this island's θ after " + std::to_string(merged.overlapped) + " overlapped steps");
+        emit({.kind = "merged", .steps = merged.overlapped});
+        return;
+    }
+    if (rounds_->overlapping()) {
+        const auto t0 = Clock::real().now();
+        const diloco::RoundResult r = rounds_->overlap_step();
         last_step_at_ = Clock::real().now();
+        busy_s_ += std::chrono::duration<double>(*last_step_at_ - t0).count();
         if (options_.status) options_.status->set_inner_loss(r.mean_loss);
         if (options_.throttle > 0 && options_.throttle < 1.0 && steps_per_s_ > 0)
             std::this_thread::sleep_for(std::chrono::duration<double>((1.0 / steps_per_s_) * (1.0 / options_.throttle - 1.0)));
         return;
     }
-    if (stream_->merge_due()) {
-        const auto [fragments, overlapped] = stream_->merge(*replica_);
-        std::string which;
-        for (const int f : fragments) which += (which.empty() ? "" : ", ") + std::to_string(f);
-        const std::string rule = config_->merge == diloco::StreamingMerge::mix ? "mix, alpha " + std::to_string(config_->alpha) : "carry";
-        log("fragment " + which + " merged into this island's θ (" + rule + ") after " +
-            std::to_string(overlapped) + " overlapped steps");
-        emit({.kind = "merged", .steps = static_cast<int>(overlapped)});
-    }
-    if (!stream_->busy() && stream_next_) {
-        const protocol::RoundStart next = *stream_next_;
-        stream_next_.reset();
+    if (!rounds_->busy() && waiting_start_) {
+        const protocol::RoundStart next = *waiting_start_;
+        waiting_start_.reset();
         on_round_start(link, next);
     }
 }
@@ -533,20 +541,20 @@ bool Peer::run(Link& link, const std::string& host_key) {
             publish(link);
             published = Clock::real().now();
         }
-        if (stream_ && (stream_->busy() || stream_next_)) {
+        if (rounds_ && (rounds_->busy() || waiting_start_)) {
             try {
-                stream_turn(link);
+                overlap_turn(link);
             } catch (const Fatal&) {
                 throw;
             } catch (const Error& err) {
-                log(std::string("streaming: ") + err.what() + "; the island starts its next round from θ");
-                stream_->restart();
+                log(std::string(mode_name(config_->mode)) + ": " + err.what() + "; the island starts its next round from θ");
+                rounds_->restart();
             }
         }
         // Between overlapped steps the link is only polled, not waited on.
         std::optional<LinkEvent> e;
         try {
-            e = link.poll(stream_ && stream_->overlapping() ? 0 : 100);
+            e = link.poll(rounds_ && rounds_->overlapping() ? 0 : 100);
         } catch (const std::exception& err) {  // bad_alloc & co from what the host sent: that message is lost, not the peer
             log(std::string("the link could not read a message: ") + err.what());
             continue;

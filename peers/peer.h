@@ -7,8 +7,9 @@
 // says hello again with its round and hash, and the host resends the state if they differ.
 // With DES-LOC on (outer.sync_moments_every) it sends its AdamW moments before the Δ of every K-th
 // round, and takes the mean the update carries if the host used them (peers/moment_sync.h).
-// In streaming mode its island trains on across rounds (peers/diloco/streaming_island.h): between
-// the τ steps after each send it polls the link, so the Δ and the update move while it trains.
+// How its island trains across rounds is run.mode's (peers/diloco/round_island.h): in streaming and
+// overlap mode it trains on after each send, and between those steps it polls the link, so the Δ and
+// the update move while it trains.
 #pragma once
 
 #include <atomic>
@@ -21,7 +22,7 @@
 #include "core/clock.h"
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/island_worker.h"
-#include "peers/diloco/streaming_island.h"
+#include "peers/diloco/round_island.h"
 #include "peers/island_data.h"
 #include "peers/link.h"
 #include "peers/run_config.h"
@@ -84,7 +85,7 @@ private:
     void on_round_start(Link& link, const protocol::RoundStart& m);
     void send_moments(Link& link, uint64_t round);  // DES-LOC: the island's AdamW m and v, before its Δ
     void take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::Moments>& mean);
-    void stream_turn(Link& link);  // streaming: one overlapped step, or the merge that follows them
+    void overlap_turn(Link& link);  // between rounds: a due merge, one step trained on, or a round_start that waited
     void settle_dropped(std::optional<uint64_t> held);  // every Δ no update named, except the one held
     void residual_event(ResidualEvent what, uint64_t round);
     void report_hash(Link& link);
@@ -104,8 +105,8 @@ private:
     uint64_t data_fetched_ = 0;  // bytes of tokens fetched from the host in this session
     bool data_requested_ = false;  // a data_request is out and not answered yet
     std::unique_ptr<diloco::IslandWorker> worker_;
-    std::unique_ptr<diloco::StreamingIsland> stream_;  // streaming mode: worker_ trained on across rounds
-    std::optional<protocol::RoundStart> stream_next_;  // a round_start that came before the last merge
+    std::unique_ptr<diloco::RoundIsland> rounds_;  // how worker_ trains across rounds: run.mode's
+    std::optional<protocol::RoundStart> waiting_start_;  // a round_start that came while the island was busy
     std::unique_ptr<diloco::GlobalModel> replica_;
     bool replica_valid_ = false;
     uint64_t round_ = 0;  // the round replica_'s θ belongs to
@@ -116,6 +117,9 @@ private:
     // of a state that follows runs from it.
     Clock::time_point reported_at_{};
     std::optional<Clock::time_point> last_step_at_;  // the end of its last inner step
+    // Its utilisation: seconds in inner steps (overlapped ones too), and since the first one began.
+    double busy_s_ = 0;
+    std::optional<Clock::time_point> first_step_at_;
     std::optional<uint64_t> timed_round_;     // that round
     std::atomic<bool> stop_{false};
     bool finished_ = false;

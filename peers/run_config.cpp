@@ -207,7 +207,8 @@ void read_privacy(toml_file::Fields& privacy, RunConfig& c) {
 void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::Fields& streaming,
                 const toml_file::Fields& wire, const toml_file::Fields& deadlines) {
     // DES-LOC's moments follow a sync round's Δs: an async update holds one island's Δ from another
-    // θ, and a streaming island never restarts from θ, so neither has a round the moments belong to.
+    // θ, a streaming island never restarts from θ, and an overlapped one trains on with its moments
+    // while they travel, so none has a round the moments belong to.
     if (c.mode != RunMode::sync) {
         if (outer.has("sync_moments_every") && c.sync_moments_every > 0)
             throw Error(outer.where("sync_moments_every") + ": outer.sync_moments_every = " +
@@ -300,7 +301,8 @@ uint64_t run_updates(const RunConfig& c) {
 int run_fragment_count(const RunConfig& c) { return c.mode == RunMode::streaming ? c.fragments : 1; }
 
 const EnumNames<RunMode>& run_mode_names() {
-    static const EnumNames<RunMode> names{{"sync", RunMode::sync}, {"async", RunMode::async}, {"streaming", RunMode::streaming}};
+    static const EnumNames<RunMode> names{{"sync", RunMode::sync}, {"async", RunMode::async}, {"streaming", RunMode::streaming},
+                                          {"overlap", RunMode::overlap}};
     return names;
 }
 

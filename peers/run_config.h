@@ -18,8 +18,8 @@
 namespace arch {
 
 // run.mode: the round policy (peers/rounds/, docs/rounds.md). Parsed once; the name is for messages.
-enum class RunMode { sync, async, streaming };
-const EnumNames<RunMode>& run_mode_names();  // "sync", "async", "streaming"
+enum class RunMode { sync, async, streaming, overlap };
+const EnumNames<RunMode>& run_mode_names();  // "sync", "async", "streaming", "overlap"
 const char* mode_name(RunMode mode);
 
 struct RunConfig {

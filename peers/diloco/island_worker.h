@@ -80,6 +80,9 @@ public:
     // The same, the learning rates placed by `placed` (the host's schedule positions of these steps).
     RoundResult run_steps(int steps, const rounds::ScheduleSpan& placed, const std::function<void(const StepStats&)>& on_step = {});
     void set_params(std::span<const float> theta);
+    // Δ = θ − θ_i of the island's current θ_i encoded into r, as run_round ends; with error feedback,
+    // round names the Δ for settle() (none: applied at once). Overlapped rounds send with it.
+    void encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round);
     // delta is clipped and noised in place first when a privacy share is on.
     std::vector<std::byte> encode(std::span<float> delta, uint64_t stream);
     // Distributed differential privacy (privacy/gaussian_mechanism.h, docs/privacy.md): from now on
@@ -99,8 +102,6 @@ public:
 private:
     void add_share(std::span<float> delta);  // clipped and noised, when a privacy share is on
     RoundResult train(int steps, const rounds::ScheduleSpan* placed, const std::function<void(const StepStats&)>& on_step);
-    // Δ = θ − θ_i encoded into r; with error feedback, round names the Δ for settle() (none: applied at once).
-    void encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round);
     // Δ = θ − θ_i formed and encoded where θ_i lives, on one GPU or per shard on an island of them;
     // false where the devices or the codec cannot (then the host encodes it).
     bool encode_on_devices(std::span<const float> theta, RoundResult& r);

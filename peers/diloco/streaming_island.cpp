@@ -18,10 +18,11 @@ void StreamingIsland::restart() {
     merges_.clear();
 }
 
-RoundResult StreamingIsland::run_round(const GlobalModel& replica, int fragment, rounds::ScheduleSpan span, bool overlap,
+RoundResult StreamingIsland::run_round(const GlobalModel& replica, const RoundPlan& plan, int fragment, bool overlap,
                                        const std::function<void(const StepStats&)>& on_step) {
     if (busy()) throw Error("a streaming round started while the last one's update is not merged");
-    if (span.to <= span.from) throw Error("a streaming round of no steps");
+    if (!plan.schedule || plan.schedule->to <= plan.schedule->from) throw Error("a streaming round of no steps");
+    const rounds::ScheduleSpan span = *plan.schedule;
     // Out of step (the first round, a round started again after its send): θ_i starts from θ.
     if (fresh_ || position_ < span.from || position_ >= span.to) {
         worker_.set_params(replica.theta());
@@ -59,7 +60,7 @@ RoundResult StreamingIsland::overlap_step() {
     return r;
 }
 
-std::pair<std::vector<int>, int> StreamingIsland::merge(const GlobalModel& replica) {
+Merged StreamingIsland::merge(const GlobalModel& replica) {
     if (!merge_due()) throw Error("no merge is due");
     worker_.get_params(full_);
     for (const int fragment : merges_) {
@@ -74,7 +75,11 @@ std::pair<std::vector<int>, int> StreamingIsland::merge(const GlobalModel& repli
         scatter(f, mine_, full_);
     }
     worker_.set_params(full_);
-    return {std::exchange(merges_, {}), std::exchange(overlapped_, 0)};
+    merged_last_ = std::exchange(merges_, {});
+    std::string what = "fragment";
+    for (std::size_t i = 0; i < merged_last_.size(); ++i) what += (i ? ", " : " ") + std::to_string(merged_last_[i]);
+    what += rule_ == StreamingMerge::mix ? " (mix, alpha " + std::to_string(alpha_) + ")" : " (carry)";
+    return {what, std::exchange(overlapped_, 0)};
 }
 
 }  // namespace arch::diloco

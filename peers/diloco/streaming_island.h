@@ -9,39 +9,37 @@
 // move while it trains. No error feedback (run_config.cpp refuses +ef).
 #pragma once
 
-#include <functional>
-#include <utility>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "peers/diloco/global_model.h"
-#include "peers/diloco/island_worker.h"
+#include "peers/diloco/round_island.h"
 #include "peers/diloco/streaming_merge.h"
 
 namespace arch::diloco {
 
-class StreamingIsland {
+class StreamingIsland final : public RoundIsland {
 public:
     StreamingIsland(IslandWorker& worker, int tau, float alpha, StreamingMerge rule = StreamingMerge::mix);
 
     // A state replaced θ (a resync): the next round starts θ_i from it; nothing is overlapped or merged.
-    void restart();
-    // A round: its span of the schedule and the fragment it sends. Trains from where θ_i is (the τ
-    // steps overlapped since the last send count) to span.to, then encodes the fragment's Δ against
-    // the replica's θ. overlap: the τ steps follow (not after the run's last round). The result's
-    // tokens are the whole round's steps', its steps and loss those trained now.
-    RoundResult run_round(const GlobalModel& replica, int fragment, rounds::ScheduleSpan span, bool overlap,
-                          const std::function<void(const StepStats&)>& on_step = {});
-    bool overlapping() const { return overlap_left_ > 0; }
-    RoundResult overlap_step();                        // one of the τ steps after a send
-    void updated(int fragment) { merges_.push_back(fragment); }  // the replica took an update of this fragment
-    bool merge_due() const { return !merges_.empty() && overlap_left_ == 0; }
+    void restart() override;
+    // A round: its span of the schedule (plan.schedule) and the fragment it sends. Trains from where θ_i
+    // is (the τ steps overlapped since the last send count) to the span's end, then encodes the
+    // fragment's Δ against the replica's θ. overlap: the τ steps follow (not after the run's last
+    // round). The result's tokens are the whole round's steps', its steps and loss those trained now.
+    RoundResult run_round(const GlobalModel& replica, const RoundPlan& plan, int fragment, bool overlap,
+                          const std::function<void(const StepStats&)>& on_step = {}) override;
+    bool overlapping() const override { return overlap_left_ > 0; }
+    RoundResult overlap_step() override;                        // one of the τ steps after a send
+    void updated(int fragment) override { merges_.push_back(fragment); }  // the replica took an update of this fragment
+    bool merge_due() const override { return !merges_.empty() && overlap_left_ == 0; }
     // Merges the updated fragments into θ_i, in the order of their updates (merge_due() first; more than
-    // one when an update of a round this island was not in came too). Returns them, and the steps
+    // one when an update of a round this island was not in came too); says which, and the steps
     // overlapped before.
-    std::pair<std::vector<int>, int> merge(const GlobalModel& replica);
-    bool busy() const { return overlapping() || !merges_.empty(); }  // a round_start waits until it is not
+    Merged merge(const GlobalModel& replica) override;
+    std::vector<int> merged_last() const { return merged_last_; }  // the fragments of the last merge
+    bool busy() const override { return overlapping() || !merges_.empty(); }  // a round_start waits until it is not
 
 private:
     IslandWorker& worker_;
@@ -54,6 +52,7 @@ private:
     uint64_t position_ = 0;      // the schedule position of θ_i's next step
     int overlap_left_ = 0, overlapped_ = 0;
     std::vector<int> merges_;    // fragments whose updates wait for the overlap to end
+    std::vector<int> merged_last_;
     std::vector<float> full_, mine_, global_;
 };
 

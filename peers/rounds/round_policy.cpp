@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "peers/rounds/async_policy.h"
+#include "peers/rounds/overlap_policy.h"
 #include "peers/rounds/streaming_policy.h"
 #include "peers/rounds/sync_policy.h"
 #include "peers/run_config.h"
@@ -17,6 +18,7 @@ std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, Notes notes) 
         case RunMode::async: return std::make_unique<AsyncPolicy>(H, StalenessRule{static_cast<uint64_t>(c.max_staleness), c.stale});
         case RunMode::streaming:
             return std::make_unique<StreamingPolicy>(H, static_cast<uint32_t>(c.fragments), c.round_timeout_s, std::move(notes));
+        case RunMode::overlap: return std::make_unique<OverlapPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(notes));
     }
     throw Error("run.mode has no round policy");
 }

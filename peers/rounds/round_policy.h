@@ -4,7 +4,8 @@
 // A RoundPolicy decides the rest: which islands a round starts and with how many steps, what an
 // arriving pseudo-gradient becomes, when an update is made and from which contributions. It never
 // touches the network, θ or a clock: it gets a RunSnapshot and returns decisions the host carries out.
-// One file per policy: sync_policy.h, async_policy.h, streaming_policy.h (one round per fragment).
+// One file per policy: sync_policy.h, async_policy.h, streaming_policy.h (one round per fragment),
+// overlap_policy.h.
 // Rules shared with bench_convergence: staleness.h, local_steps.h.
 #pragma once
 
@@ -136,7 +137,7 @@ public:
     virtual std::vector<Start> after_update(const RunSnapshot& run, bool applied) = 0;
 };
 
-// The policy for run.mode ("sync", "async" or "streaming"; run_config.cpp checks the name).
+// The policy for run.mode ("sync", "async", "streaming" or "overlap"; run_config.cpp checks the name).
 std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& config, Notes notes);
 
 }  // namespace arch::rounds

@@ -45,7 +45,7 @@ TEST_CASE("wrong types and values out of range name the key and what was found")
     CHECK(refused("[inner]\nlr = -1.0\n") == "run.toml:2: inner.lr must be in (0, 10], found -1");
     CHECK(refused("[inner]\nlr = true\n") == "run.toml:2: inner.lr must be a number, found a boolean");
     CHECK(refused("[run]\nmode = \"asynk\"\n") ==
-          "run.toml:2: run.mode must be one of sync, async, streaming, found 'asynk' (did you mean 'async'?)");
+          "run.toml:2: run.mode must be one of sync, async, streaming, overlap, found 'asynk' (did you mean 'async'?)");
     CHECK(refused("[outer]\nmomentum = 1.0\n") == "run.toml:2: outer.momentum must be in [0, 0.999999], found 1");
     CHECK(refused("[deadlines]\nround_timeout_s = 0\n") ==
           "run.toml:2: deadlines.round_timeout_s must be in (0, 1e+07], found 0");
@@ -179,6 +179,18 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     const arch::RunConfig many = parse_run_config("[run]\nmode = \"streaming\"\n[model]\nlayers = 2\n[wire]\ncodec = \"fp4\"\n"
                                                   "[streaming]\nfragments = 3\ntau = 1\n", "run.toml");
     CHECK_THROWS_WITH(arch::run_fragments(many, arch::run_model_config(many, 256)), Contains("exceeds the model's 2 blocks"));
+}
+
+TEST_CASE("overlap mode: one fragment, error feedback and fold taken, DES-LOC refused") {
+    const arch::RunConfig o = parse_run_config("[run]\nrounds = 3\nmode = \"overlap\"\n[wire]\ncodec = \"fp4+ef+zstd:1\"\n"
+                                               "[deadlines]\nstraggler = \"fold\"\n", "run.toml");
+    CHECK(o.mode == arch::RunMode::overlap);
+    CHECK(arch::run_updates(o) == 3);  // a round is one update of the whole θ, as in sync mode
+    CHECK(arch::run_fragment_count(o) == 1);
+    CHECK(o.sync_moments_every == 0);  // off unless set
+    CHECK(o.fold_stragglers);
+    CHECK_THAT(refused("[run]\nmode = \"overlap\"\n[outer]\nsync_moments_every = 2\n"),
+               Contains("outer.sync_moments_every = 2 is for sync mode; overlap mode"));
 }
 
 TEST_CASE("the bundled default run config parses") {

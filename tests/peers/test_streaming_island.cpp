@@ -30,13 +30,13 @@ std::vector<float> params(IslandWorker& w) {
 
 // One island alone: a round of fragment 0, its update from the host, τ = 2 overlapped steps, the merge.
 // Returns θ_i,0 at the send, θ_i just before the merge, and θ_i after it, with the replica updated.
-struct Merged {
+struct Seen {
     std::vector<float> sent, before, after;
 };
-Merged one_round(IslandWorker& w, GlobalModel& replica, StreamingMerge rule) {
+Seen one_round(IslandWorker& w, GlobalModel& replica, StreamingMerge rule) {
     StreamingIsland island(w, 2, 0.25f, rule);
-    const RoundResult r = island.run_round(replica, 0, rounds::ScheduleSpan{0, 4}, true);
-    Merged m;
+    const RoundResult r = island.run_round(replica, RoundPlan{0, 4, rounds::ScheduleSpan{0, 4}}, 0, true);
+    Seen m;
     m.sent = fragment_of(replica.fragment(0), params(w));
     const std::vector<float> delta = compression::decode(r.payload, replica.fragment(0).size);
     const outer::WeightedDelta c{delta, r.tokens};
@@ -47,9 +47,9 @@ Merged one_round(IslandWorker& w, GlobalModel& replica, StreamingMerge rule) {
     island.overlap_step();
     REQUIRE(island.merge_due());
     m.before = params(w);
-    const auto [merged, overlapped] = island.merge(replica);
-    CHECK(merged == std::vector<int>{0});
-    CHECK(overlapped == 2);
+    const Merged merged = island.merge(replica);
+    CHECK(island.merged_last() == std::vector<int>{0});
+    CHECK(merged.overlapped == 2);
     m.after = params(w);
     return m;
 }
@@ -64,7 +64,7 @@ TEST_CASE("streaming island: mix and carry merge the updated fragment, and only 
         INFO((rule == StreamingMerge::mix ? "mix" : "carry"));
         IslandWorker w(tiny.model, tiny.train, "fp32");
         GlobalModel replica(tiny.theta(), OuterConfig{.lr = 0.7f, .momentum = 0.5f}, fragments);
-        const Merged m = one_round(w, replica, rule);
+        const Seen m = one_round(w, replica, rule);
         const Fragment& f0 = replica.fragment(0);
         std::vector<float> global(f0.size);
         replica.fragment_theta(0, global);
@@ -88,7 +88,7 @@ TEST_CASE("streaming island: under carry, an update of a fragment the island did
     IslandWorker w(tiny.model, tiny.train, "fp32");
     GlobalModel replica(tiny.theta(), OuterConfig{}, fragments);
     StreamingIsland island(w, 1, 0.5f, StreamingMerge::carry);
-    island.run_round(replica, 0, rounds::ScheduleSpan{0, 4}, true);
+    island.run_round(replica, RoundPlan{0, 4, rounds::ScheduleSpan{0, 4}}, 0, true);
     // Another island's Δ of fragment 1 (this one did not send it) makes the update the host sends.
     const std::vector<float> other = test::noise(replica.fragment(1).size, 9, 1e-3f);
     const outer::WeightedDelta c{other, 1.0};
