@@ -44,6 +44,7 @@ public:
     void number(const std::string& key, double& out, double lo, double hi, bool lo_open = false);
     void number(const std::string& key, float& out, double lo, double hi, bool lo_open = false);
     bool has(const std::string& key) const { return table_.contains(key); }
+    bool has_text(const std::string& key) const { return table_.contains(key) && table_.get(key)->is_string(); }
     void require(const std::string& key) const;  // throws when absent
     std::string where(const std::string& key) const;  // "SOURCE:LINE" of the key, or "SOURCE"
     [[noreturn]] void fail(const std::string& key, const std::string& problem) const;  // "SOURCE:LINE: section.key problem"

@@ -264,6 +264,10 @@ rounds::RunSnapshot Host::view(Link& link) {
         i.busy = p.busy;
         i.started_round = p.started_round;
         i.steps_per_s = p.steps_per_s;
+        if (p.steps_per_s > 0) {
+            const double measured = 1.0 / p.steps_per_s;
+            i.step_s = p.reported_steps_per_s > 0 ? std::min(measured, 1.0 / p.reported_steps_per_s) : measured;
+        }
         const LinkStats st = link.stats(key);
         i.delta_bytes = st.receiving;
         i.delta_bytes_per_s = st.receive_bytes_per_s;
@@ -274,6 +278,7 @@ rounds::RunSnapshot Host::view(Link& link) {
     v.round = round_;
     v.rounds = run_updates(options_.config);  // the schedule's length, even when a privacy budget ends the run sooner
     v.seconds_open = ledger_.seconds_open();
+    v.sync_s = ledger_.last_sync_s();
     v.islands = view_;
     return v;
 }
@@ -327,10 +332,14 @@ void Host::start_round(Link& link) {
     ledger_.open(uplink_bytes(link));
     const rounds::RoundPolicy::Opening opening = policy_->open_round(view(link));
     start_islands(link, opening.starts);
-    log("round " + std::to_string(round_) + " started with " + std::to_string(opening.islands) + " islands");
-    emit({.kind = "round_started", .round = static_cast<int64_t>(round_), .islands = static_cast<int>(opening.islands)});
+    const rounds::ChosenSteps steps = policy_->round_steps();
+    log("round " + std::to_string(round_) + " started with " + std::to_string(opening.islands) + " islands, H " +
+        std::to_string(steps.steps) + " (" + steps.why + ")");
+    emit({.kind = "round_started", .round = static_cast<int64_t>(round_), .islands = static_cast<int>(opening.islands),
+          .steps = static_cast<int>(steps.steps), .detail = steps.why});
     if (options_.status) {
         options_.status->set_state("training");
+        options_.status->set_steps(steps.steps, steps.why);
         publish_run(link);
     }
 }
@@ -435,12 +444,16 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const Clock::time_point decode_start = Clock::real().now();
     rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
     deltas_->take_in(payload, expected, contribution);
-    ledger_.decoded(Clock::real().seconds_since(decode_start));
+    ledger_.decoded(Clock::real().seconds_since(decode_start), transfer_seconds);
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's; it is counted from the Δ's first
     // chunk, which needs the Δ, so no island can look faster than it computes and cut the others' H.
+    // An island that trained some of the round's steps before its round_start (overlap and streaming
+    // mode) says how many it trained after it; it can only make itself look slower by it.
     const double took = clock_.seconds_since(p.started_at) - transfer_seconds;
-    if (took > 0) p.steps_per_s = static_cast<float>(p.started_steps / took);
+    const uint32_t trained = std::clamp<uint32_t>(meta.steps, 1, std::max<uint32_t>(p.started_steps, 1));
+    if (took > 0) p.steps_per_s = static_cast<float>(trained / took);
+    p.reported_steps_per_s = std::isfinite(meta.steps_per_s) && meta.steps_per_s > 0 ? meta.steps_per_s : 0.0f;
     p.last_round = meta.round;
     p.busy = false;
     publish(key, blob.size(), 0);

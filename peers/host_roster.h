@@ -30,6 +30,7 @@ struct PeerState {
     Clock::time_point started_at{};  // when that round_start was sent
     uint32_t started_steps = 0;      // and the inner steps it asked for
     float steps_per_s = 0;           // measured by the host: H over the time from round_start to its Δ
+    float reported_steps_per_s = 0;  // what its last Δ said of its own speed (H from the link only)
     uint64_t last_round = 0;         // last round it contributed to
     uint64_t queued_from = UINT64_MAX;  // every update since this round is queued for it (after a state or an in-sync hello)
     TokenBucket hellos{1.0, 3};      // hellos a second (each may queue a welcome and the state)

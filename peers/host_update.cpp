@@ -125,6 +125,9 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
 void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val) {
     RoundRow row = ledger_.close(ended, islands, loss, val, uplink_bytes(link));
     if (privacy_) row.epsilon = privacy_->spent(round_);
+    const rounds::ChosenSteps steps = policy_->round_steps();
+    row.steps = steps.steps;
+    row.steps_why = steps.why;
     if (options_.on_round) options_.on_round(row);
     emit({.kind = "round_finished", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(islands),
           .theta = global_->hash().substr(0, 12), .val_loss = val,

@@ -347,6 +347,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     settle_dropped(m.held);
     if (options_.status) {
         options_.status->set_state("training");
+        options_.status->set_steps(m.steps, "the host's round_start");
         publish(link);
     }
     residual_event(ResidualEvent::encoding, m.round);
@@ -390,7 +391,8 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     ByteWriter w;
     // Distributed privacy: the host is not trusted with anything the noise does not cover, the loss included.
     const float loss = config_->privacy.distributed() ? 0.0f : result.mean_loss;
-    w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, m.steps, steps_per_s_}));
+    // steps: those trained since the round_start (fewer than asked when some were overlapped before it).
+    w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, static_cast<uint32_t>(result.steps), steps_per_s_}));
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +

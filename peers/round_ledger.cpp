@@ -13,9 +13,12 @@ void RoundLedger::open(uint64_t uplink_bytes) {
     up_mark_ = uplink_bytes;
 }
 
-void RoundLedger::decoded(double seconds) {
+void RoundLedger::decoded(double seconds, double transfer_seconds) {
     decode_s_ += seconds;
     last_arrival_ = clock_.now();
+    const Clock::time_point begun = last_arrival_ - std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(std::max(0.0, seconds + transfer_seconds)));
+    if (!last_begun_ || begun > *last_begun_) last_begun_ = begun;
 }
 
 std::string RoundLedger::update_sent(uint64_t ended, const UpdateSeconds& s) {
@@ -38,6 +41,8 @@ std::optional<std::string> RoundLedger::update_held() {
     std::snprintf(line, sizeof(line), "round %llu update held by every island %.2f s after it was sent",
                   static_cast<unsigned long long>(update_round_), clock_.seconds_since(update_sent_));
     update_round_ = UINT64_MAX;
+    if (last_begun_) last_sync_s_ = clock_.seconds_since(*last_begun_);
+    last_begun_.reset();
     return line;
 }
 

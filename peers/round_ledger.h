@@ -25,6 +25,8 @@ struct RoundRow {
     double compression_ratio = 0;  // fp32 size of the pseudo-gradients received / bytes received for them
     double seconds = 0;
     double epsilon = -1;  // differential privacy: ε spent after this round (-1: the run has none)
+    uint32_t steps = 0;     // the round's H (async: of the island started last, before Dynamic Local Updates)
+    std::string steps_why;  // "inner.steps_per_round", or what H from the link was chosen from
 };
 
 // The host's own work in an update, in real seconds.
@@ -41,12 +43,16 @@ public:
     double seconds_open() const { return clock_.seconds_since(opened_); }
     void sent_down(uint64_t bytes) { down_bytes_ += bytes; }  // an update or a state queued for an island
     void took_in(double fp32_bytes) { raw_bytes_ += fp32_bytes; }  // a Δ's or moments' size in fp32
-    void decoded(double seconds);      // a Δ arrived and took this long to take in
+    // A Δ arrived, took transfer_seconds on the wire from its first chunk, and this long to take in.
+    void decoded(double seconds, double transfer_seconds);
 
     // The update of round `ended` is on its way: the host seconds line for the log.
     std::string update_sent(uint64_t ended, const UpdateSeconds& s);
     // Once every island holds it: the line saying how long that took, once per update.
     std::optional<std::string> update_held();
+    // The last sync: from the first chunk of the round's last Δ to its update held by every island
+    // (the Δ up, the host's work, the update down: what H from the link hides); 0 before the first.
+    double last_sync_s() const { return last_sync_s_; }
     // The round's row, from the islands' uplink byte counter now; the next row counts from here.
     RoundRow close(uint64_t ended, std::size_t islands, double loss, float val, uint64_t uplink_bytes);
 
@@ -61,7 +67,8 @@ private:
     uint64_t up_mark_ = 0, down_bytes_ = 0;
     double raw_bytes_ = 0;
     Clock::time_point last_arrival_{};
-    double decode_s_ = 0;
+    std::optional<Clock::time_point> last_begun_;  // the first chunk of this round's last Δ
+    double decode_s_ = 0, last_sync_s_ = 0;
     Clock::time_point update_sent_{};
     uint64_t update_round_ = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX
     std::deque<std::pair<uint64_t, std::string>> thetas_;  // (round, θ hash at its start), the last few

@@ -116,7 +116,27 @@ void read_data(toml_file::Fields& data, RunConfig& c) {
 }
 
 void read_inner(toml_file::Fields& inner, RunConfig& c) {
-    inner.integer("steps_per_round", c.steps_per_round, 1, 10'000'000);
+    if (inner.has_text("steps_per_round")) {
+        std::string v;
+        inner.text_choice("steps_per_round", v, {"auto"});
+        if (c.mode == RunMode::streaming)
+            inner.fail("steps_per_round", "= \"auto\" is for sync, overlap and async mode; streaming syncs its fragments at "
+                                          "fixed steps (give a number)");
+        c.auto_steps = true;
+        inner.number("auto_target", c.auto_h.target, 0.05, 0.999);
+        int lo = static_cast<int>(c.auto_h.min_steps), hi = static_cast<int>(c.auto_h.max_steps);
+        inner.integer("auto_min_steps", lo, 1, 10'000'000);
+        inner.integer("auto_max_steps", hi, 1, 10'000'000);
+        if (hi < lo)
+            inner.fail("auto_max_steps", "= " + std::to_string(hi) + " is below inner.auto_min_steps = " + std::to_string(lo));
+        c.auto_h.min_steps = static_cast<uint32_t>(lo);
+        c.auto_h.max_steps = static_cast<uint32_t>(hi);
+        c.steps_per_round = hi;  // the schedule is laid out in rounds of the most H; a round's H steps spread over its share
+    } else {
+        inner.integer("steps_per_round", c.steps_per_round, 1, 10'000'000);
+        for (const char* key : {"auto_target", "auto_min_steps", "auto_max_steps"})
+            if (inner.has(key)) inner.fail(key, "is for inner.steps_per_round = \"auto\" (H from the link)");
+    }
     inner.integer("batch", c.batch, 1, 1 << 16);
     inner.integer("seq_len", c.seq_len, 1, 1 << 20);
     inner.integer("grad_accum", c.grad_accum, 1, 1 << 16);

@@ -12,6 +12,7 @@
 #include "core/trainer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/streaming_merge.h"
+#include "peers/rounds/auto_steps.h"
 #include "peers/rounds/staleness.h"
 #include "privacy/privacy_budget.h"
 
@@ -53,7 +54,11 @@ struct RunConfig {
     DataAssign assign = DataAssign::interleaved;  // core/data_manifest.h
     bool serve = true;       // the host sends peers the chunks they cannot find in their own --data
     // [inner]
-    int steps_per_round = 50;  // H
+    int steps_per_round = 50;  // H; with auto_steps, the most H (auto_h.max_steps): the unit the schedule is laid out in
+    // inner.steps_per_round = "auto": each round's H from the link (peers/rounds/auto_steps.h): the
+    // fewest steps that keep the slowest island busy auto_h.target of its time, within the bounds.
+    bool auto_steps = false;
+    rounds::AutoSteps auto_h;
     int batch = 8, seq_len = 64, grad_accum = 1;
     float lr = 2e-3f, weight_decay = 0.1f, grad_clip = 1.0f;
     int warmup = 20;

@@ -58,6 +58,7 @@ void run_status(int port, std::string token_file) {
                 s(st, "mode").c_str(), s(st, "islands").c_str(), n(st, "paused") || s(st, "paused") == "yes" ? " paused" : "",
                 n(st, "tokens_per_s"), n(st, "uptime_s"));
     if (!s(st, "theta_hash").empty()) std::printf("θ %s\n", s(st, "theta_hash").c_str());
+    if (n(st, "steps_per_round") > 0) std::printf("H %.0f (%s)\n", n(st, "steps_per_round"), s(st, "steps_why").c_str());
     if (const auto p = st.find("privacy"); p != st.end() && p->is_object())
         std::printf("privacy %s: epsilon %.4g spent of %.4g at delta %g (clip %g, noise multiplier %.4g)\n",
                     s(*p, "mode").c_str(), n(*p, "epsilon_spent"), n(*p, "epsilon_budget"), n(*p, "delta"), n(*p, "clip"),
@@ -77,12 +78,13 @@ void run_status(int port, std::string token_file) {
     }
     const json rounds = get(port, token, "/api/rounds");
     if (const auto list = rounds.find("rounds"); list != rounds.end() && list->is_array() && !list->empty()) {
-        std::printf("\n%5s %7s %10s %9s %12s %12s %7s %8s %8s\n", "round", "islands", "inner loss", "val loss", "bytes up",
-                    "bytes down", "ratio", "seconds", "epsilon");
+        std::printf("\n%5s %7s %10s %9s %12s %12s %7s %8s %6s %8s  %s\n", "round", "islands", "inner loss", "val loss", "bytes up",
+                    "bytes down", "ratio", "seconds", "H", "epsilon", "why H");
         for (const json& r : *list)
-            std::printf("%5.0f %7.0f %10.4f %9.4f %12.0f %12.0f %6.1fx %8.1f %8s\n", n(r, "round"), n(r, "islands"),
+            std::printf("%5.0f %7.0f %10.4f %9.4f %12.0f %12.0f %6.1fx %8.1f %6.0f %8s  %s\n", n(r, "round"), n(r, "islands"),
                         n(r, "inner_loss"), n(r, "val_loss"), n(r, "bytes_up"), n(r, "bytes_down"),
-                        n(r, "compression_ratio"), n(r, "seconds"), s(r, "epsilon").substr(0, 8).c_str());
+                        n(r, "compression_ratio"), n(r, "seconds"), n(r, "steps"), s(r, "epsilon").substr(0, 8).c_str(),
+                        s(r, "steps_why").c_str());
     }
 }
 

@@ -156,6 +156,8 @@ std::string status_json(const StatusSnapshot& s) {
                       {"tokens_per_s", s.tokens_per_s},
                       {"uptime_s", s.uptime_s},
                       {"rounds_finished", s.rounds_finished},
+                      {"steps_per_round", s.steps_per_round},
+                      {"steps_why", s.steps_why},
                       {"privacy", privacy_json(s.privacy)}});
 }
 
@@ -191,7 +193,9 @@ std::string rounds_json(const StatusSnapshot& s) {
                                     {"bytes_down", r.bytes_down},
                                     {"compression_ratio", r.compression_ratio},
                                     {"seconds", r.seconds},
-                                    {"epsilon", r.epsilon >= 0 ? ordered_json(r.epsilon) : ordered_json(nullptr)}});
+                                    {"epsilon", r.epsilon >= 0 ? ordered_json(r.epsilon) : ordered_json(nullptr)},
+                                    {"steps", r.steps},
+                                    {"steps_why", r.steps_why}});
     return json_text({{"rounds", list}});
 }
 
@@ -227,6 +231,9 @@ std::string metrics_text(const StatusSnapshot& s) {
     out += metric("archipelago_compression_ratio", "gauge",
                   "fp32 size of the latest round's pseudo-gradients over the bytes that carried them.",
                   {{"", s.compression_ratio}});
+    out += metric("archipelago_steps_per_round", "gauge",
+                  "H, the inner steps of the round in progress (host) or the last one trained (peer); 0 before the first.",
+                  {{"", static_cast<double>(s.steps_per_round)}});
     out += metric("archipelago_inner_tokens_per_second", "gauge",
                   "Inner training tokens per second (host: the sum over connected islands).", {{"", s.tokens_per_s}});
     out += metric("archipelago_peers_connected", "gauge", "Peers connected now (a peer counts itself).",

@@ -68,6 +68,8 @@ struct StatusSnapshot {
     float inner_loss = -1, val_loss = -1;  // latest; -1 unknown
     double compression_ratio = 0;
     uint64_t rounds_finished = 0;
+    uint32_t steps_per_round = 0;  // H of the round in progress (host) or the last one trained (peer)
+    std::string steps_why;          // why that H (inner.steps_per_round, or what H from the link came from)
     PrivacyFigures privacy;
     std::vector<PeerRow> peers;
     std::vector<RoundRow> history;
@@ -114,6 +116,12 @@ public:
     void set_tokens_per_s(double v) { with([&](StatusSnapshot& s) { s.tokens_per_s = v; }); }
     void set_privacy(const PrivacyFigures& p) { with([&](StatusSnapshot& s) { s.privacy = p; }); }
     void set_inner_loss(float v) { with([&](StatusSnapshot& s) { s.inner_loss = v; }); }
+    void set_steps(uint32_t steps, const std::string& why) {
+        with([&](StatusSnapshot& s) {
+            s.steps_per_round = steps;
+            s.steps_why = why;
+        });
+    }
     // A finished round (host) or an applied one (peer; only round, islands and val loss known).
     void add_round(const RoundRow& row) {
         with([&](StatusSnapshot& s) {

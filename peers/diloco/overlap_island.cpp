@@ -19,19 +19,22 @@ RoundResult OverlapIsland::run_round(const GlobalModel& replica, const RoundPlan
     if (busy()) throw Error("an overlapped round started while the last one's update is not merged");
     if (!plan.schedule || plan.schedule->to <= plan.schedule->from) throw Error("an overlapped round of no steps");
     const rounds::ScheduleSpan span = *plan.schedule;
-    if (fresh_ || position_ < span.from || position_ >= span.to) {  // out of step: from θ, nothing to carry
-        worker_.set_params(replica.theta());
-        position_ = span.from;
+    if (fresh_ || position_ < static_cast<double>(span.from) || position_ >= static_cast<double>(span.to)) {
+        worker_.set_params(replica.theta());  // out of step: from θ, nothing to carry
+        position_ = static_cast<double>(span.from);
+        done_ = 0;
         fresh_ = sent_valid_ = false;
     }
-    const int steps = static_cast<int>(span.to - position_);
-    RoundResult r = worker_.run_steps(steps, rounds::ScheduleSpan{position_, span.to}, on_step);
-    position_ = span.to;
-    r.tokens *= static_cast<double>(span.to - span.from) / steps;  // the steps overlapped before are the round's too
+    const int asked = static_cast<int>(plan.steps), steps = std::max(1, asked - done_);
+    RoundResult r = worker_.run_steps(steps, rounds::ScheduleSpan{static_cast<uint64_t>(position_), span.to}, on_step);
+    position_ = static_cast<double>(span.to);
+    // The steps overlapped before are the round's too, up to its H (the host caps a round's weight there).
+    r.tokens *= static_cast<double>(std::min(done_ + steps, asked)) / steps;
     worker_.encode_round(replica.theta(), r, plan.round);
-    overlapped_ = 0;
-    // The next round's steps, at most all of them but one: its send needs this round's update first.
-    overlap_left_ = overlap ? static_cast<int>(span.to - span.from) - 1 : 0;
+    overlapped_ = done_ = 0;
+    // The next round's steps, as if its H were this one's, all but one: its send needs this update first.
+    overlap_left_ = overlap ? asked - 1 : 0;
+    stride_ = static_cast<double>(span.to - span.from) / asked;
     sent_valid_ = overlap;
     if (overlap) {
         sent_.resize(worker_.num_params());
@@ -42,10 +45,12 @@ RoundResult OverlapIsland::run_round(const GlobalModel& replica, const RoundPlan
 
 RoundResult OverlapIsland::overlap_step() {
     if (!overlapping()) throw Error("no overlap step is due");
-    RoundResult r = worker_.run_steps(1, rounds::ScheduleSpan{position_, position_ + 1});
-    ++position_;
+    const auto at = static_cast<uint64_t>(position_);
+    RoundResult r = worker_.run_steps(1, rounds::ScheduleSpan{at, at + 1});
+    position_ += stride_;
     --overlap_left_;
     ++overlapped_;
+    ++done_;
     return r;
 }
 

@@ -5,7 +5,10 @@
 // since the send onto it: θ_i ← θ_{t+1} + (θ_i − θ_i at the send). The next Δ, θ_{t+1} − θ_i, is then
 // the island's progress since its last send, taken against the θ the host holds, so the host's outer
 // step is a sync round's. The island waits only when round t + 1's steps are all done but one and update
-// t has not landed (the send of round t + 1 needs it). docs/rounds.md, "Overlapped rounds".
+// t has not landed (the send of round t + 1 needs it). Round t + 1's H is not known before its
+// round_start (H from the link may change it): the island overlaps as if it were round t's, at most all
+// of those steps but one, spread the same way over the schedule, and round t + 1 trains what is left of
+// its own H, at least one step. docs/rounds.md, "Overlapped rounds".
 #pragma once
 
 #include <vector>
@@ -19,9 +22,10 @@ public:
     explicit OverlapIsland(IslandWorker& worker) : worker_(worker) {}
 
     void restart() override;
-    // Trains from where θ_i is to plan.schedule's end (from θ when θ_i is out of step with the round:
-    // the first round, after a resync, a round started again), sends Δ = θ − θ_i with error feedback
-    // named by plan.round; then, with overlap, the next round's first steps are due.
+    // Trains what is left of plan.steps from where θ_i is, spread over the rest of plan.schedule (from θ
+    // when θ_i is out of step with the round: the first round, after a resync, a round started again),
+    // sends Δ = θ − θ_i with error feedback named by plan.round; then, with overlap, the next round's
+    // first steps are due.
     RoundResult run_round(const GlobalModel& replica, const RoundPlan& plan, int fragment, bool overlap,
                           const std::function<void(const StepStats&)>& on_step) override;
     bool overlapping() const override { return overlap_left_ > 0; }
@@ -35,7 +39,9 @@ public:
 private:
     IslandWorker& worker_;
     bool fresh_ = true;          // θ_i is to start from θ at the next round
-    uint64_t position_ = 0;      // the schedule position of θ_i's next step
+    double position_ = 0;        // the schedule position of θ_i's next step
+    double stride_ = 1;          // positions per step while overlapping (the last round's span over its H)
+    int done_ = 0;               // steps of the next round trained while overlapping
     bool sent_valid_ = false;    // sent_ holds θ_i at the last send, not merged yet
     std::vector<float> sent_, scratch_;
     int overlap_left_ = 0, overlapped_ = 0;

@@ -9,9 +9,10 @@
 
 namespace arch::rounds {
 
-AsyncPolicy::AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness) : H_(steps_per_round), staleness_(staleness) {}
+AsyncPolicy::AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness)
+    : H_(steps_per_round), chosen_{steps_per_round, "inner.steps_per_round"}, staleness_(staleness) {}
 
-Start AsyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
+Start AsyncPolicy::start(const RunSnapshot& run, const std::string& key) {
     float fastest = 0;  // among the islands here now, by the host's own clock
     uint64_t here = 0;  // islands training in this run now: the updates until this island's Δ lands
     const IslandView* me = nullptr;
@@ -21,9 +22,10 @@ Start AsyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
         here += (i.ready || i.busy || i.key == key) ? 1 : 0;
         if (i.key == key) me = &i;
     }
+    if (auto_) chosen_ = choose_steps(*auto_, run.fastest_step_s(), run.sync_s, false);
     Start s;
     s.key = key;
-    s.steps = local_steps(H_, me ? me->steps_per_s : 0.0, fastest);
+    s.steps = local_steps(chosen_.steps, me ? me->steps_per_s : 0.0, fastest);
     s.schedule = schedule_span(run.round, here, run.rounds, H_);
     return s;
 }

@@ -16,6 +16,9 @@ namespace arch::rounds {
 class AsyncPolicy final : public RoundPolicy {
 public:
     AsyncPolicy(uint32_t steps_per_round, StalenessRule staleness);
+    // inner.steps_per_round = "auto": H from the link for the fastest island (its step time, the last
+    // sync, which an async island waits for), and Dynamic Local Updates give the others fewer.
+    void steps_from_link(const AutoSteps& a) { auto_ = a; }
 
     bool open() const override { return open_; }
     Opening open_round(const RunSnapshot& run) override;
@@ -26,11 +29,14 @@ public:
     bool update_due(const RunSnapshot& run) override;
     std::vector<Contribution> take_update() override;
     std::vector<Start> after_update(const RunSnapshot& run, bool applied) override;
+    ChosenSteps round_steps() const override { return chosen_; }
 
 private:
-    Start start(const RunSnapshot& run, const std::string& key) const;
+    Start start(const RunSnapshot& run, const std::string& key);
 
     uint32_t H_;
+    std::optional<AutoSteps> auto_;
+    ChosenSteps chosen_;   // H before Dynamic Local Updates, for the island started last
     StalenessRule staleness_;
     bool open_ = false;
     std::deque<Contribution> waiting_;   // arrived, not yet made into an update (one update each)

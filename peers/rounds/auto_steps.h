@@ -1,7 +1,8 @@
 // peers/rounds/auto_steps.h: H from the link (issue 29): the fewest inner steps a round needs for an
 // island to be busy a target share of its time, given its step time and how long a sync takes (its Δ
-// up, the host's work, the update down). A pure rule: bench_convergence's -auto rows use it; the
-// daemons do not choose H from the link yet. docs/rounds.md, "Overlapped rounds and H from the link".
+// up, the host's work, the update down). Pure rules: the host's round policies use them for
+// inner.steps_per_round = "auto" (choose_steps, with the reason the round table shows), and
+// bench_convergence's -auto rows. docs/rounds.md, "Overlapped rounds and H from the link".
 //
 // Overlapped rounds: the sync of round t runs while round t + 1 trains, and only the next send waits
 // for it, so a round takes max(H · step, sync) and the island is busy H · step / max(H · step, sync).
@@ -11,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace arch::rounds {
 
@@ -29,6 +32,31 @@ inline uint32_t auto_steps_per_round(const AutoSteps& a, double step_s, double s
     const double needed = overlapped ? target * sync_steps : target / (1 - target) * sync_steps;
     // The epsilon keeps an exact ratio (computed as 9.0000001) from costing a step.
     return static_cast<uint32_t>(std::clamp(std::ceil(needed - 1e-9), lo, hi));
+}
+
+// A round's H and why (the host's round table, archipelago status, /api/status, /metrics, the app).
+struct ChosenSteps {
+    uint32_t steps = 0;
+    std::string why;
+};
+
+// H for the next round from what the host measured: step_s, the step time of the island the rounds
+// wait for; sync_s, the last sync (0: none measured yet, and the round takes the least H, so the first
+// sync is measured soon).
+inline ChosenSteps choose_steps(const AutoSteps& a, double step_s, double sync_s, bool overlapped) {
+    ChosenSteps c;
+    char why[192];
+    if (!(step_s > 0) || !(sync_s > 0) || !std::isfinite(step_s) || !std::isfinite(sync_s)) {
+        c.steps = std::max<uint32_t>(a.min_steps, 1);
+        std::snprintf(why, sizeof(why), "auto: %s not measured yet, so the least H", step_s > 0 ? "a sync" : "a step");
+    } else {
+        c.steps = auto_steps_per_round(a, step_s, sync_s, overlapped);
+        const bool bound = c.steps == a.min_steps || c.steps == a.max_steps;
+        std::snprintf(why, sizeof(why), "auto: a sync %.2f s, a step %.3f s; %.0f%% busy %s%s", sync_s, step_s, 100 * a.target,
+                      overlapped ? "overlapped" : "waiting", bound ? (c.steps == a.max_steps ? ", at the most H" : ", at the least H") : "");
+    }
+    c.why = why;
+    return c;
 }
 
 // The share of its time an island is busy with rounds of H steps.

@@ -9,6 +9,7 @@
 // Rules shared with bench_convergence: staleness.h, local_steps.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "compression/held_payload.h"
+#include "peers/rounds/auto_steps.h"
 #include "peers/rounds/local_steps.h"
 #include "peers/run_events.h"
 
@@ -37,6 +39,9 @@ struct IslandView {
     bool busy = false;            // has a round_start it has not answered
     uint64_t started_round = 0;   // the round of its last round_start
     float steps_per_s = 0;        // measured by the host's clock (0: not yet)
+    // Its seconds a step for H from the link: what it said of its own steps, never more than the
+    // host's clock measured (which counts the update's way down too); 0: not measured yet.
+    double step_s = 0;
     bool delta_moving = false;    // its pseudo-gradient is on the wire and moving (docs/net.md)
     uint64_t delta_bytes = 0;     // that transfer's size
     double delta_bytes_per_s = 0; // the link's measured rate from it (0: not measured yet)
@@ -47,7 +52,26 @@ struct RunSnapshot {
     uint64_t round = 0;           // the round in progress or next to start; counts updates applied
     uint64_t rounds = 0;          // run.rounds: no island is started once round reaches it
     double seconds_open = 0;      // since the round was opened (a policy's deadline runs from there)
+    // The last sync as the host measured it: from the first chunk of the last Δ an update used to that
+    // update held by every island (its Δ up, the host's work, the update down); 0: none yet.
+    double sync_s = 0;
     std::span<const IslandView> islands;  // every admitted island
+
+    // The seconds of a step (IslandView::step_s) of the slowest ready island, and of the fastest
+    // connected one; 0: none measured. An island that says it is faster than it is cannot cut H below
+    // what the slowest honest one needs; one that is slower is held to the host's clock.
+    double slowest_step_s() const {
+        double s = 0;
+        for (const IslandView& i : islands)
+            if (i.ready && i.step_s > 0) s = std::max(s, i.step_s);
+        return s;
+    }
+    double fastest_step_s() const {
+        double s = 0;
+        for (const IslandView& i : islands)
+            if (i.connected && i.step_s > 0 && (s == 0 || i.step_s < s)) s = i.step_s;
+        return s;
+    }
 
     const IslandView* find(const std::string& key) const {
         for (const IslandView& i : islands)
@@ -135,6 +159,9 @@ public:
     // What came of that update: applied (run.round has moved on) or not (every Δ refused, an
     // aggregator that needs more, θ not finite: the round starts again). Returns the islands to start.
     virtual std::vector<Start> after_update(const RunSnapshot& run, bool applied) = 0;
+
+    // H of the round in progress (async: of the island started last), and why: for the round's row.
+    virtual ChosenSteps round_steps() const = 0;
 };
 
 // The policy for run.mode ("sync", "async", "streaming" or "overlap"; run_config.cpp checks the name).

@@ -17,6 +17,7 @@ ScheduleSpan streaming_span(uint64_t round, uint32_t fragments, uint32_t H);
 class StreamingPolicy final : public SyncPolicy {
 public:
     StreamingPolicy(uint32_t steps_per_round, uint32_t fragments, double round_timeout_s, Notes notes);
+    ChosenSteps round_steps() const override { return {H_ / P_, "inner.steps_per_round / streaming.fragments"}; }
 
 private:
     Start start(const RunSnapshot& run, const std::string& key) const override;

@@ -9,12 +9,13 @@
 namespace arch::rounds {
 
 SyncPolicy::SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, Notes notes)
-    : H_(steps_per_round), round_timeout_s_(round_timeout_s), fold_(fold), notes_(std::move(notes)) {}
+    : H_(steps_per_round), chosen_{steps_per_round, "inner.steps_per_round"}, round_timeout_s_(round_timeout_s), fold_(fold),
+      notes_(std::move(notes)) {}
 
 Start SyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
     Start s;
     s.key = key;
-    s.steps = H_;
+    s.steps = chosen_.steps;
     s.schedule = schedule_span(run.round, 1, run.rounds, H_);
     for (const Contribution& f : folded_)
         if (f.key == key) s.held = f.round;
@@ -23,6 +24,7 @@ Start SyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
 
 RoundPolicy::Opening SyncPolicy::open_round(const RunSnapshot& run) {
     open_ = true;
+    if (auto_) chosen_ = choose_steps(*auto_, run.slowest_step_s(), run.sync_s, overlapped_);
     contributions_.clear();
     expected_.clear();
     deadline_logged_ = false;

@@ -14,6 +14,12 @@ namespace arch::rounds {
 class SyncPolicy : public RoundPolicy {
 public:
     SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, Notes notes);
+    // inner.steps_per_round = "auto": each round's H from the link, chosen as it opens (the slowest
+    // island's step time, the last sync), spread over the schedule's span of steps_per_round positions.
+    void steps_from_link(const AutoSteps& a, bool overlapped) {
+        auto_ = a;
+        overlapped_ = overlapped;
+    }
 
     bool open() const override { return open_; }
     Opening open_round(const RunSnapshot& run) override;
@@ -24,6 +30,7 @@ public:
     bool update_due(const RunSnapshot& run) override;
     std::vector<Contribution> take_update() override;
     std::vector<Start> after_update(const RunSnapshot& run, bool applied) override;
+    ChosenSteps round_steps() const override { return chosen_; }
 
 protected:
     // What one island's round_start holds: H steps over the round's span of the schedule.
@@ -34,6 +41,9 @@ private:
     bool deadline_passed(const RunSnapshot& run);   // round_timeout_s, and no awaited Δ still moving
 
     uint32_t H_;
+    std::optional<AutoSteps> auto_;
+    bool overlapped_ = false;
+    ChosenSteps chosen_;                        // the open round's H
     double round_timeout_s_;
     bool fold_;
     Notes notes_;

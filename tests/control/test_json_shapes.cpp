@@ -37,6 +37,7 @@ void fill(RunStatus& s) {
     s.set_state("training");
     s.set_round(2, std::string(64, 'a'));
     s.set_tokens_per_s(1234.5);
+    s.set_steps(117, "auto: a sync 11.40 s, a step 0.093 s; 95% busy overlapped");
     s.peer("k0", [](PeerRow& p) {
         p.name = kPeerName;
         p.fingerprint = "ab:cd";
@@ -66,6 +67,8 @@ void fill(RunStatus& s) {
         row.compression_ratio = 3.9;
         row.seconds = 2.0;
         row.epsilon = r < 2 ? -1 : 0.5 * static_cast<double>(r);  // none, then spent
+        row.steps = 40 + static_cast<uint32_t>(r);
+        row.steps_why = "auto: a sync \"2.5\" s";
         s.add_round(row);
     }
     PrivacyFigures privacy;
@@ -100,13 +103,13 @@ PEER = obj(("name", S), ("fingerprint", S), ("island", I), ("devices", I), ("ste
            ("bytes_up", I), ("bytes_down", I), ("connected", B), ("in_sync", B), ("seconds_per_step", F),
            ("up_bytes_per_s", F), ("down_bytes_per_s", F), ("wire_bytes_sent", I), ("wire_bytes_received", I))
 ROUND = obj(("round", I), ("islands", I), ("inner_loss", F), ("val_loss", (F, N)), ("bytes_up", I), ("bytes_down", I),
-            ("compression_ratio", F), ("seconds", F), ("epsilon", (F, N)))
+            ("compression_ratio", F), ("seconds", F), ("epsilon", (F, N)), ("steps", I), ("steps_why", S))
 PRIVACY = obj(("mode", S), ("clip", F), ("noise_multiplier", F), ("delta", F), ("epsilon_budget", F), ("epsilon_spent", F),
               ("honest", I), ("updates_affordable", I))
 SHAPES = {
     "status": obj(("role", S), ("run", S), ("state", S), ("round", I), ("rounds", I), ("mode", S), ("islands", I),
                   ("theta_hash", S), ("paused", B), ("tokens_per_s", F), ("uptime_s", F), ("rounds_finished", I),
-                  ("privacy", nullable(PRIVACY))),
+                  ("steps_per_round", I), ("steps_why", S), ("privacy", nullable(PRIVACY))),
     "peers": obj(("peers", lst(PEER))),
     "rounds": obj(("rounds", lst(ROUND))),
     "log": obj(("lines", lst(S))),

@@ -115,3 +115,26 @@ TEST_CASE("overlap island: with error feedback, a Δ the host dropped puts the r
     CHECK(w.settle(1, false));  // update 1 did not name it: undone exactly, nothing was encoded on top of it
     CHECK(same_bits(std::vector<float>(w.residual().begin(), w.residual().end()), after_0));
 }
+
+TEST_CASE("overlap island: a round whose H changed trains what is left of it, at least one step") {
+    test::TinyIsland tiny;
+    IslandWorker w(tiny.model, tiny.train, "fp32");
+    GlobalModel replica(tiny.theta(), OuterConfig{});
+    // H from the link: rounds of a few steps spread over 8 schedule positions each.
+    const auto plan_of = [](uint64_t round, int steps) {
+        return RoundPlan{round, steps, rounds::ScheduleSpan{round * 8, (round + 1) * 8}};
+    };
+    for (const auto& [next_h, trained] : std::vector<std::pair<int, int>>{{6, 3}, {2, 1}}) {
+        INFO("the next round's H " << next_h);
+        OverlapIsland island(w);
+        const RoundResult r0 = island.run_round(replica, plan_of(0, 4), 0, true, {});
+        for (int i = 0; i < 3; ++i) island.overlap_step();  // as if round 1 had round 0's H: 3 of 4
+        CHECK_FALSE(island.overlapping());
+        host_applies(replica, r0);
+        island.updated(0);
+        island.merge(replica);
+        const RoundResult r1 = island.run_round(replica, plan_of(1, next_h), 0, false, {});
+        CHECK(r1.steps == trained);
+        CHECK(r1.tokens == Approx(std::min(3 + trained, next_h) * 2.0 * 16));  // the host caps the weight at H
+    }
+}

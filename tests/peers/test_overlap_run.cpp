@@ -3,7 +3,7 @@
 // error feedback up. Every island ends every round bit-identical to the host (θ hash); islands train
 // the next round while the sync travels, and send after the steps left; the run learns. A peer
 // SIGKILLed in the middle of sending its Δ does not stop the run, and restarted it resyncs and ends
-// every later round in sync.
+// every later round in sync. With H from the link, every round's H is within its bounds and says why.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -19,8 +19,8 @@ namespace {
 
 constexpr int kH = 6;
 
-// The fixture's run.toml in overlap mode, H = kH, with this uplink codec.
-void make_overlap(const Run& run, const std::string& codec) {
+// The fixture's run.toml in overlap mode, H = kH (or these [inner] lines instead), with this uplink codec.
+void make_overlap(const Run& run, const std::string& codec, const std::string& steps = "steps_per_round = " + std::to_string(kH)) {
     std::string toml = read_file_bytes(run.config);
     auto set = [&](const std::string& from, const std::string& to) {
         const std::size_t at = toml.find(from);
@@ -28,7 +28,7 @@ void make_overlap(const Run& run, const std::string& codec) {
         toml.replace(at, from.size(), to);
     };
     set("name = \"test\"", "name = \"test\"\nmode = \"overlap\"");
-    set("steps_per_round = 3", "steps_per_round = " + std::to_string(kH));
+    set("steps_per_round = 3", steps);
     set("codec = \"fp32\"", "codec = \"" + codec + "\"");
     write_file(run.config, toml);
 }
@@ -102,4 +102,37 @@ TEST_CASE("overlap: a peer SIGKILLed mid-send does not stop the run; restarted, 
     CHECK(p2_again->count({.kind = "round_applied", .round = kRounds - 1}) == 1);
     CHECK(p1->count({.kind = "round_applied", .round = kRounds - 1}) == 1);
     CHECK(p1->count({.kind = "theta_differs"}) + p2_again->count({.kind = "theta_differs"}) == 0);
+}
+
+TEST_CASE("overlap with H from the link: each round's H within its bounds, chosen from what the host measured") {
+    constexpr int kRounds = 5;
+    Run run(kRounds, 2);
+    make_overlap(run, "int8:block=256+zstd:1", "steps_per_round = \"auto\"\nauto_min_steps = 2\nauto_max_steps = 12");
+    run.make_peer(1);
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    const bool ok = host->wait(300) == 0;
+    CHECK(p1->wait(30) == 0);
+    CHECK(p2->wait(30) == 0);
+    INFO(host->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
+    REQUIRE(ok);
+    std::vector<RunEvent> started;
+    for (const RunEvent& e : host->events())
+        if (e.kind == "round_started") started.push_back(e);
+    REQUIRE(started.size() >= kRounds);
+    CHECK(started[0].steps == 2);  // nothing measured yet: the least H, so a sync is measured soon
+    CHECK(started[0].detail == "auto: a step not measured yet, so the least H");
+    int from_a_sync = 0;
+    for (const RunEvent& e : started) {
+        CHECK(e.steps >= 2);
+        CHECK(e.steps <= 12);
+        from_a_sync += e.detail.rfind("auto: a sync ", 0) == 0;
+    }
+    CHECK(from_a_sync > 0);  // once a sync was measured, H came from it
+    for (const auto* p : {p1.get(), p2.get()}) {
+        CHECK(p->count({.kind = "round_applied", .round = kRounds - 1}) == 1);
+        CHECK(p->count({.kind = "theta_differs"}) == 0);
+    }
 }

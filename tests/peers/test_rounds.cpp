@@ -29,6 +29,7 @@ IslandView island(const std::string& key, uint32_t index, float steps_per_s = 0)
     i.name = key;
     i.connected = i.ready = true;
     i.steps_per_s = steps_per_s;
+    i.step_s = steps_per_s > 0 ? 1.0 / steps_per_s : 0.0;
     return i;
 }
 
@@ -85,6 +86,59 @@ TEST_CASE("H from the link: the fewest steps that keep an island busy its target
         CHECK(H >= last);
         last = H;
     }
+}
+
+TEST_CASE("H from the link in the policies: each round's H from the slowest step and the last sync, and why") {
+    const AutoSteps a{.target = 0.95, .min_steps = 10, .max_steps = 1000};
+    std::vector<IslandView> islands = {island("a", 0, 10.0f), island("b", 1, 5.0f)};  // 0.1 and 0.2 s a step
+    SyncPolicy sync(1000, 300, false, {});
+    sync.steps_from_link(a, true);
+    RunSnapshot v = run_view(0, 10, islands);
+    // No sync measured yet: the least H, so that one is measured soon; the schedule still spans 1000.
+    auto o = sync.open_round(v);
+    REQUIRE(o.starts.size() == 2);
+    CHECK(o.starts[0].steps == 10);
+    CHECK(o.starts[0].schedule.from == 0);
+    CHECK(o.starts[0].schedule.to == 1000);
+    CHECK(sync.round_steps().why == "auto: a sync not measured yet, so the least H");
+    for (const IslandView& i : islands) sync.on_arrival(v, delta(i, 0));
+    sync.take_update();
+    // A sync of 19 s against the slowest island's 0.2 s a step: 0.95 x 95 steps hide it.
+    v = run_view(1, 10, islands);
+    v.sync_s = 19.0;
+    sync.after_update(v, true);
+    o = sync.open_round(v);
+    CHECK(o.starts[1].steps == 91);  // ceil(0.95 x 19 / 0.2) = ceil(90.25)
+    CHECK(o.starts[1].schedule.from == 1000);
+    CHECK(sync.round_steps().steps == 91);
+    CHECK(sync.round_steps().why == "auto: a sync 19.00 s, a step 0.200 s; 95% busy overlapped");
+    // An island not in the round waits for the next one.
+    CHECK(sync.on_ready(v, island("c", 2, 1.0f)) == std::nullopt);  // not in the round: waits for the next
+    for (const IslandView& i : islands) sync.on_arrival(v, delta(i, 1));
+    sync.take_update();
+    // The link slows down tenfold: H grows, to its bound; sync mode (waiting) would need 19 times more.
+    v = run_view(2, 10, islands);
+    v.sync_s = 190.0;
+    sync.after_update(v, true);
+    CHECK(sync.open_round(v).starts[0].steps == 903);
+    SyncPolicy waiting(1000, 300, false, {});
+    waiting.steps_from_link(a, false);
+    v.sync_s = 19.0;
+    CHECK(waiting.open_round(v).starts[0].steps == 1000);
+    CHECK(waiting.round_steps().why == "auto: a sync 19.00 s, a step 0.200 s; 95% busy waiting, at the most H");
+    // A fixed H says so.
+    SyncPolicy fixed(50, 300, false, {});
+    CHECK(fixed.open_round(v).starts[0].steps == 50);
+    CHECK(fixed.round_steps().why == "inner.steps_per_round");
+
+    // Async: H for the fastest island (0.1 s a step), and Dynamic Local Updates give the slower one half.
+    AsyncPolicy async(1000, StalenessRule{4, StaleAction::downweight});
+    async.steps_from_link(a);
+    v.sync_s = 1.0;  // async islands wait for their update: 19 x 10 steps
+    o = async.open_round(v);
+    REQUIRE(o.starts.size() == 2);
+    CHECK(o.starts[0].steps == 190);
+    CHECK(o.starts[1].steps == 95);
 }
 
 TEST_CASE("a round's steps are spread over the positions it covers in the run's lr schedule") {

@@ -193,6 +193,29 @@ TEST_CASE("overlap mode: one fragment, error feedback and fold taken, DES-LOC re
                Contains("outer.sync_moments_every = 2 is for sync mode; overlap mode"));
 }
 
+TEST_CASE("inner.steps_per_round = \"auto\": its bounds and target read, the schedule laid out in the most H, refusals") {
+    const arch::RunConfig a = parse_run_config("[run]\nmode = \"overlap\"\n[inner]\nsteps_per_round = \"auto\"\n"
+                                               "auto_target = 0.9\nauto_min_steps = 5\nauto_max_steps = 400\n", "run.toml");
+    CHECK(a.auto_steps);
+    CHECK(a.auto_h.target == Approx(0.9));
+    CHECK(a.auto_h.min_steps == 5);
+    CHECK(a.auto_h.max_steps == 400);
+    CHECK(a.steps_per_round == 400);  // the schedule's unit, and the most a round's Δ can have moved
+    const arch::RunConfig d = parse_run_config("[inner]\nsteps_per_round = \"auto\"\n", "run.toml");
+    CHECK(d.auto_h.target == Approx(0.95));
+    CHECK(d.auto_h.min_steps == 10);
+    CHECK(d.steps_per_round == 1000);
+    CHECK_FALSE(parse_run_config("", "run.toml").auto_steps);
+    CHECK_THAT(refused("[inner]\nsteps_per_round = \"automatic\"\n"), Contains("inner.steps_per_round") && Contains("auto"));
+    CHECK(refused("[inner]\nsteps_per_round = 50\nauto_target = 0.9\n") ==
+          "run.toml:3: inner.auto_target is for inner.steps_per_round = \"auto\" (H from the link)");
+    CHECK(refused("[inner]\nsteps_per_round = \"auto\"\nauto_min_steps = 50\nauto_max_steps = 40\n") ==
+          "run.toml:4: inner.auto_max_steps = 40 is below inner.auto_min_steps = 50");
+    CHECK_THAT(refused("[inner]\nsteps_per_round = \"auto\"\nauto_target = 1.0\n"), Contains("inner.auto_target"));
+    CHECK_THAT(refused("[run]\nmode = \"streaming\"\n[inner]\nsteps_per_round = \"auto\"\n[wire]\ncodec = \"fp4\"\n"),
+               Contains("streaming syncs its fragments at fixed steps"));
+}
+
 TEST_CASE("the bundled default run config parses") {
     const arch::RunConfig c = arch::load_run_config("data/demo-run.toml");
     CHECK(c.name == "kjv-demo");

@@ -147,14 +147,15 @@ wan_setup() {
   wan_log "network: host + $WAN_N peers ($WAN_TAG), nodes in $WAN_DIR"
 }
 
-# wan_shape PEER MBIT: token bucket on both ends' egress (peer side = uplink, host side = downlink).
-# Burst: 10 ms at the rate but at least 64 KiB (a GSO packet must fit); queue: 100 ms.
+# wan_shape PEER MBIT [QUEUE]: token bucket on both ends' egress (peer side = uplink, host side =
+# downlink). Burst: 10 ms at the rate but at least 64 KiB (a GSO packet must fit); queue: QUEUE of
+# time at the rate (default 100ms; a rate cut in the middle of a transfer wants a longer one).
 wan_shape() {
-  local i=$1 mbit=$2 burst
+  local i=$1 mbit=$2 queue=${3:-100ms} burst
   burst=$((mbit * 1000000 / 8 / 100))
   ((burst < 65536)) && burst=65536
-  tc -n "$(wan_ns "$i")" qdisc replace dev "$(wan_peer_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
-  tc -n "$(wan_ns host)" qdisc replace dev "$(wan_host_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
+  tc -n "$(wan_ns "$i")" qdisc replace dev "$(wan_peer_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency "$queue"
+  tc -n "$(wan_ns host)" qdisc replace dev "$(wan_host_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency "$queue"
 }
 
 wan_link_down() { ip -n "$(wan_ns host)" link set "$(wan_host_veth "$1")" down; ip -n "$(wan_ns "$1")" link set "$(wan_peer_veth "$1")" down; }
@@ -466,8 +467,8 @@ wan_json() { /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); r=($1
 wan_host_theta() { wan_events "$(wan_host_events)" round_finished | tail -n 1 | wan_json "j['theta']"; }
 # wan_peer_theta PEER ROUND: the θ hash (12 hex digits) peer PEER held, matching the host's, after ROUND.
 wan_peer_theta() { wan_events "$(wan_peer_events "$1")" round_applied "round=$2" | tail -n 1 | wan_json "j['theta']"; }
-# wan_table_rows: the host's round table rows as "ROUND ISLANDS SECONDS".
-wan_table_rows() { awk '$1 ~ /^[0-9]+$/ && NF == 8 {print $1, $2, $8}' "$(wan_node_dir host)/host.out"; }
+# wan_table_rows: the host's round table rows as "ROUND ISLANDS SECONDS H".
+wan_table_rows() { awk '$1 ~ /^[0-9]+$/ && NF == 9 {print $1, $2, $8, $9}' "$(wan_node_dir host)/host.out"; }
 # wan_event_time FILE [FROM] KIND [FIELD=VALUE ...]: epoch seconds of the first such event ("" if none).
 wan_event_time() { wan_events "$@" | head -n 1 | wan_json "j['time']"; }
 
