@@ -44,6 +44,8 @@ std::optional<DaemonStatus> parse_status(const QByteArray& json) {
     s.paused = o->value("paused").toBool();
     s.tokens_per_s = o->value("tokens_per_s").toDouble();
     s.uptime_s = o->value("uptime_s").toDouble();
+    s.steps_per_round = int_of(*o, "steps_per_round");
+    s.steps_why = o->value("steps_why").toString();
     const QJsonObject privacy = o->value("privacy").toObject();
     s.privacy_mode = privacy.value("mode").toString();
     s.epsilon_spent = privacy.value("epsilon_spent").toDouble();

@@ -21,6 +21,8 @@ struct DaemonStatus {
     QString theta_hash;
     bool paused = false;
     double tokens_per_s = 0, uptime_s = 0;
+    int steps_per_round = 0;  // H of the round in progress (host) or the last one trained (peer); 0: none yet
+    QString steps_why;        // why that H: inner.steps_per_round, or what H from the link was chosen from
     // Differential privacy ("privacy": null when off: privacy_mode stays empty).
     QString privacy_mode;
     double epsilon_spent = 0, epsilon_budget = 0, delta = 0;

@@ -45,6 +45,10 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     speed_ = new QLabel;
     ratio_ = new QLabel;
     ratio_->setObjectName("compression_ratio");
+    steps_ = new QLabel;
+    steps_->setObjectName("steps_per_round");
+    steps_->setWordWrap(true);
+    steps_->setTextFormat(Qt::PlainText);
     privacy_ = new QLabel;
     privacy_->setObjectName("privacy");
     pause_ = new QPushButton("Pause");
@@ -77,6 +81,7 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     auto* numbers = new QVBoxLayout;
     numbers->addWidget(speed_);
     numbers->addWidget(ratio_);
+    numbers->addWidget(steps_);
     numbers->addWidget(privacy_);
     header->addLayout(numbers, 1);
     header->addWidget(pause_);
@@ -114,6 +119,8 @@ void RunView::show_status(const DaemonStatus& s) {
     progress_->setRange(0, std::max(1, s.rounds));
     progress_->setValue(std::clamp(s.round, 0, std::max(1, s.rounds)));
     speed_->setText(QString("%1 tokens/s").arg(s.tokens_per_s, 0, 'f', 0));
+    steps_->setVisible(s.steps_per_round > 0);
+    steps_->setText(QString("H %1 (%2)").arg(s.steps_per_round).arg(s.steps_why));
     privacy_->setVisible(!s.privacy_mode.isEmpty());
     privacy_->setText(QString("privacy (%1): ε %2 of %3 spent, δ %4")
                           .arg(s.privacy_mode.toHtmlEscaped())

@@ -45,6 +45,7 @@ class RunView : public QWidget {
     QProgressBar* progress_;
     QLabel* speed_;
     QLabel* ratio_;
+    QLabel* steps_;    // H of the round, and why (H from the link)
     QLabel* privacy_;  // ε spent of the budget, in a run with differential privacy
     QPushButton* pause_;
     QPushButton* leave_;

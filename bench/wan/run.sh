@@ -11,19 +11,22 @@
 #
 #   sudo bash bench/wan/run.sh                       # fp32, int8, fp4+ef at 20 and 100 Mbit/s
 #   WAN_CODECS="int8:block=256+zstd:1" WAN_MBITS="20" WAN_BENCH_ROUNDS=5 bash bench/wan/run.sh
-#   sudo bash bench/wan/run.sh overlap               # the same run in sync and in overlap mode (issue 29)
+#   sudo bash bench/wan/run.sh overlap               # the same run in sync and overlap mode (issue 29)
 #
-# overlap: run.mode = "sync" and then "overlap", on links slow enough that a sync's transfers take about
-# a round's compute (WAN_MBITS, default 2 Mbit/s for the demo's model and int8 both ways), without
+# overlap: run.mode = "sync", "overlap" and "overlap" with H from the link (overlap-auto: inner.
+# steps_per_round = "auto", bounds 2 to 300), on links slow enough that a sync's transfers take about
+# a round's compute (WAN_MBITS, default 10 Mbit/s for the demo's model and int8 both ways), without
 # DES-LOC (overlap mode refuses it; the sync run leaves it out too, so both move the same bytes).
+# busy%: to the last update, which counts the last round's sync that nothing can hide; steady%: to the
+# update before it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 MODES="sync"
 if [ "${1:-}" = overlap ]; then
-  MODES="sync overlap"
+  MODES="sync overlap overlap-auto"
   CODECS=${WAN_CODECS:-"int8:block=256+zstd:1"}
-  MBITS=${WAN_MBITS:-"2"}
+  MBITS=${WAN_MBITS:-"10"}
 else
   CODECS=${WAN_CODECS:-"fp32 int8:block=256+zstd:1 fp4+ef+zstd"}
   MBITS=${WAN_MBITS:-"20 100"}
@@ -32,8 +35,9 @@ ROUNDS=${WAN_BENCH_ROUNDS:-3}
 LATENCY_MS=${WAN_LATENCY_MS:-25}
 
 # One run: prints "ROW mode codec mbit compute_s comm_s utilisation bytes_per_round up_per_round
-# down_per_round source busy" (source: "peer" when the peers logged their own round times, else "log":
-# from timestamps; busy: the mean of the peers' last "island busy" share, in %).
+# down_per_round source busy steady H" (source: "peer" when the peers logged their own round times, else
+# "log": from timestamps; busy: the mean of the peers' last "island busy" share, in %; steady: the same
+# at the update before the last; H: the rounds' H, min-max).
 one_run() {
   local codec=$1 mbit=$2 mode=${3:-sync} i
   source tests/wan/netns.sh
@@ -42,8 +46,13 @@ one_run() {
   wan_toml_set "$cfg" run rounds "$ROUNDS"
   wan_toml_set "$cfg" wire codec "\"$codec\""
   if [ "$mode" != sync ] || [ "$MODES" != sync ]; then
-    wan_toml_set "$cfg" run mode "\"$mode\""
+    wan_toml_set "$cfg" run mode "\"${mode%-auto}\""
     wan_toml_set "$cfg" outer sync_moments_every 0
+  fi
+  if [ "$mode" = overlap-auto ]; then
+    wan_toml_set "$cfg" inner steps_per_round '"auto"'
+    wan_toml_set "$cfg" inner auto_min_steps 2
+    wan_toml_set "$cfg" inner auto_max_steps 300
   fi
   for i in 1 2 3; do wan_shape "$i" "$mbit"; done
   if [ "$LATENCY_MS" != 0 ]; then wan_start_proxy "$LATENCY_MS"; fi
@@ -57,16 +66,19 @@ one_run() {
   wan_wait_peers 30 >&2 || true
   read -r rx1 tx1 < <(wan_veth_bytes 1)
   [ "$(wan_count "$(wan_host_events)" finished round="$ROUNDS")" = 1 ] || wan_die "the run did not finish ($codec at $mbit Mbit/s)"
-  local busy
+  local busy steady hs
   busy=$(for i in 1 2 3; do grep -o 'island busy [0-9.]*%' "$(wan_peer_log "$i")" | tail -n 1 | tr -dc '0-9.\n'; done |
     awk '{ b += $1; n++ } END { if (n) printf "%.1f", b / n; else print "-" }')
+  steady=$(for i in 1 2 3; do grep -o 'island busy [0-9.]*%' "$(wan_peer_log "$i")" | tail -n 2 | head -n 1 | tr -dc '0-9.\n'; done |
+    awk '{ b += $1; n++ } END { if (n) printf "%.1f", b / n; else print "-" }')
+  hs=$(wan_events "$(wan_host_events)" round_started | wan_json_lines "j['steps']" | sort -n | sed -n '1p;$p' | paste -sd-)
   for i in 1 2 3; do wan_round_times "$(wan_peer_log "$i")"; done | awk -v codec="$codec" -v mbit="$mbit" -v mode="$mode" \
-    -v rounds="$ROUNDS" -v up=$((rx1 - rx0)) -v down=$((tx1 - tx0)) -v busy="$busy" '
+    -v rounds="$ROUNDS" -v up=$((rx1 - rx0)) -v down=$((tx1 - tx0)) -v busy="$busy" -v steady="$steady" -v hs="$hs" '
       { c += $2; m += $3; n++; src[$4]++ }
       END {
         s = src["log"] ? (src["peer"] ? "mixed" : "log") : "peer"
-        if (n == 0) { printf "ROW %s %s %s - - - %d %d %d - %s\n", mode, codec, mbit, (up + down) / rounds, up / rounds, down / rounds, busy; exit }
-        printf "ROW %s %s %s %.2f %.2f %.2f %d %d %d %s %s\n", mode, codec, mbit, c / n, m / n, c / (c + m), (up + down) / rounds, up / rounds, down / rounds, s, busy
+        if (n == 0) { printf "ROW %s %s %s - - - %d %d %d - %s %s %s\n", mode, codec, mbit, (up + down) / rounds, up / rounds, down / rounds, busy, steady, hs; exit }
+        printf "ROW %s %s %s %.2f %.2f %.2f %d %d %d %s %s %s %s\n", mode, codec, mbit, c / n, m / n, c / (c + m), (up + down) / rounds, up / rounds, down / rounds, s, busy, steady, hs
       }'
 }
 
@@ -88,16 +100,18 @@ for codec in $CODECS; do
       set -e
       if [ "$rc" = 77 ]; then echo "$out"; exit 77; fi
       row=$(echo "$out" | grep '^ROW ' || true)
-      [ "$rc" = 0 ] && [ -n "$row" ] || row="ROW $mode $codec $mbit failed(exit-$rc) - - - - - - -"
+      [ "$rc" = 0 ] && [ -n "$row" ] || row="ROW $mode $codec $mbit failed(exit-$rc) - - - - - - - - -"
       rows+=("$row")
     done
   done
 done
 echo
-printf '%-8s %-22s %6s %10s %10s %7s %7s %16s %14s %14s %6s\n' mode codec Mbit/s compute_s comm_s util busy% bytes/round/link up/round down/round times
+printf '%-12s %-22s %6s %10s %10s %7s %7s %8s %8s %16s %14s %14s %6s\n' mode codec Mbit/s compute_s comm_s util busy% steady% H \
+  bytes/round/link up/round down/round times
 for r in "${rows[@]}"; do
   set -- $r
-  printf '%-8s %-22s %6s %10s %10s %7s %7s %16s %14s %14s %6s\n' "$2" "$3" "$4" "$5" "$6" "$7" "${12}" "$8" "$9" "${10}" "${11}"
+  printf '%-12s %-22s %6s %10s %10s %7s %7s %8s %8s %16s %14s %14s %6s\n' "$2" "$3" "$4" "$5" "$6" "$7" "${12}" "${13}" "${14}" \
+    "$8" "$9" "${10}" "${11}"
 done
 echo "(per round, means over the 3 peers; bytes: peer-1's veth, from its first sync to the end; ${LATENCY_MS} ms one way;"
 echo " times: 'peer' from the peers' 'round R times' lines, 'log' from their log timestamps; util: compute over compute"

@@ -147,15 +147,18 @@ wan_setup() {
   wan_log "network: host + $WAN_N peers ($WAN_TAG), nodes in $WAN_DIR"
 }
 
-# wan_shape PEER MBIT [QUEUE]: token bucket on both ends' egress (peer side = uplink, host side =
-# downlink). Burst: 10 ms at the rate but at least 64 KiB (a GSO packet must fit); queue: QUEUE of
-# time at the rate (default 100ms; a rate cut in the middle of a transfer wants a longer one).
+# wan_shape PEER MBIT [BURST]: token bucket on both ends' egress (peer side = uplink, host side =
+# downlink). Burst: 10 ms at the rate but at least 64 KiB (a GSO packet must fit), or BURST bytes;
+# queue: 100 ms. A rate cut while traffic flows must keep the old burst (BURST): tbf changes in place,
+# and a packet queued under the larger bucket never fits the smaller one, so it blocks the link for good.
 wan_shape() {
-  local i=$1 mbit=$2 queue=${3:-100ms} burst
-  burst=$((mbit * 1000000 / 8 / 100))
-  ((burst < 65536)) && burst=65536
-  tc -n "$(wan_ns "$i")" qdisc replace dev "$(wan_peer_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency "$queue"
-  tc -n "$(wan_ns host)" qdisc replace dev "$(wan_host_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency "$queue"
+  local i=$1 mbit=$2 burst=${3:-}
+  if [ -z "$burst" ]; then
+    burst=$((mbit * 1000000 / 8 / 100))
+    ((burst < 65536)) && burst=65536
+  fi
+  tc -n "$(wan_ns "$i")" qdisc replace dev "$(wan_peer_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
+  tc -n "$(wan_ns host)" qdisc replace dev "$(wan_host_veth "$i")" root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
 }
 
 wan_link_down() { ip -n "$(wan_ns host)" link set "$(wan_host_veth "$1")" down; ip -n "$(wan_ns "$1")" link set "$(wan_peer_veth "$1")" down; }

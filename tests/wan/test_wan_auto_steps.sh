@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/wan/test_wan_auto_steps.sh: H from the link (inner.steps_per_round = "auto") on the test network.
 # A host and 3 peers in their own namespaces run overlapped rounds of the demo's tiny model on 100 Mbit/s
-# links; once round 3 has started, every link is cut to 5 Mbit/s (tc tbf changed while the run goes on,
-# with a queue of a second: with 100 ms, a cut in the middle of a Δ once stalled that peer's TCP for
-# longer than the heartbeat timeout, and it did not get back within the run).
+# links; once round 3 has started, every link is cut to 5 Mbit/s (tc tbf changed while the run goes on;
+# its burst stays the 100 Mbit/s one, else a packet queued under it would block the slower link for
+# good: netns.sh, wan_shape).
 # The syncs then take many times longer, and the host must give the later rounds a larger H: the most H
 # after the drop is at least 3 times the most before it. Every round's H stays within
 # [auto_min_steps, auto_max_steps] and says why, in the run events, the round table, /api/status,
@@ -34,7 +34,7 @@ hev=$(wan_host_events)
 api() { wan_api host "$CTL" "$tok" GET "$1"; }
 
 wan_wait_event "$hev" 240 "$WAN_HOST_PID" round_started round=3 || wan_die "round 3 never started"
-for i in 1 2 3; do wan_shape "$i" 5 1000ms; done
+for i in 1 2 3; do wan_shape "$i" 5 125000; done
 wan_log "links cut to 5 Mbit/s as round 3 started"
 # While the run goes on: the H of the round in progress, and why, on the control API.
 status=$(api /api/status)
