@@ -405,7 +405,8 @@ void Host::revoke(Link& link, const std::string& key) {
     emit(event);
 }
 
-void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds) {
+void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds,
+                          double since_begin_seconds) {
     const RunConfig& c = options_.config;
     PeerState& p = roster_[key];
     ByteReader r(blob, "pseudo_grad");
@@ -444,7 +445,7 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const Clock::time_point decode_start = Clock::real().now();
     rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
     deltas_->take_in(payload, expected, contribution);
-    ledger_.decoded(Clock::real().seconds_since(decode_start), transfer_seconds);
+    ledger_.decoded(Clock::real().seconds_since(decode_start), since_begin_seconds);
     // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
     // time its Δ spent on the wire is the link's, not the island's; it is counted from the Δ's first
     // chunk, which needs the Δ, so no island can look faster than it computes and cut the others' H.
@@ -510,7 +511,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
     p.connected = true;
     switch (e.type) {
         case Type::pseudo_grad:
-            on_pseudo_grad(link, e.peer, e.payload, e.transfer_seconds);
+            on_pseudo_grad(link, e.peer, e.payload, e.transfer_seconds, e.since_begin_seconds);
             break;
         case Type::moments:
             on_moments(e.peer, e.payload);

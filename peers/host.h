@@ -79,7 +79,8 @@ private:
     void on_hello(Link& link, const std::string& key, const protocol::Hello& h);
     // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
     void revoke(Link& link, const std::string& key);
-    void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds);
+    void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds,
+                        double since_begin_seconds);
     void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
     void note_update_held();  // a hash report in sync: logs when the last update has reached every island
     static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments

@@ -29,6 +29,7 @@ struct LinkEvent {
     // A blob: from its first chunk to its last, by this side's clock. The first chunk's bytes are the
     // blob's (they must match its digest), so the time before it was not spent on the wire.
     double transfer_seconds = 0;
+    double since_begin_seconds = 0;  // a blob: from its begin (its first try, after a reconnect) to its last chunk
 };
 
 // What this side has measured of its link to one peer, by its own clock.

@@ -234,6 +234,7 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
             // before it is not time on the wire (docs/net.md).
             const Clock::time_point first = inbound.first_chunk == Clock::time_point{} ? inbound.last_progress : inbound.first_chunk;
             e.transfer_seconds = std::chrono::duration<double>(inbound.last_progress - first).count();
+            e.since_begin_seconds = std::chrono::duration<double>(inbound.last_progress - inbound.began).count();
             measure(stats_[in.peer_key].receive_bytes_per_s, size, e.transfer_seconds);
             undelivered_since_.erase({in.peer_key, static_cast<uint32_t>(counted)});
             in_.erase(found);

@@ -366,15 +366,11 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     }
     const auto on_step = [&](const StepStats& s) {
         ++done;
-        last_step_at_ = Clock::real().now();
-        busy_s_ += s.seconds;
-        if (!first_step_at_) first_step_at_ = *last_step_at_ - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
+        stepped(s.seconds);
         if (options_.status) {
             options_.status->set_tokens_per_s(s.tokens_per_s);
             options_.status->set_inner_loss(s.loss);
         }
-        if (options_.throttle > 0 && options_.throttle < 1.0)
-            std::this_thread::sleep_for(std::chrono::duration<double>(s.seconds * (1.0 / options_.throttle - 1.0)));
         if (done % 10 == 0 || done == static_cast<int>(m.steps)) {
             log("round " + std::to_string(m.round) + " step " + std::to_string(done) + "/" + std::to_string(m.steps) +
                 " loss " + std::to_string(s.loss) + " lr " + std::to_string(s.lr) + " (" +
@@ -386,7 +382,11 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
         rounds_->run_round(*replica_, plan, fragment, m.round + 1 < run_updates(*config_), on_step);
     replica_->release_theta();  // on disk: the pages the round read go back to the page cache
     compute_s_ = Clock::real().seconds_since(t0);
-    steps_per_s_ = static_cast<float>(result.steps / compute_s_);
+    // Its own speed, what H from the link reads: the steps since its last send (overlapped ones too) over
+    // their own seconds, not the encode's.
+    steps_per_s_ = static_cast<float>(round_busy_s_ > 0 ? round_steps_ / round_busy_s_ : result.steps / compute_s_);
+    round_busy_s_ = 0;
+    round_steps_ = 0;
     if (moments_round(*config_, m.round)) send_moments(link, m.round);
     ByteWriter w;
     // Distributed privacy: the host is not trusted with anything the noise does not cover, the loss included.
@@ -446,11 +446,8 @@ void Peer::overlap_turn(Link& link) {
     if (rounds_->overlapping()) {
         const auto t0 = Clock::real().now();
         const diloco::RoundResult r = rounds_->overlap_step();
-        last_step_at_ = Clock::real().now();
-        busy_s_ += std::chrono::duration<double>(*last_step_at_ - t0).count();
+        stepped(Clock::real().seconds_since(t0));
         if (options_.status) options_.status->set_inner_loss(r.mean_loss);
-        if (options_.throttle > 0 && options_.throttle < 1.0 && steps_per_s_ > 0)
-            std::this_thread::sleep_for(std::chrono::duration<double>((1.0 / steps_per_s_) * (1.0 / options_.throttle - 1.0)));
         return;
     }
     if (!rounds_->busy() && waiting_start_) {
@@ -458,6 +455,20 @@ void Peer::overlap_turn(Link& link) {
         waiting_start_.reset();
         on_round_start(link, next);
     }
+}
+
+void Peer::stepped(double seconds) {
+    if (options_.throttle > 0 && options_.throttle < 1.0) {  // as if the step took that much longer
+        const double extra = seconds * (1.0 / options_.throttle - 1.0);
+        std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+        seconds += extra;
+    }
+    last_step_at_ = Clock::real().now();
+    if (!first_step_at_)
+        first_step_at_ = *last_step_at_ - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    busy_s_ += seconds;
+    round_busy_s_ += seconds;
+    ++round_steps_;
 }
 
 void Peer::settle_dropped(std::optional<uint64_t> held) {

@@ -87,6 +87,9 @@ private:
     void take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::Moments>& mean);
     void overlap_turn(Link& link);  // between rounds: a due merge, one step trained on, or a round_start that waited
     void settle_dropped(std::optional<uint64_t> held);  // every Δ no update named, except the one held
+    // An inner step of `seconds` just ended (a --throttle sleeps as if it were longer, and counts it):
+    // the island's utilisation and its own step time.
+    void stepped(double seconds);
     void residual_event(ResidualEvent what, uint64_t round);
     void report_hash(Link& link);
     void log(const std::string& line) const;
@@ -120,6 +123,8 @@ private:
     // Its utilisation: seconds in inner steps (overlapped ones too), and since the first one began.
     double busy_s_ = 0;
     std::optional<Clock::time_point> first_step_at_;
+    double round_busy_s_ = 0;  // the same since its last send, and the steps in it: its step time
+    int round_steps_ = 0;
     std::optional<uint64_t> timed_round_;     // that round
     std::atomic<bool> stop_{false};
     bool finished_ = false;

@@ -13,11 +13,11 @@ void RoundLedger::open(uint64_t uplink_bytes) {
     up_mark_ = uplink_bytes;
 }
 
-void RoundLedger::decoded(double seconds, double transfer_seconds) {
+void RoundLedger::decoded(double seconds, double since_begin_seconds) {
     decode_s_ += seconds;
     last_arrival_ = clock_.now();
     const Clock::time_point begun = last_arrival_ - std::chrono::duration_cast<Clock::duration>(
-                                                        std::chrono::duration<double>(std::max(0.0, seconds + transfer_seconds)));
+                                                        std::chrono::duration<double>(std::max(0.0, seconds + since_begin_seconds)));
     if (!last_begun_ || begun > *last_begun_) last_begun_ = begun;
 }
 

@@ -43,14 +43,15 @@ public:
     double seconds_open() const { return clock_.seconds_since(opened_); }
     void sent_down(uint64_t bytes) { down_bytes_ += bytes; }  // an update or a state queued for an island
     void took_in(double fp32_bytes) { raw_bytes_ += fp32_bytes; }  // a Δ's or moments' size in fp32
-    // A Δ arrived, took transfer_seconds on the wire from its first chunk, and this long to take in.
-    void decoded(double seconds, double transfer_seconds);
+    // A Δ arrived, began since_begin_seconds before (its begin: the island handed it over about then),
+    // and took this long to take in.
+    void decoded(double seconds, double since_begin_seconds);
 
     // The update of round `ended` is on its way: the host seconds line for the log.
     std::string update_sent(uint64_t ended, const UpdateSeconds& s);
     // Once every island holds it: the line saying how long that took, once per update.
     std::optional<std::string> update_held();
-    // The last sync: from the first chunk of the round's last Δ to its update held by every island
+    // The last sync: from the begin of the round's last Δ to its update held by every island
     // (the Δ up, the host's work, the update down: what H from the link hides); 0 before the first.
     double last_sync_s() const { return last_sync_s_; }
     // The round's row, from the islands' uplink byte counter now; the next row counts from here.
@@ -67,7 +68,7 @@ private:
     uint64_t up_mark_ = 0, down_bytes_ = 0;
     double raw_bytes_ = 0;
     Clock::time_point last_arrival_{};
-    std::optional<Clock::time_point> last_begun_;  // the first chunk of this round's last Δ
+    std::optional<Clock::time_point> last_begun_;  // the begin of this round's last Δ
     double decode_s_ = 0, last_sync_s_ = 0;
     Clock::time_point update_sent_{};
     uint64_t update_round_ = UINT64_MAX;  // an update not yet held by every island; none: UINT64_MAX

@@ -17,14 +17,15 @@
 # steps_per_round = "auto", bounds 2 to 300), on links slow enough that a sync's transfers take about
 # a round's compute (WAN_MBITS, default 10 Mbit/s for the demo's model and int8 both ways), without
 # DES-LOC (overlap mode refuses it; the sync run leaves it out too, so both move the same bytes).
-# busy%: to the last update, which counts the last round's sync that nothing can hide; steady%: to the
-# update before it.
+# busy%: to the last update, which counts the last round's sync that nothing can hide; steady%: from the
+# update halfway through to the one before the last (the first rounds of H from the link measure the
+# link with the least H, and the last round's sync is not hidden).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 MODES="sync"
 if [ "${1:-}" = overlap ]; then
-  MODES="sync overlap overlap-auto"
+  MODES=${WAN_MODES:-"sync overlap overlap-auto"}
   CODECS=${WAN_CODECS:-"int8:block=256+zstd:1"}
   MBITS=${WAN_MBITS:-"10"}
 else
@@ -69,7 +70,10 @@ one_run() {
   local busy steady hs
   busy=$(for i in 1 2 3; do grep -o 'island busy [0-9.]*%' "$(wan_peer_log "$i")" | tail -n 1 | tr -dc '0-9.\n'; done |
     awk '{ b += $1; n++ } END { if (n) printf "%.1f", b / n; else print "-" }')
-  steady=$(for i in 1 2 3; do grep -o 'island busy [0-9.]*%' "$(wan_peer_log "$i")" | tail -n 2 | head -n 1 | tr -dc '0-9.\n'; done |
+  steady=$(for i in 1 2 3; do grep -o '([0-9.]* s of inner steps in [0-9.]* s)' "$(wan_peer_log "$i")" |
+    sed -E 's/\(([0-9.]+) s of inner steps in ([0-9.]+) s\)/\1 \2/' |
+    awk -v half=$((ROUNDS / 2)) -v last=$((ROUNDS - 2)) '{ busy[NR] = $1; wall[NR] = $2 }
+      END { if (NR > last && wall[last] > wall[half]) printf "%.1f\n", 100 * (busy[last] - busy[half]) / (wall[last] - wall[half]) }'; done |
     awk '{ b += $1; n++ } END { if (n) printf "%.1f", b / n; else print "-" }')
   hs=$(wan_events "$(wan_host_events)" round_started | wan_json_lines "j['steps']" | sort -n | sed -n '1p;$p' | paste -sd-)
   for i in 1 2 3; do wan_round_times "$(wan_peer_log "$i")"; done | awk -v codec="$codec" -v mbit="$mbit" -v mode="$mode" \

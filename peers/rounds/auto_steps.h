@@ -42,7 +42,8 @@ struct ChosenSteps {
 
 // H for the next round from what the host measured: step_s, the step time of the island the rounds
 // wait for; sync_s, the last sync (0: none measured yet, and the round takes the least H, so the first
-// sync is measured soon).
+// sync is measured soon). Overlapped, an island trains all of a round's steps but one behind the last
+// sync (the last needs the update merged), so H is one more than the rule's.
 inline ChosenSteps choose_steps(const AutoSteps& a, double step_s, double sync_s, bool overlapped) {
     ChosenSteps c;
     char why[192];
@@ -50,7 +51,12 @@ inline ChosenSteps choose_steps(const AutoSteps& a, double step_s, double sync_s
         c.steps = std::max<uint32_t>(a.min_steps, 1);
         std::snprintf(why, sizeof(why), "auto: %s not measured yet, so the least H", step_s > 0 ? "a sync" : "a step");
     } else {
-        c.steps = auto_steps_per_round(a, step_s, sync_s, overlapped);
+        AutoSteps behind = a;  // overlapped: the steps behind the sync, within the bounds less one
+        if (overlapped) {
+            behind.min_steps = std::max<uint32_t>(a.min_steps, 2) - 1;
+            behind.max_steps = std::max<uint32_t>(a.max_steps, 2) - 1;
+        }
+        c.steps = auto_steps_per_round(behind, step_s, sync_s, overlapped) + (overlapped ? 1 : 0);
         const bool bound = c.steps == a.min_steps || c.steps == a.max_steps;
         std::snprintf(why, sizeof(why), "auto: a sync %.2f s, a step %.3f s; %.0f%% busy %s%s", sync_s, step_s, 100 * a.target,
                       overlapped ? "overlapped" : "waiting", bound ? (c.steps == a.max_steps ? ", at the most H" : ", at the least H") : "");

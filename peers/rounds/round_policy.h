@@ -52,7 +52,7 @@ struct RunSnapshot {
     uint64_t round = 0;           // the round in progress or next to start; counts updates applied
     uint64_t rounds = 0;          // run.rounds: no island is started once round reaches it
     double seconds_open = 0;      // since the round was opened (a policy's deadline runs from there)
-    // The last sync as the host measured it: from the first chunk of the last Δ an update used to that
+    // The last sync as the host measured it: from the begin of the last Δ an update used to that
     // update held by every island (its Δ up, the host's work, the update down); 0: none yet.
     double sync_s = 0;
     std::span<const IslandView> islands;  // every admitted island
