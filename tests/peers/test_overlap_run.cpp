@@ -3,7 +3,9 @@
 // error feedback up. Every island ends every round bit-identical to the host (θ hash); islands train
 // the next round while the sync travels, and send after the steps left; the run learns. A peer
 // SIGKILLed in the middle of sending its Δ does not stop the run, and restarted it resyncs and ends
-// every later round in sync. With H from the link, every round's H is within its bounds and says why.
+// every later round in sync. A host SIGKILLed and restarted from its checkpoint: the islands, which were
+// training on ahead of it, resync and finish the run with its θ. With H from the link, every round's H
+// is within its bounds and says why.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -133,6 +135,40 @@ TEST_CASE("overlap with H from the link: each round's H within its bounds, chose
     CHECK(from_a_sync > 0);  // once a sync was measured, H came from it
     for (const auto* p : {p1.get(), p2.get()}) {
         CHECK(p->count({.kind = "round_applied", .round = kRounds - 1}) == 1);
+        CHECK(p->count({.kind = "theta_differs"}) == 0);
+    }
+}
+
+TEST_CASE("overlap: a host killed and restarted from its checkpoint; the islands training ahead resync and finish") {
+    constexpr int kRounds = 20;
+    Run run(kRounds, 2);
+    make_overlap(run, "fp4+ef+zstd");
+    run.make_peer(1);
+    run.make_peer(2);
+    auto host = run.host();
+    auto p1 = run.peer(1);
+    auto p2 = run.peer(2);
+    const auto checkpoint_from_round_2 = [&] {
+        for (const RunEvent& e : host->events())
+            if (e.kind == "checkpoint_written" && e.round >= 2) return true;
+        return false;
+    };
+    if (!host->wait_until(checkpoint_from_round_2, 180)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
+    host->kill(SIGKILL);
+    host->wait(10);
+    const std::string first_log = host->log();
+    auto host2 = run.host();
+    if (!host2->wait_event({.kind = "resumed"}, 120)) FAIL(first_log + "\n--- second host\n" + host2->log());
+    if (host2->wait(300) != 0) FAIL(host2->log() + "\n--- peer 1\n" + p1->log());
+    CHECK(p1->wait(30) == 0);
+    CHECK(p2->wait(30) == 0);
+    INFO(first_log + "\n--- second host\n" + host2->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
+    const RunEvent resumed = first_event(host2->events(), {.kind = "resumed"});
+    CHECK(resumed.round >= 2);
+    CHECK(resumed.round < kRounds);
+    CHECK(host2->count({.kind = "finished", .round = kRounds}) == 1);
+    for (const auto* p : {p1.get(), p2.get()}) {
+        CHECK(p->count({.kind = "round_applied", .round = kRounds - 1, .islands = 2}) == 1);
         CHECK(p->count({.kind = "theta_differs"}) == 0);
     }
 }
