@@ -36,6 +36,7 @@ struct PlanRequest {
     Offload offload = Offload::none;  // GPUs only
     bool fused_attention = true;      // CUDA: the fused kernel (the default) or the unfused one
     bool error_feedback = true;  // the peer's uplink codec keeps an error-feedback residual (+ef)
+    bool overlap = false;        // run.mode = "overlap": θ_i at the send and the merge's scratch
     double update_bytes_per_param = 4;  // the downlink codec's bytes (fp32: 4, int8: about 1)
 };
 
@@ -63,8 +64,9 @@ struct HostBytes {
     std::size_t pseudo_gradient = 0;  // Δ = θ − θ_i, the residual added, then the residual it leaves
     std::size_t ef_residual = 0;      // the error-feedback residual (+ef)
     std::size_t update = 0;           // an update as it arrives (the downlink codec's bytes)
+    std::size_t overlap_carry = 0;    // overlap mode: θ_i at the last send, and a scratch for the merge
     std::size_t offload() const { return offloaded_optimizer + offload_staging; }
-    std::size_t diloco() const { return theta_replica + pseudo_gradient + ef_residual + update; }
+    std::size_t diloco() const { return theta_replica + pseudo_gradient + ef_residual + update + overlap_carry; }
     // With --state-on-disk θ and the residual are memory-mapped files: disk, not RAM.
     std::size_t diloco_on_disk() const { return theta_replica + ef_residual; }
     std::size_t total() const { return offload() + diloco(); }

@@ -28,7 +28,7 @@ struct PlanFlags {
                                            attention = "fused";
     int layers = 0, channels = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_seq_len = 0;
     int devices = 1, batch = 1, seq_len = 0;
-    bool no_error_feedback = false, json = false;
+    bool no_error_feedback = false, overlap = false, json = false;
     std::string down_codec = "fp32", host_memory;
 };
 
@@ -98,6 +98,7 @@ nlohmann::json host_json(const HostBytes& h) {
             {"pseudo_gradient", h.pseudo_gradient},
             {"ef_residual", h.ef_residual},
             {"update", h.update},
+            {"overlap_carry", h.overlap_carry},
             {"offload", h.offload()},
             {"diloco", h.diloco()},
             {"total", h.total()},
@@ -138,11 +139,12 @@ void print_table(const std::vector<MemoryPlan>& plans, std::size_t ram, const ch
                     format_bytes(h.total_state_on_disk()).c_str());
     }
     const HostBytes& h = first.host;
-    std::printf("  diloco = theta replica %s + pseudo-gradient %s + error-feedback residual %s + update as it arrives %s\n"
+    std::printf("  diloco = theta replica %s + pseudo-gradient %s + error-feedback residual %s + update as it arrives %s%s\n"
                 "  state on disk (archipelago peer --state-on-disk): the theta replica and the residual are memory-mapped "
                 "files, %s of disk\n",
                 format_bytes(h.theta_replica).c_str(), format_bytes(h.pseudo_gradient).c_str(),
                 format_bytes(h.ef_residual).c_str(), format_bytes(h.update).c_str(),
+                h.overlap_carry ? (" + overlap mode's carry " + format_bytes(h.overlap_carry)).c_str() : "",
                 format_bytes(h.diloco_on_disk()).c_str());
     std::printf("  offload is a GPU mode (--device cuda): a CPU device's optimizer state is in RAM already\n");
     if (ram == 0) return;
@@ -166,6 +168,7 @@ void run_plan(const PlanFlags& f) {
     q.offload = parse_offload(f.offload);
     q.fused_attention = f.attention == "fused";
     q.error_feedback = !f.no_error_feedback;
+    q.overlap = f.overlap;
     // The update as it arrives: the codec's bytes per parameter (over a million), twice with a zstd
     // stage (the message, at worst as large, and its payload out of it).
     constexpr std::uint64_t kSample = 1 << 20;
@@ -272,6 +275,8 @@ void add_plan(CLI::App& app, int& exit_code) {
         ->group("Mode");
     cmd->add_flag("--no-error-feedback", f->no_error_feedback,
                   "the peer's uplink codec keeps no error-feedback residual")
+        ->group("Mode");
+    cmd->add_flag("--overlap", f->overlap, "the run is in overlap mode: the peer also keeps θ_i at its send and a scratch (2 P)")
         ->group("Mode");
     cmd->add_option("--down-codec", f->down_codec, "the run's wire.down_codec: the size of an update as it arrives")
         ->group("Mode");

@@ -243,6 +243,10 @@ TEST_CASE("an 8B Llama's DiLoCo peer: θ, Δ, the residual and the update in RAM
     PlanRequest plain = q;
     plain.error_feedback = false;
     CHECK(plan_memory(plain).host.diloco() == 2 * P + h.update);
+    PlanRequest overlap = q;  // run.mode = "overlap": θ_i at the send and the merge's scratch
+    overlap.overlap = true;
+    CHECK(plan_memory(overlap).host.overlap_carry == 2 * P);
+    CHECK(plan_memory(overlap).host.diloco() == 5 * P + h.update);
 }
 
 TEST_CASE("an HF config.json plans the same model as explicit sizes") {
