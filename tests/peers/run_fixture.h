@@ -73,6 +73,22 @@ struct Run {
         p->watch_events(events, from);
         return p;
     }
+    // Once `host` says a checkpoint of round 2 or later is written (the writer works in the background
+    // and may skip one), SIGKILLs it and starts the host again from that checkpoint; returns the new
+    // host once it says it resumed. Fails the test with the logs (the hosts', and `peer`'s) otherwise.
+    std::unique_ptr<Process> restart_host_after_checkpoint(Process& host, const Process& peer) {
+        const auto checkpoint_from_round_2 = [&] {
+            for (const RunEvent& e : host.events())
+                if (e.kind == "checkpoint_written" && e.round >= 2) return true;
+            return false;
+        };
+        if (!host.wait_until(checkpoint_from_round_2, 180)) FAIL(host.log() + "\n--- peer\n" + peer.log());
+        host.kill(SIGKILL);
+        host.wait(10);
+        auto again = this->host();
+        if (!again->wait_event({.kind = "resumed"}, 120)) FAIL(host.log() + "\n--- second host\n" + again->log());
+        return again;
+    }
     std::unique_ptr<Process> peer(int i, std::vector<std::string> env = kEnv, std::vector<std::string> extra = {}) {
         const std::string name = "peer-" + std::to_string(i), events = dir.file(name + ".events");
         std::vector<std::string> args = {"peer", "--invite", invite(i), "--key", key(i), "--name", name, "--events", events};

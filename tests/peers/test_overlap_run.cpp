@@ -148,21 +148,11 @@ TEST_CASE("overlap: a host killed and restarted from its checkpoint; the islands
     auto host = run.host();
     auto p1 = run.peer(1);
     auto p2 = run.peer(2);
-    const auto checkpoint_from_round_2 = [&] {
-        for (const RunEvent& e : host->events())
-            if (e.kind == "checkpoint_written" && e.round >= 2) return true;
-        return false;
-    };
-    if (!host->wait_until(checkpoint_from_round_2, 180)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
-    host->kill(SIGKILL);
-    host->wait(10);
-    const std::string first_log = host->log();
-    auto host2 = run.host();
-    if (!host2->wait_event({.kind = "resumed"}, 120)) FAIL(first_log + "\n--- second host\n" + host2->log());
+    auto host2 = run.restart_host_after_checkpoint(*host, *p1);
     if (host2->wait(300) != 0) FAIL(host2->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
     CHECK(p2->wait(30) == 0);
-    INFO(first_log + "\n--- second host\n" + host2->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
+    INFO(host->log() + "\n--- second host\n" + host2->log() + "\n--- peer 1\n" + p1->log() + "\n--- peer 2\n" + p2->log());
     const RunEvent resumed = first_event(host2->events(), {.kind = "resumed"});
     CHECK(resumed.round >= 2);
     CHECK(resumed.round < kRounds);

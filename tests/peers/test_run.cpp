@@ -127,19 +127,7 @@ TEST_CASE("a host killed and restarted from its checkpoint loses at most one rou
     auto host = run.host();
     auto p1 = run.peer(1);
     auto p2 = run.peer(2);
-    // Checkpoints are written in the background, a new one only once the last is on disk, so the
-    // writer may skip round 2: wait for the first of round 2 or later the host says is written.
-    const auto checkpoint_from_round_2 = [&] {
-        for (const RunEvent& e : host->events())
-            if (e.kind == "checkpoint_written" && e.round >= 2) return true;
-        return false;
-    };
-    if (!host->wait_until(checkpoint_from_round_2, 180)) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
-    host->kill(SIGKILL);
-    host->wait(10);
-    const std::string first_log = host->log();
-    auto host2 = run.host();
-    if (!host2->wait_event({.kind = "resumed"}, 120)) FAIL(first_log + "\n--- second host\n" + host2->log());
+    auto host2 = run.restart_host_after_checkpoint(*host, *p1);
     if (host2->wait(300) != 0) FAIL(host2->log() + "\n--- peer 1\n" + p1->log());
     // The second host started from round 2 (or later, if round 2 finished before the kill).
     const RunEvent resumed = first_event(host2->events(), {.kind = "resumed"});
