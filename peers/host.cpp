@@ -446,9 +446,10 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
     deltas_->take_in(payload, expected, contribution);
     ledger_.decoded(Clock::real().seconds_since(decode_start), since_begin_seconds);
-    // Speed by the host's clock (for Dynamic Local Updates): what the peer reports is not used. The
-    // time its Δ spent on the wire is the link's, not the island's; it is counted from the Δ's first
-    // chunk, which needs the Δ, so no island can look faster than it computes and cut the others' H.
+    // Speed by the host's clock (for Dynamic Local Updates, and the bound on what the peer reports, which
+    // only H from the link reads: Host::view). The time its Δ spent on the wire is the link's, not the
+    // island's; it is counted from the Δ's first chunk, which needs the Δ, so no island can look faster
+    // than it computes and cut the others' H.
     // An island that trained some of the round's steps before its round_start (overlap and streaming
     // mode) says how many it trained after it; it can only make itself look slower by it.
     const double took = clock_.seconds_since(p.started_at) - transfer_seconds;

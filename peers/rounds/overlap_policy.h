@@ -15,6 +15,9 @@ namespace arch::rounds {
 class OverlapPolicy final : public SyncPolicy {
 public:
     using SyncPolicy::SyncPolicy;
+
+private:
+    bool overlapped() const override { return true; }  // H from the link hides a sync behind H − 1 steps
 };
 
 }  // namespace arch::rounds

@@ -19,7 +19,7 @@ std::unique_ptr<RoundPolicy> make_round_policy(const RunConfig& c, Notes notes) 
             std::unique_ptr<SyncPolicy> p;
             if (c.mode == RunMode::sync) p = std::make_unique<SyncPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(notes));
             else p = std::make_unique<OverlapPolicy>(H, c.round_timeout_s, c.fold_stragglers, std::move(notes));
-            if (c.auto_steps) p->steps_from_link(c.auto_h, c.mode == RunMode::overlap);
+            if (c.auto_steps) p->steps_from_link(c.auto_h);
             return p;
         }
         case RunMode::async: {

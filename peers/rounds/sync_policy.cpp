@@ -24,7 +24,7 @@ Start SyncPolicy::start(const RunSnapshot& run, const std::string& key) const {
 
 RoundPolicy::Opening SyncPolicy::open_round(const RunSnapshot& run) {
     open_ = true;
-    if (auto_) chosen_ = choose_steps(*auto_, run.slowest_step_s(), run.sync_s, overlapped_);
+    if (auto_) chosen_ = choose_steps(*auto_, run.slowest_step_s(), run.sync_s, overlapped());
     contributions_.clear();
     expected_.clear();
     deadline_logged_ = false;

@@ -16,10 +16,7 @@ public:
     SyncPolicy(uint32_t steps_per_round, double round_timeout_s, bool fold, Notes notes);
     // inner.steps_per_round = "auto": each round's H from the link, chosen as it opens (the slowest
     // island's step time, the last sync), spread over the schedule's span of steps_per_round positions.
-    void steps_from_link(const AutoSteps& a, bool overlapped) {
-        auto_ = a;
-        overlapped_ = overlapped;
-    }
+    void steps_from_link(const AutoSteps& a) { auto_ = a; }
 
     bool open() const override { return open_; }
     Opening open_round(const RunSnapshot& run) override;
@@ -35,6 +32,8 @@ public:
 protected:
     // What one island's round_start holds: H steps over the round's span of the schedule.
     virtual Start start(const RunSnapshot& run, const std::string& key) const;
+    // Whether islands train the next round while the sync travels (H from the link hides it then).
+    virtual bool overlapped() const { return false; }
 
 private:
     bool complete() const;                      // every island of the round delivered
@@ -42,7 +41,6 @@ private:
 
     uint32_t H_;
     std::optional<AutoSteps> auto_;
-    bool overlapped_ = false;
     ChosenSteps chosen_;                        // the open round's H
     double round_timeout_s_;
     bool fold_;

@@ -86,28 +86,20 @@ class TestDaemonClient : public QObject {
         QVERIFY(fake.requests.size() == 4);
     }
 
-    void run_view_shows_the_privacy_spent() {
+    void run_view_shows_the_privacy_spent_and_the_rounds_h() {
         FakeDaemon fake("t");
         QVERIFY(fake.listen());
         DaemonClient client(fake.port(), token_file("t"));
         RunView view(&client, "archipelago");
         auto* privacy = view.findChild<QLabel*>("privacy");
+        auto* steps = view.findChild<QLabel*>("steps_per_round");
         QVERIFY(privacy);
+        QVERIFY(steps);
         QVERIFY(privacy->isHidden());  // a run without differential privacy
+        QVERIFY(steps->isHidden());    // no round yet
         view.show_status(*parse_status(canned_status()));
         QVERIFY(!privacy->isHidden());
         QCOMPARE(privacy->text(), QString("privacy (central): ε 2.50 of 8 spent, δ 1e-05"));
-    }
-
-    void run_view_shows_the_rounds_h_and_why() {
-        FakeDaemon fake("t");
-        QVERIFY(fake.listen());
-        DaemonClient client(fake.port(), token_file("t"));
-        RunView view(&client, "archipelago");
-        auto* steps = view.findChild<QLabel*>("steps_per_round");
-        QVERIFY(steps);
-        QVERIFY(steps->isHidden());  // no round yet
-        view.show_status(*parse_status(canned_status()));
         QVERIFY(!steps->isHidden());
         QCOMPARE(steps->text(), QString("H 117 (auto: a sync 11.40 s, a step 0.093 s; 95% busy overlapped)"));
     }

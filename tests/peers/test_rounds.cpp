@@ -13,6 +13,7 @@
 #include "peers/rounds/async_policy.h"
 #include "peers/rounds/auto_steps.h"
 #include "peers/rounds/local_steps.h"
+#include "peers/rounds/overlap_policy.h"
 #include "peers/rounds/staleness.h"
 #include "peers/rounds/streaming_policy.h"
 #include "peers/rounds/sync_policy.h"
@@ -91,38 +92,38 @@ TEST_CASE("H from the link: the fewest steps that keep an island busy its target
 TEST_CASE("H from the link in the policies: each round's H from the slowest step and the last sync, and why") {
     const AutoSteps a{.target = 0.95, .min_steps = 10, .max_steps = 1000};
     std::vector<IslandView> islands = {island("a", 0, 10.0f), island("b", 1, 5.0f)};  // 0.1 and 0.2 s a step
-    SyncPolicy sync(1000, 300, false, {});
-    sync.steps_from_link(a, true);
+    OverlapPolicy overlap(1000, 300, false, {});
+    overlap.steps_from_link(a);
     RunSnapshot v = run_view(0, 10, islands);
     // No sync measured yet: the least H, so that one is measured soon; the schedule still spans 1000.
-    auto o = sync.open_round(v);
+    auto o = overlap.open_round(v);
     REQUIRE(o.starts.size() == 2);
     CHECK(o.starts[0].steps == 10);
     CHECK(o.starts[0].schedule.from == 0);
     CHECK(o.starts[0].schedule.to == 1000);
-    CHECK(sync.round_steps().why == "auto: a sync not measured yet, so the least H");
-    for (const IslandView& i : islands) sync.on_arrival(v, delta(i, 0));
-    sync.take_update();
+    CHECK(overlap.round_steps().why == "auto: a sync not measured yet, so the least H");
+    for (const IslandView& i : islands) overlap.on_arrival(v, delta(i, 0));
+    overlap.take_update();
     // A sync of 19 s against the slowest island's 0.2 s a step: 0.95 x 95 steps hide it.
     v = run_view(1, 10, islands);
     v.sync_s = 19.0;
-    sync.after_update(v, true);
-    o = sync.open_round(v);
+    overlap.after_update(v, true);
+    o = overlap.open_round(v);
     CHECK(o.starts[1].steps == 92);  // ceil(0.95 x 19 / 0.2) = ceil(90.25), and the step after the merge
     CHECK(o.starts[1].schedule.from == 1000);
-    CHECK(sync.round_steps().steps == 92);
-    CHECK(sync.round_steps().why == "auto: a sync 19.00 s, a step 0.200 s; 95% busy overlapped");
+    CHECK(overlap.round_steps().steps == 92);
+    CHECK(overlap.round_steps().why == "auto: a sync 19.00 s, a step 0.200 s; 95% busy overlapped");
     // An island not in the round waits for the next one.
-    CHECK(sync.on_ready(v, island("c", 2, 1.0f)) == std::nullopt);  // not in the round: waits for the next
-    for (const IslandView& i : islands) sync.on_arrival(v, delta(i, 1));
-    sync.take_update();
+    CHECK(overlap.on_ready(v, island("c", 2, 1.0f)) == std::nullopt);  // not in the round: waits for the next
+    for (const IslandView& i : islands) overlap.on_arrival(v, delta(i, 1));
+    overlap.take_update();
     // The link slows down tenfold: H grows, to its bound; sync mode (waiting) would need 19 times more.
     v = run_view(2, 10, islands);
     v.sync_s = 190.0;
-    sync.after_update(v, true);
-    CHECK(sync.open_round(v).starts[0].steps == 904);
+    overlap.after_update(v, true);
+    CHECK(overlap.open_round(v).starts[0].steps == 904);
     SyncPolicy waiting(1000, 300, false, {});
-    waiting.steps_from_link(a, false);
+    waiting.steps_from_link(a);
     v.sync_s = 19.0;
     CHECK(waiting.open_round(v).starts[0].steps == 1000);
     CHECK(waiting.round_steps().why == "auto: a sync 19.00 s, a step 0.200 s; 95% busy waiting, at the most H");
