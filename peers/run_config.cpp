@@ -64,6 +64,7 @@ void read_run(toml_file::Fields& run, RunConfig& c) {
     run.integer("islands", c.islands, 1, 1024);
     run.choice("mode", c.mode, run_mode_names());
     run.text("bind", c.bind);
+    run.choice("nat", c.nat, net::nat_mode_names());
     run.text("checkpoint_dir", c.checkpoint_dir);
     run.integer("checkpoint_every", c.checkpoint_every, 1, 10'000'000);
     run.number("checkpoint_minutes", c.checkpoint_minutes, 0.0, 1e6);

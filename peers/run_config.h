@@ -10,6 +10,7 @@
 #include "core/model_config.h"
 #include "core/named_enum.h"
 #include "core/trainer.h"
+#include "net/port_mapping.h"
 #include "peers/diloco/global_model.h"
 #include "peers/diloco/streaming_merge.h"
 #include "peers/rounds/auto_steps.h"
@@ -30,6 +31,10 @@ struct RunConfig {
     int islands = 3;             // islands expected; round 0 starts when they have all joined
     RunMode mode = RunMode::sync;
     std::string bind = "tcp://127.0.0.1:5555";
+    // Port mapping on the host's router at start (net/port_mapping.h, docs/net.md "Hosting from home"):
+    // auto tries UPnP IGD, then NAT-PMP, and goes on without a mapping; upnp or natpmp insist (the
+    // host exits when the mapping fails). Never tried for a bind on loopback.
+    net::NatMode nat = net::NatMode::automatic;
     std::string checkpoint_dir = "runs/host";
     // Checkpoints are written in the background (peers/checkpoint_writer.h), after every this many
     // updates, or once this many minutes have passed (0: no time cadence), and at the run's end.

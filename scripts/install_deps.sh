@@ -16,6 +16,7 @@ BUILD_PACKAGES=(
   libxxhash-dev          # XXH3 checksums of transfer chunks
   libpcre2-dev           # the split regexes of Hugging Face tokenizer.json files
   libzmq3-dev cppzmq-dev # transport
+  libminiupnpc-dev libnatpmp-dev  # a home host's port mapping (UPnP IGD, NAT-PMP)
   libtomlplusplus-dev    # run.toml, invites, key files (TOML 1.0)
   nlohmann-json3-dev     # JSON: control API, HF config.json, JSON-lines logs, bench rows
   libcli11-dev           # command lines of archipelago and every bench
@@ -27,6 +28,7 @@ OTHER_PACKAGES=(
   ninja-build clang clang-format
   catch2                 # unit tests (v2)
   debootstrap            # tests/install: the .deb in a clean Debian 12 chroot
+  miniupnpd-nftables nftables  # tests/wan/test_wan_nat.sh: a home router in a namespace
   iproute2 curl          # tests/wan, bench/wan, make demo-wan: network namespaces, tc, the control API
   libboost-context-dev   # tests/cuda/emulator: its fibers switch without a syscall
   prometheus             # promtool, checks the control API's /metrics in tests

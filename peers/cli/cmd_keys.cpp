@@ -19,7 +19,8 @@
 namespace arch::cli {
 
 HostFiles host_files(const RunConfig& c) {
-    return {c.checkpoint_dir + "/host.key", c.checkpoint_dir + "/run_id", c.checkpoint_dir + "/allow_list.txt"};
+    return {c.checkpoint_dir + "/host.key", c.checkpoint_dir + "/run_id", c.checkpoint_dir + "/allow_list.txt",
+            c.checkpoint_dir + "/host.reachable"};
 }
 
 uint64_t ensure_run_id(const HostFiles& files) {

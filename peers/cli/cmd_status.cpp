@@ -59,6 +59,8 @@ void run_status(int port, std::string token_file) {
                 n(st, "tokens_per_s"), n(st, "uptime_s"));
     if (!s(st, "theta_hash").empty()) std::printf("θ %s\n", s(st, "theta_hash").c_str());
     if (n(st, "steps_per_round") > 0) std::printf("H %.0f (%s)\n", n(st, "steps_per_round"), s(st, "steps_why").c_str());
+    if (s(st, "role") == "host" && s(st, "reachability") != "off")
+        std::printf("reachability: %s\n", s(st, "reachability_detail").c_str());
     if (const auto p = st.find("privacy"); p != st.end() && p->is_object())
         std::printf("privacy %s: epsilon %.4g spent of %.4g at delta %g (clip %g, noise multiplier %.4g)\n",
                     s(*p, "mode").c_str(), n(*p, "epsilon_spent"), n(*p, "epsilon_budget"), n(*p, "delta"), n(*p, "clip"),

@@ -13,6 +13,9 @@ struct HostFiles {
     std::string key;         // host.key (+ .pub)
     std::string run_id;      // run_id: a random nonzero number every message of the run carries
     std::string allow_list;  // allow_list.txt: peers that may connect
+    // host.reachable: the host's last port mapping ("state = ...", "endpoint = tcp://...") that
+    // `archipelago invite` reads for the address invites carry.
+    std::string reachable;
 };
 
 HostFiles host_files(const RunConfig& c);

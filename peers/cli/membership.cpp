@@ -30,6 +30,18 @@ std::string listed_names(const net::AllowList& allow) {
     return out.empty() ? "nobody" : out;
 }
 
+// The address the host's router maps for it, from host.reachable (written by a running host, or the
+// last one): empty when it has none.
+std::string mapped_endpoint(const HostFiles& files) {
+    if (!file_exists(files.reachable)) return "";
+    const std::string text = read_text_file(files.reachable, 4096);
+    const std::string key = "\nendpoint = ";
+    const std::size_t at = ("\n" + text).find(key);
+    if (at == std::string::npos) return "";
+    const std::size_t from = at + key.size() - 1, end = text.find('\n', from);
+    return text.substr(from, end == std::string::npos ? std::string::npos : end - from);
+}
+
 }  // namespace
 
 std::string public_key_argument(const std::string& key_or_file) {
@@ -48,7 +60,8 @@ Invitation invite_peer(const RunConfig& c, const std::string& public_key, const 
     net::AllowList allow = load_or_empty(files.allow_list);
     allow.add(public_key, name);  // checks the name before anything is written
     net::Invite invite;
-    invite.host_endpoint = endpoint.empty() ? c.bind : endpoint;
+    const std::string mapped = endpoint.empty() ? mapped_endpoint(files) : "";
+    invite.host_endpoint = !endpoint.empty() ? endpoint : !mapped.empty() ? mapped : c.bind;
     invite.host_public_key = ensure_host_key(files).public_key;
     invite.run_id = ensure_run_id(files);
     invite.validate("the invite");

@@ -2,9 +2,11 @@
 // commands and the daemon; and the control API flags and endpoint.
 #include "peers/cli/sessions.h"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -12,6 +14,7 @@
 #include "net/host_socket.h"
 #include "net/keys.h"
 #include "net/peer_socket.h"
+#include "net/port_mapping.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
 #include "peers/cli/membership.h"
@@ -37,6 +40,45 @@ void on_signal(int) {
 void catch_signals() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+}
+
+// "tcp://HOST:PORT" (as HostSocket::endpoint() gives it): the port, and whether HOST is loopback.
+uint16_t endpoint_port(const std::string& endpoint) {
+    const std::size_t colon = endpoint.rfind(':');
+    return static_cast<uint16_t>(std::stoi(endpoint.substr(colon + 1)));
+}
+bool on_loopback(const std::string& endpoint) {
+    const std::size_t start = endpoint.find("://") + 3, colon = endpoint.rfind(':');
+    const std::string host = endpoint.substr(start, colon - start);
+    return host.starts_with("127.") || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+// The router's mapping for the host's port (net/port_mapping.h): logged, in the status and its events,
+// and in host.reachable for `archipelago invite`. Returns the mapping, or nothing where none is tried.
+std::unique_ptr<net::PortMapping> map_host_port(const RunConfig& config, const HostFiles& files, const std::string& endpoint,
+                                                RunStatus& status, const std::function<void(const std::string&)>& line,
+                                                const std::function<void()>& give_up) {
+    if (config.nat == net::NatMode::off || on_loopback(endpoint)) {
+        status.set_reachability("off", "", config.nat == net::NatMode::off ? "run.nat = \"off\"" : "the host listens on loopback only");
+        return nullptr;
+    }
+    const uint16_t port = endpoint_port(endpoint);
+    const net::NatMode mode = config.nat;
+    net::PortMappingOptions o{.mode = mode, .port = port};
+    o.on_change = [&status, line, give_up, files, port, mode](const net::MappingState& m) {
+        const std::string said = m.describe(port);
+        line("reachability: " + said);
+        status.set_reachability(net::reachability_name(m.state), m.external_endpoint(), said);
+        status.event({.kind = "reachability", .type = net::reachability_name(m.state), .detail = said});
+        if (m.state == net::Reachability::trying) return;
+        write_text_file_atomic(files.reachable, "state = " + std::string(net::reachability_name(m.state)) +
+                                                    "\nendpoint = " + m.external_endpoint() + "\n");
+        if (mode != net::NatMode::automatic && m.state != net::Reachability::mapped) {
+            line("run.nat = \"" + name_in(net::nat_mode_names(), mode) + "\" insists on a mapping: the host stops");
+            give_up();
+        }
+    };
+    return std::make_unique<net::PortMapping>(std::move(o));
 }
 }  // namespace
 
@@ -98,6 +140,11 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     live = &socket;
     line("listening on " + socket.endpoint() + " for run " + config.name + " (" + std::to_string(config.islands) +
          " islands, " + std::to_string(run_updates(config)) + " rounds, " + mode_name(config.mode) + ")");
+    std::atomic<bool> unmapped{false};  // run.nat insisted on a mapping and got none
+    const std::unique_ptr<net::PortMapping> mapping = map_host_port(config, files, socket.endpoint(), status, line, [&] {
+        unmapped = true;
+        host.stop();
+    });
     HostLink link(socket, [&](const std::string& text) { net_line("transfer: " + text); });
     link.on_refused([&](const std::string& reason) { status.event({.kind = "transfer_refused", .detail = reason}); });
     if (stop_on_signal) {
@@ -108,7 +155,7 @@ bool run_host_session(RunConfig config, RunStatus& status, bool stop_on_signal) 
     g_host = nullptr;
     table.summary();
     line("θ " + host.theta_hash().substr(0, 16) + "; checkpoint " + config.checkpoint_dir + "/model.bin");
-    return host.round() >= run_updates(config);
+    return host.round() >= run_updates(config) && !unmapped;
 }
 
 void add_peer_flags(CLI::App& command, PeerSession& s) {

@@ -158,6 +158,9 @@ std::string status_json(const StatusSnapshot& s) {
                       {"rounds_finished", s.rounds_finished},
                       {"steps_per_round", s.steps_per_round},
                       {"steps_why", s.steps_why},
+                      {"reachability", s.reachability},
+                      {"external_endpoint", s.external_endpoint},
+                      {"reachability_detail", s.reachability_detail},
                       {"privacy", privacy_json(s.privacy)}});
 }
 

@@ -70,6 +70,11 @@ struct StatusSnapshot {
     uint64_t rounds_finished = 0;
     uint32_t steps_per_round = 0;  // H of the round in progress (host) or the last one trained (peer)
     std::string steps_why;          // why that H (inner.steps_per_round, or what H from the link came from)
+    // A host's port mapping on its router (net/port_mapping.h): the state's name, the address peers
+    // outside its network reach it at (when mapped), and the whole story with what to do.
+    std::string reachability = "off";
+    std::string external_endpoint;
+    std::string reachability_detail;
     PrivacyFigures privacy;
     std::vector<PeerRow> peers;
     std::vector<RoundRow> history;
@@ -120,6 +125,13 @@ public:
         with([&](StatusSnapshot& s) {
             s.steps_per_round = steps;
             s.steps_why = why;
+        });
+    }
+    void set_reachability(const std::string& state, const std::string& endpoint, const std::string& detail) {
+        with([&](StatusSnapshot& s) {
+            s.reachability = state;
+            s.external_endpoint = endpoint;
+            s.reachability_detail = detail;
         });
     }
     // A finished round (host) or an applied one (peer; only round, islands and val loss known).

@@ -109,7 +109,8 @@ PRIVACY = obj(("mode", S), ("clip", F), ("noise_multiplier", F), ("delta", F), (
 SHAPES = {
     "status": obj(("role", S), ("run", S), ("state", S), ("round", I), ("rounds", I), ("mode", S), ("islands", I),
                   ("theta_hash", S), ("paused", B), ("tokens_per_s", F), ("uptime_s", F), ("rounds_finished", I),
-                  ("steps_per_round", I), ("steps_why", S), ("privacy", nullable(PRIVACY))),
+                  ("steps_per_round", I), ("steps_why", S), ("reachability", S), ("external_endpoint", S),
+                  ("reachability_detail", S), ("privacy", nullable(PRIVACY))),
     "peers": obj(("peers", lst(PEER))),
     "rounds": obj(("rounds", lst(ROUND))),
     "log": obj(("lines", lst(S))),

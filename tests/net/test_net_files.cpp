@@ -1,6 +1,7 @@
 // tests/net/test_net_files.cpp: key files (mode 0600, refusal of readable secrets), allow-list and
 // invite files: round trips and rejection of malformed input with a message naming the problem;
-// invites and key files of the pre-TOML format are refused with a command that converts them.
+// invites and key files of the pre-TOML format are refused with a command that converts them. What
+// a router port mapping's states say to the user, and which external addresses mean a provider's NAT.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include "net/allow_list.h"
 #include "net/invite.h"
 #include "net/keys.h"
+#include "net/port_mapping.h"
 #include "core/file_io.h"
 #include "net_fixture.h"
 
@@ -159,4 +161,29 @@ TEST_CASE("pre-TOML invites and key files get a one-line migration command that 
     CHECK(loaded.run_id == 0xdeadbeefULL);
     CHECK(load_keypair(key).secret_key == keys.secret_key);
     CHECK(mode_of(key) == 0600);  // sed -i keeps the mode
+}
+
+TEST_CASE("port mapping: which external addresses mean a provider's NAT, and what each state tells the user", "[net][nat]") {
+    using arch::net::is_private_ipv4;
+    for (const char* a : {"10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1", "100.127.255.254", "127.0.0.1",
+                          "169.254.3.4"})
+        CHECK(is_private_ipv4(a));
+    for (const char* a : {"11.77.0.1", "172.32.0.1", "100.128.0.1", "192.169.0.1", "8.8.8.8", "not an address", ""})
+        CHECK_FALSE(is_private_ipv4(a));
+    using arch::net::MappingState;
+    using arch::net::Reachability;
+    const MappingState mapped{.state = Reachability::mapped, .method = "UPnP IGD", .external_address = "11.77.0.1",
+                              .external_port = 5555, .lan_address = "192.168.77.2", .detail = ""};
+    CHECK(mapped.external_endpoint() == "tcp://11.77.0.1:5555");
+    CHECK(mapped.describe(5555) == "UPnP IGD mapped tcp://11.77.0.1:5555 to port 5555, and the gateway lists it");
+    MappingState none = mapped;
+    none.state = Reachability::no_gateway;
+    CHECK(none.external_endpoint().empty());  // only a mapping is an address peers can use
+    CHECK_THAT(none.describe(5555), Catch::Contains("forward TCP port 5555 on your router to this machine (192.168.77.2) by hand") &&
+                                        Catch::Contains("SSH reverse tunnel"));
+    MappingState cgnat = mapped;
+    cgnat.state = Reachability::carrier_grade;
+    cgnat.external_address = "100.72.1.9";
+    CHECK(cgnat.external_endpoint().empty());
+    CHECK_THAT(cgnat.describe(5555), Catch::Contains("100.72.1.9 is private or shared space") && Catch::Contains("IPv6"));
 }

@@ -327,3 +327,10 @@ TEST_CASE("[privacy]: off by default; its keys read, σ derived from the budget,
                            "epsilon = 8\nhonest = 2\n", "run.toml").privacy.on());
     CHECK(parse_run_config(central + "[wire]\ncodec = \"int8:block=256+ef\"\n", "run.toml").privacy.on());
 }
+
+TEST_CASE("run.nat: auto by default, each protocol or off by name, anything else refused") {
+    CHECK(parse_run_config("[run]\nrounds = 3\n", "run.toml").nat == arch::net::NatMode::automatic);
+    CHECK(parse_run_config("[run]\nnat = \"natpmp\"\n", "run.toml").nat == arch::net::NatMode::natpmp);
+    CHECK(parse_run_config("[run]\nnat = \"off\"\n", "run.toml").nat == arch::net::NatMode::off);
+    CHECK_THAT(refused("[run]\nnat = \"upnpp\"\n"), Contains("run.toml:2") && Contains("upnpp") && Contains("upnp"));
+}
