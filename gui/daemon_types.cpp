@@ -46,6 +46,9 @@ std::optional<DaemonStatus> parse_status(const QByteArray& json) {
     s.uptime_s = o->value("uptime_s").toDouble();
     s.steps_per_round = int_of(*o, "steps_per_round");
     s.steps_why = o->value("steps_why").toString();
+    s.reachability = o->value("reachability").toString("off");
+    s.external_endpoint = o->value("external_endpoint").toString();
+    s.reachability_detail = o->value("reachability_detail").toString();
     const QJsonObject privacy = o->value("privacy").toObject();
     s.privacy_mode = privacy.value("mode").toString();
     s.epsilon_spent = privacy.value("epsilon_spent").toDouble();

@@ -23,6 +23,8 @@ struct DaemonStatus {
     double tokens_per_s = 0, uptime_s = 0;
     int steps_per_round = 0;  // H of the round in progress (host) or the last one trained (peer); 0: none yet
     QString steps_why;        // why that H: inner.steps_per_round, or what H from the link was chosen from
+    // A host's port mapping on its router (docs/net.md, "Hosting from home"): "off" where none is tried.
+    QString reachability = "off", external_endpoint, reachability_detail;
     // Differential privacy ("privacy": null when off: privacy_mode stays empty).
     QString privacy_mode;
     double epsilon_spent = 0, epsilon_budget = 0, delta = 0;

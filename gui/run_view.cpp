@@ -49,6 +49,10 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     steps_->setObjectName("steps_per_round");
     steps_->setWordWrap(true);
     steps_->setTextFormat(Qt::PlainText);
+    reachability_ = new QLabel;
+    reachability_->setObjectName("reachability");
+    reachability_->setWordWrap(true);
+    reachability_->setTextFormat(Qt::PlainText);
     privacy_ = new QLabel;
     privacy_->setObjectName("privacy");
     pause_ = new QPushButton("Pause");
@@ -82,6 +86,7 @@ RunView::RunView(DaemonClient* client, QString archipelago, QWidget* parent)
     numbers->addWidget(speed_);
     numbers->addWidget(ratio_);
     numbers->addWidget(steps_);
+    numbers->addWidget(reachability_);
     numbers->addWidget(privacy_);
     header->addLayout(numbers, 1);
     header->addWidget(pause_);
@@ -121,6 +126,9 @@ void RunView::show_status(const DaemonStatus& s) {
     speed_->setText(QString("%1 tokens/s").arg(s.tokens_per_s, 0, 'f', 0));
     steps_->setVisible(s.steps_per_round > 0);
     steps_->setText(QString("H %1 (%2)").arg(s.steps_per_round).arg(s.steps_why));
+    reachability_->setVisible(s.role == "host" && s.reachability != "off");
+    reachability_->setText(s.reachability == "mapped" ? "reachable at " + s.external_endpoint + " (" + s.reachability + ")"
+                                                       : s.reachability + ": " + s.reachability_detail);
     privacy_->setVisible(!s.privacy_mode.isEmpty());
     privacy_->setText(QString("privacy (%1): ε %2 of %3 spent, δ %4")
                           .arg(s.privacy_mode.toHtmlEscaped())

@@ -46,6 +46,7 @@ class RunView : public QWidget {
     QLabel* speed_;
     QLabel* ratio_;
     QLabel* steps_;    // H of the round, and why (H from the link)
+    QLabel* reachability_;  // a host's port mapping: the address peers outside reach, or what to do
     QLabel* privacy_;  // ε spent of the budget, in a run with differential privacy
     QPushButton* pause_;
     QPushButton* leave_;

@@ -92,6 +92,7 @@ QByteArray canned_status() {
     return R"({"role":"host","run":"kjv-demo","state":"training","round":3,"rounds":10,"mode":"sync",)"
            R"("islands":2,"theta_hash":"9f3a5c","paused":false,"tokens_per_s":5120.5,"uptime_s":42,"extra":1,)"
            R"("steps_per_round":117,"steps_why":"auto: a sync 11.40 s, a step 0.093 s; 95% busy overlapped",)"
+           R"("reachability":"mapped","external_endpoint":"tcp://203.0.113.7:5555","reachability_detail":"UPnP IGD mapped",)"
            R"("privacy":{"mode":"central","clip":1.0,"noise_multiplier":4.03,"delta":1e-05,"epsilon_budget":8.0,)"
            R"("epsilon_spent":2.5,"honest":0,"updates_affordable":40}})";
 }

@@ -86,7 +86,7 @@ class TestDaemonClient : public QObject {
         QVERIFY(fake.requests.size() == 4);
     }
 
-    void run_view_shows_the_privacy_spent_and_the_rounds_h() {
+    void run_view_shows_the_privacy_spent_the_rounds_h_and_the_reachability() {
         FakeDaemon fake("t");
         QVERIFY(fake.listen());
         DaemonClient client(fake.port(), token_file("t"));
@@ -97,11 +97,16 @@ class TestDaemonClient : public QObject {
         QVERIFY(steps);
         QVERIFY(privacy->isHidden());  // a run without differential privacy
         QVERIFY(steps->isHidden());    // no round yet
+        auto* reachability = view.findChild<QLabel*>("reachability");
+        QVERIFY(reachability);
+        QVERIFY(reachability->isHidden());  // nothing mapped yet
         view.show_status(*parse_status(canned_status()));
         QVERIFY(!privacy->isHidden());
         QCOMPARE(privacy->text(), QString("privacy (central): ε 2.50 of 8 spent, δ 1e-05"));
         QVERIFY(!steps->isHidden());
         QCOMPARE(steps->text(), QString("H 117 (auto: a sync 11.40 s, a step 0.093 s; 95% busy overlapped)"));
+        QVERIFY(!reachability->isHidden());
+        QCOMPARE(reachability->text(), QString("reachable at tcp://203.0.113.7:5555 (mapped)"));
     }
 
     void wrong_token_is_a_clear_state() {
