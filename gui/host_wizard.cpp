@@ -62,7 +62,8 @@ QWizardPage* HostWizard::model_page() {
     auto* page = new CheckedPage;
     page->setTitle("Model");
     page->setSubTitle(
-        "Every island trains this GPT-2; larger models need more memory and time per step.");
+        "Every island trains this model (GPT-2 or Llama family); larger models need more memory and time per step. "
+        "The host makes θ and sends it to every peer.");
     name_ = new QLineEdit("my-run");
     name_->setObjectName("run_name");
     name_->setValidator(
@@ -72,9 +73,16 @@ QWizardPage* HostWizard::model_page() {
     preset_->addItem("tiny (L4 C128, seconds per round on a CPU)", "tiny");
     preset_->addItem("small (L6 C384)", "small");
     preset_->addItem("gpt2-124m (L12 C768, wants GPUs)", "gpt2-124m");
+    preset_->addItem("llama-tiny (Llama family, L4 C128, seconds per round on a CPU)", "llama-tiny");
+    preset_->addItem("smollm-135m (SmolLM2-135M's shape, wants GPUs)", "smollm-135m");
+    preset_->addItem("smollm-360m (SmolLM2-360M's shape, wants GPUs)", "smollm-360m");
+    init_hf_ = new QLineEdit;
+    init_hf_->setObjectName("init_hf");
+    init_hf_->setPlaceholderText("optional: a Hugging Face model folder on this machine, of the preset's shape");
     auto* form = new QFormLayout(page);
     form->addRow("Run name", name_);
     form->addRow("Model preset", preset_);
+    form->addRow("Start from (model.init_hf)", init_hf_);
     page->complete = [this] { return name_->hasAcceptableInput(); };
     connect(name_, &QLineEdit::textChanged, page, &CheckedPage::changed);
     return page;
@@ -83,12 +91,14 @@ QWizardPage* HostWizard::model_page() {
 QWizardPage* HostWizard::data_page() {
     auto* page = new CheckedPage;
     page->setTitle("Data");
-    page->setSubTitle("Each island reads its own contiguous slice of the training shards.");
-    bundled_ = new QRadioButton("The bundled corpus (King James Bible, prepared on each island)");
+    page->setSubTitle(
+        "The host serves the data: it deals the training set to the islands in interleaved chunks and sends each "
+        "peer the chunks it lacks. A peer with its own copy (archipelago peer --data) uses it, matched by hash.");
+    bundled_ = new QRadioButton("The bundled corpus (King James Bible: the host prepares it and serves it)");
     bundled_->setObjectName("data_bundled");
     bundled_->setChecked(true);
     shards_ = new QRadioButton(
-        "llm.c token shards (every island needs the same files at the same paths)");
+        "llm.c token shards on this machine (the host serves them: peers need no copy)");
     shards_->setObjectName("data_shards");
     train_ = new QLineEdit;
     train_->setObjectName("train_data");
@@ -142,16 +152,25 @@ QWizardPage* HostWizard::training_page() {
 QWizardPage* HostWizard::wire_page() {
     auto* page = new QWizardPage;
     page->setTitle("Wire");
-    page->setSubTitle("How pseudo-gradients are compressed, and where peers connect.");
+    page->setSubTitle(
+        "How pseudo-gradients are compressed, where the host listens, and how peers outside your network reach it "
+        "(docs/net.md, \"Hosting from home\").");
     codec_ = new QComboBox;
     codec_->setObjectName("codec");
     for (const CodecChoice& c : kCodecChoices) codec_->addItem(c.label, QString(c.spec));
     codec_->setCurrentIndex(1);
-    bind_ = new QLineEdit("tcp://127.0.0.1:5555");
+    bind_ = new QLineEdit("tcp://0.0.0.0:5555");
     bind_->setObjectName("bind");
+    nat_ = new QComboBox;
+    nat_->setObjectName("nat");
+    nat_->addItem("auto: ask the router to forward the port (UPnP, then NAT-PMP); go on without", "auto");
+    nat_->addItem("UPnP only, and stop the host if the router does not forward the port", "upnp");
+    nat_->addItem("NAT-PMP only, and stop the host if the router does not forward the port", "natpmp");
+    nat_->addItem("off: I forward the port myself, or every peer is on this network", "off");
     auto* form = new QFormLayout(page);
     form->addRow("Codec", codec_);
-    form->addRow("Host endpoint (peers connect here)", bind_);
+    form->addRow("Host listens on (every address of this machine)", bind_);
+    form->addRow("Router port mapping (run.nat)", nat_);
     return page;
 }
 
@@ -218,6 +237,7 @@ HostRunSettings HostWizard::settings() const {
     HostRunSettings s;
     s.name = name_->text();
     s.preset = preset_->currentData().toString();
+    s.init_hf = init_hf_->text().trimmed();
     if (shards_->isChecked()) {
         s.train_data = train_->text().trimmed();
         s.val_data = val_->text().trimmed();
@@ -228,6 +248,7 @@ HostRunSettings HostWizard::settings() const {
     s.mode = mode_->currentData().toString();
     s.codec = codec_->currentData().toString();
     s.bind = bind_->text().trimmed();
+    s.nat = nat_->currentData().toString();
     s.run_dir = QDir(run_dir_->text().trimmed()).absolutePath();
     return s;
 }

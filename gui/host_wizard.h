@@ -52,6 +52,7 @@ class HostWizard : public QWizard {
     QString written_, toml_text_;
     QLineEdit* name_ = nullptr;
     QComboBox* preset_ = nullptr;
+    QLineEdit* init_hf_ = nullptr;
     QRadioButton* bundled_ = nullptr;
     QRadioButton* shards_ = nullptr;
     QLineEdit* train_ = nullptr;
@@ -62,6 +63,7 @@ class HostWizard : public QWizard {
     QComboBox* mode_ = nullptr;
     QComboBox* codec_ = nullptr;
     QLineEdit* bind_ = nullptr;
+    QComboBox* nat_ = nullptr;
     QPlainTextEdit* peers_ = nullptr;
     QLineEdit* run_dir_ = nullptr;
     QPlainTextEdit* preview_ = nullptr;

@@ -20,9 +20,11 @@ QString to_run_toml(const HostRunSettings& s) {
       << "[run]"
       << "name = " + quoted(s.name) << QString("rounds = %1").arg(s.rounds)
       << QString("islands = %1").arg(s.islands) << "mode = " + quoted(s.mode)
-      << "bind = " + quoted(s.bind) << "checkpoint_dir = " + quoted(s.run_dir) << ""
+      << "bind = " + quoted(s.bind) << "nat = " + quoted(s.nat) << "checkpoint_dir = " + quoted(s.run_dir) << ""
       << "[model]"
-      << "config = " + quoted(s.preset) << "";
+      << "config = " + quoted(s.preset);
+    if (!s.init_hf.isEmpty()) t << "init_hf = " + quoted(s.init_hf);
+    t << "";
     if (!s.train_data.isEmpty()) {
         t << "[data]"
           << "train = " + quoted(s.train_data);

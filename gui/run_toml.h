@@ -9,14 +9,16 @@ namespace arch::gui {
 
 struct HostRunSettings {
     QString name = "my-run";
-    QString preset = "tiny";       // tiny | small | gpt2-124m
+    QString preset = "tiny";       // a GPT-2 or Llama preset (core/gpt2_family.cpp, core/llama_family.cpp)
+    QString init_hf;               // a Hugging Face folder on the host's disk to start from; empty: none
     QString train_data, val_data;  // llm.c shard patterns; both empty: the bundled corpus
     int rounds = 20;
     int steps_per_round = 50;  // H
     int islands = 2;
-    QString mode = "sync";  // sync | async
+    QString mode = "sync";  // sync | async | streaming | overlap
     QString codec = "int8:block=256+zstd:1";
-    QString bind = "tcp://127.0.0.1:5555";
+    QString bind = "tcp://0.0.0.0:5555";
+    QString nat = "auto";  // run.nat: auto | upnp | natpmp | off
     QString run_dir;  // absolute; becomes run.checkpoint_dir
 };
 

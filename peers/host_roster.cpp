@@ -3,9 +3,11 @@
 
 #include <algorithm>
 
+#include "net/keys.h"
+
 namespace arch {
 
-std::string short_key(const std::string& key) { return key.substr(0, 8); }
+std::string short_key(const std::string& key) { return net::fingerprint(key); }
 
 HostRoster::HostRoster(int islands, const Clock& clock, std::function<void(const std::string&)> log,
                        std::function<void(const RunEvent&)> event)

@@ -90,6 +90,6 @@ private:
     std::map<std::string, uint32_t> island_of_;   // stable key -> island index, saved with the checkpoint
 };
 
-std::string short_key(const std::string& key);  // its first 8 characters, for logs
+std::string short_key(const std::string& key);  // its hex fingerprint (net::fingerprint), as `archipelago status` shows it
 
 }  // namespace arch

@@ -74,7 +74,13 @@ class TestHostWizard : public QObject {
         QTest::keyClicks(child<QLineEdit>(&wizard, "run_name"), "bible-small");
         QVERIFY(wizard.currentPage()->isComplete());
         select_data(child<QComboBox>(&wizard, "preset"), "small");
+        for (const char* llama : {"llama-tiny", "smollm-135m", "smollm-360m"})  // Llama presets too
+            QVERIFY2(child<QComboBox>(&wizard, "preset")->findData(llama) >= 0, llama);
+        QTest::keyClicks(child<QLineEdit>(&wizard, "init_hf"), "/models/small-hf");
         next->click();
+        // Data: the page says what the host does now (it serves the data, interleaved)
+        QVERIFY(wizard.currentPage()->subTitle().contains("The host serves the data"));
+        QVERIFY(!wizard.currentPage()->subTitle().contains("contiguous"));
         // Data: shards without a train pattern cannot go on
         child<QRadioButton>(&wizard, "data_shards")->setChecked(true);
         QVERIFY(!wizard.currentPage()->isComplete());
@@ -90,6 +96,9 @@ class TestHostWizard : public QObject {
         next->click();
         // Wire
         select_data(child<QComboBox>(&wizard, "codec"), "fp4+ef+zstd");
+        QCOMPARE(child<QLineEdit>(&wizard, "bind")->text(), QString("tcp://0.0.0.0:5555"));  // reachable from other machines
+        QCOMPARE(child<QComboBox>(&wizard, "nat")->currentData().toString(), QString("auto"));
+        select_data(child<QComboBox>(&wizard, "nat"), "natpmp");
         child<QLineEdit>(&wizard, "bind")->setText("tcp://127.0.0.1:6001");
         next->click();
         // Peers: one name per line, names the CLI accepts
@@ -122,7 +131,8 @@ class TestHostWizard : public QObject {
         QCOMPARE(toml, preview);
         for (const char* line :
              {"name = \"bible-small\"", "rounds = 12", "islands = 3", "mode = \"async\"",
-              "bind = \"tcp://127.0.0.1:6001\"", "[model]\nconfig = \"small\"",
+              "bind = \"tcp://127.0.0.1:6001\"", "nat = \"natpmp\"", "[model]\nconfig = \"small\"",
+              "init_hf = \"/models/small-hf\"",
               "train = \"/data/fw/train_*.bin\"", "val = \"/data/fw/val_*.bin\"",
               "steps_per_round = 40", "codec = \"fp4+ef+zstd\""})
             QVERIFY2(toml.contains(line), line);
