@@ -100,11 +100,11 @@ int main(int argc, char** argv) {
     std::vector<std::string> only;
     const std::vector<std::string> names = {"single",           "single-same-steps", "ddp",          "diloco-fp32",
                                             "diloco-int8",      "diloco-fp4-ef",     "overlap-int8", "overlap-fp4",
-                                            "overlap-int8-auto", "overlap-fp4-auto", "streaming-fp4", "streaming-fp4-auto",
+                                            "overlap-fp4-late", "overlap-int8-auto", "overlap-fp4-auto", "streaming-fp4", "streaming-fp4-auto",
                                             "async"};
     // Rows run only when --only names them: ablations of the default rows, and diloco-fp32 with
     // island-level differential privacy (docs/privacy.md) at two budgets in both trust modes.
-    const std::vector<std::string> extra = {"diloco-fp4", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
+    const std::vector<std::string> extra = {"diloco-fp4", "overlap-int8-late", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
                                             "dp-distributed-eps2"};
     std::string streaming_codec = "fp4+zstd";
     app.add_flag("--json", json, "one JSON object per row instead of the table");
@@ -152,6 +152,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0.05, 0.999));
     app.add_option("--auto-min-H", s.auto_steps.min_steps, "the *-auto rows: the least H")->check(at_least_one());
     app.add_option("--auto-max-H", s.auto_steps.max_steps, "the *-auto rows: the most H")->check(at_least_one());
+    app.add_option("--overlap-proxy-scale", s.overlap_proxy_scale,
+                   "overlap rows: an island starts its next round from θ_t − this × its own Δ (1: from where it is)");
     app.add_option("--model-bytes", model_bytes, "scale the simulated traffic to a model of this many fp32 bytes (0: this one)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--single-curve", single_curve,
@@ -236,6 +238,9 @@ int main(int argc, char** argv) {
         if (want("diloco-fp4-ef")) emit(run_diloco(s, "diloco-fp4-ef", "fp4+ef+zstd"));
         if (want("overlap-int8")) emit(run_overlap(s, "overlap-int8", "int8:block=256+zstd:1", false));
         if (want("overlap-fp4")) emit(run_overlap(s, "overlap-fp4", "fp4+ef+zstd", false));
+        if (want("overlap-fp4-late")) emit(run_overlap(s, "overlap-fp4-late", "fp4+ef+zstd", false, true));
+        if (!only.empty() && want("overlap-int8-late"))
+            emit(run_overlap(s, "overlap-int8-late", "int8:block=256+zstd:1", false, true));
         if (want("overlap-int8-auto")) emit(run_overlap(s, "overlap-int8-auto", "int8:block=256+zstd:1", true));
         if (want("overlap-fp4-auto")) emit(run_overlap(s, "overlap-fp4-auto", "fp4+ef+zstd", true));
         if (!only.empty() && want("diloco-fp4")) emit(run_diloco(s, "diloco-fp4", "fp4+zstd"));

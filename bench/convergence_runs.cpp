@@ -438,14 +438,18 @@ Row run_streaming_auto(const Setup& s, const std::string& name, const std::strin
     return run_streaming(t, name, codec);
 }
 
-// Overlapped DiLoCo (docs/rounds.md, "Overlapped rounds and H from the link"). An island sends round t's Δ and trains round
-// t + 1 at once from where it is: its own progress stands in for the update it has not received (the
-// eager proxy, with the outer lr of 1). Round t's update is folded in at the end of round t + 1,
-// before that round's Δ, carrying the round's progress onto it: θ_i = θ_{t+1} + (θ_i − θ_i at the
-// round's start). So every Δ is the round's own progress, taken against the θ the host holds, and the
-// host's outer step is sync DiLoCo's. The clock: round t + 1's send waits for round t's update, so a
-// round takes max(H · step, the last sync), and the run ends when the last update is back.
-Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h) {
+// Overlapped DiLoCo (docs/rounds.md, "Overlapped rounds and H from the link"), as the daemons run it. An
+// island sends round t's Δ and trains round t + 1 at once from where it is: its own progress stands in
+// for the update it has not received (the eager proxy, with the outer lr of 1). Round t's update is
+// folded in as it lands on the bench's clock, between two steps, carrying the round's progress onto it:
+// θ_i = θ_{t+1} + (θ_i − θ_i at the round's start). It lands ⌈sync / step⌉ steps into the round, at
+// most H − 1 (the island then waits for it, and trains one step after it). So every Δ is the round's
+// own progress, taken against the θ the host holds, and the host's outer step is sync DiLoCo's.
+// whole_round_late: fold every update in at the end of the next round instead, the worst case (the
+// daemons' when a sync outlasts a round). The clock: a round takes max(H · step, the last sync + a
+// step), and the run ends when the last update is back. The row's `stale` is the steps each update
+// came late (mean/max).
+Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h, bool whole_round_late) {
     const double t0 = now_s();
     Row row;
     row.name = name;
@@ -463,35 +467,59 @@ Row run_overlap(const Setup& s, const std::string& name, const std::string& code
     std::optional<std::vector<std::byte>> on_its_way;  // the last round's update
     const double slowest = *std::ranges::min_element(s.speeds);
     double sent_at = 0, sent_at_hetero = 0, last_sync = 0;  // the clock: the last send, and that sync's seconds
+    double late_sum = 0;
+    int late_max = 0, late_count = 0;
     int H = s.H;
     if (auto_h) {  // the first round's sync from the codec's size of a Δ
         const double bytes = guessed_payload_bytes(s, codec);
         H = static_cast<int>(rounds::auto_steps_per_round(s.auto_steps, s.link.step_s, s.link.sync_s(bytes, bytes), true));
     }
+    // Every island trains `steps` steps of the round; the round's weights and mean loss add up.
+    std::vector<double> weights(s.islands);
+    double loss = 0;
+    auto train = [&](int steps) {
+        for (int i = 0; steps > 0 && i < s.islands; ++i) {
+            const RoundResult res = islands[i]->run_steps(steps);
+            tokens[i] += res.tokens;
+            weights[i] += res.tokens;
+            loss += res.mean_loss * steps / s.islands;
+        }
+    };
     for (int done = 0, r = 0; done < total; ++r) {
         H = std::min(H, total - done);
         if (auto_h && total - done - H < H / 2) H = total - done;  // no short last round paying a whole sync
-        std::vector<std::vector<float>> deltas;
-        std::vector<double> weights;
-        double loss = 0, up = 0;
-        for (int i = 0; i < s.islands; ++i) {
-            const RoundResult res = islands[i]->run_steps(H);
-            tokens[i] += res.tokens;
-            weights.push_back(res.tokens);
-            loss += res.mean_loss / s.islands;
+        std::ranges::fill(weights, 0.0);
+        loss = 0;
+        double up = 0;
+        const double landing = std::ceil(last_sync / s.link.step_s - 1e-9);  // steps into the round
+        const int late = !on_its_way ? H : whole_round_late ? H : static_cast<int>(std::min<double>(H - 1, landing));
+        train(late);
+        if (on_its_way) {  // the last round's update lands: the host's θ now, the round's progress carried onto it
+            global.apply_update(*on_its_way);
+            on_its_way.reset();
+            late_sum += late;
+            late_max = std::max(late_max, late);
+            ++late_count;
+            const std::span<const float> theta = global.theta();
+            for (int i = 0; i < s.islands; ++i) {
+                islands[i]->get_params(mine);
+                for (std::size_t k = 0; k < n; ++k) mine[k] = theta[k] - (start[i][k] - mine[k]);
+                islands[i]->set_params(mine);
+                std::copy(theta.begin(), theta.end(), start[i].begin());
+            }
         }
-        if (on_its_way) global.apply_update(*on_its_way);  // the last round's update: the host's θ now
-        on_its_way.reset();
-        const std::span<const float> theta = global.theta();
+        train(H - late);
+        loss /= H;
+        std::vector<std::vector<float>> deltas;
         for (int i = 0; i < s.islands; ++i) {
             islands[i]->get_params(mine);
             std::vector<float> delta(n);
-            for (std::size_t k = 0; k < n; ++k) {
-                delta[k] = start[i][k] - mine[k];  // the round's progress
-                mine[k] = theta[k] - delta[k];     // carried onto the update
+            for (std::size_t k = 0; k < n; ++k) delta[k] = start[i][k] - mine[k];  // the round's progress
+            if (s.overlap_proxy_scale != 1.0f) {  // the next round starts from start − scale × the progress
+                for (std::size_t k = 0; k < n; ++k) mine[k] = start[i][k] - s.overlap_proxy_scale * delta[k];
+                islands[i]->set_params(mine);
             }
-            islands[i]->set_params(mine);
-            start[i] = mine;
+            start[i] = mine;  // the next round starts here
             const std::vector<std::byte> payload = islands[i]->encode(delta, 0);
             deltas.push_back(compression::decode(payload, n));
             up = std::max(up, static_cast<double>(payload.size()));
@@ -505,18 +533,25 @@ Row run_overlap(const Setup& s, const std::string& name, const std::string& code
         if (s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, up, down, row);
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         const double compute = H * s.link.step_s;
-        sent_at += std::max(compute, last_sync);
-        sent_at_hetero += std::max(compute / slowest, last_sync);
+        const double waited = r == 0 ? 0 : last_sync + (whole_round_late ? 0 : s.link.step_s);  // the update, then a step
+        sent_at += std::max(compute, waited);
+        sent_at_hetero += std::max(compute / slowest, r == 0 ? 0 : last_sync + (whole_round_late ? 0 : s.link.step_s / slowest));
         last_sync = s.link.sync_s(up, down);
         done += H;
         row.rounds = r + 1;
-        std::fprintf(stderr, "  %s: round %d, H %d (%d/%d steps), inner loss %.3f, sync %.1f s against %.1f s of compute, %.1f MB so far\n",
-                     name.c_str(), r + 1, H, done, total, loss, last_sync, compute, row.bytes / 1e6);
+        std::fprintf(stderr,
+                     "  %s: round %d, H %d (%d/%d steps), the last update %d steps late, inner loss %.3f, sync %.1f s against "
+                     "%.1f s of compute, %.1f MB so far\n",
+                     name.c_str(), r + 1, H, done, total, r == 0 ? 0 : late, loss, last_sync, compute, row.bytes / 1e6);
         if (auto_h) H = static_cast<int>(rounds::auto_steps_per_round(s.auto_steps, s.link.step_s, last_sync, true));
     }
     global.apply_update(*on_its_way);
     row.wall_s = sent_at + last_sync;
     row.wall_s_hetero = sent_at_hetero + last_sync;
+    if (late_count > 0) {
+        row.staleness_mean = late_sum / late_count;
+        row.staleness_max = late_max;
+    }
     finish_islands_row(s, row, global.theta(), tokens, total, t0);
     return row;
 }

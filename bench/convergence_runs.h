@@ -58,6 +58,7 @@ struct Setup {
     int warm_steps = 0;             // data-parallel steps on the warm shard before every row (0: none)
     double dp_clip = 1.0;           // the dp-* rows' L2 clip of a pseudo-gradient
     rounds::AutoSteps auto_steps;   // the *-auto rows: H from the link, within these bounds
+    float overlap_proxy_scale = 1;  // overlap rows: the next round starts from θ_t − this × the island's own Δ
     std::vector<float> start;       // θ every row starts from: warm_start's, or empty for the seed-42 init
 };
 
@@ -103,9 +104,10 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
 Row run_streaming(const Setup& s, const std::string& name, const std::string& codec);
 // The same with H and τ from the link (s.auto_steps' target and bounds), the same steps in all.
 Row run_streaming_auto(const Setup& s, const std::string& name, const std::string& codec);
-// Overlapped DiLoCo (docs/rounds.md, "Overlapped"): round t's update is folded in at the end of round
-// t + 1, which trained meanwhile. auto_h: each round's H from the link (s.auto_steps), the first --H.
-Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h);
+// Overlapped DiLoCo (docs/rounds.md, "Overlapped"): round t's update is folded in as it lands on the
+// bench's clock, while round t + 1 trains (at most H − 1 steps in), or with whole_round_late at the end of
+// round t + 1, the worst case. auto_h: each round's H from the link (s.auto_steps), the first --H.
+Row run_overlap(const Setup& s, const std::string& name, const std::string& codec, bool auto_h, bool whole_round_late = false);
 Row run_async(const Setup& s, const std::string& name, const std::string& codec);
 
 // The one-island curve from the stderr of an earlier run ("  single: step N/M val loss X" lines),

@@ -141,25 +141,32 @@ def case_convergence(bin_dir):
                       "--sync-overhead-s", "1", "--auto-min-H", "1"])
     rows = json_rows(p.stdout, CONVERGENCE)
     expect_names(rows, "name", ["single", "single-same-steps", "ddp", "diloco-fp32", "diloco-int8", "diloco-fp4-ef",
-                                "overlap-int8", "overlap-fp4", "overlap-int8-auto", "overlap-fp4-auto",
-                                "streaming-fp4", "streaming-fp4-auto", "async"])
+                                "overlap-int8", "overlap-fp4", "overlap-fp4-late", "overlap-int8-auto",
+                                "overlap-fp4-auto", "streaming-fp4", "streaming-fp4-auto", "async"])
     by_name = {r["name"]: r for r in rows}
     if by_name["single"]["speedup"] != 1.0 or by_name["single"]["wall_speedup"] != 1.0:
         fail(f"the one-island run's own speed-ups are {by_name['single']['speedup']} and "
              f"{by_name['single']['wall_speedup']}, not 1")
     # The clock: a sync run pays each of its 3 syncs (over 1 s: the link and 1 s beyond it) after its
-    # round's 0.2 s of compute; an overlapped one computes the next round while a sync runs, so it takes
-    # 2 rounds' compute less (wall_s is rounded to 0.1 s). H from the link takes every step in one
-    # round here (a sync is longer than the 6 steps).
+    # round's 0.2 s of compute. An overlapped one computes the next round's first step while a sync runs
+    # (H - 1 = 1 step: the update lands later than that) and its last step after the update, so it takes
+    # 2 x 0.1 s less; the -late row folds the update in after both steps, 2 x 0.2 s less (wall_s is
+    # rounded to 0.1 s). `stale` is the steps each of the 2 updates in flight came late: H - 1, or H for
+    # -late. H from the link takes every step in one round here (a sync is longer than the 6 steps).
+    late = by_name["overlap-fp4-late"]
     for codec in ["int8", "fp4"]:
         sync, overlap = by_name[f"diloco-{codec}" + ("-ef" if codec == "fp4" else "")], by_name[f"overlap-{codec}"]
         auto = by_name[f"overlap-{codec}-auto"]
         if overlap["rounds"] != 3 or overlap["steps_per_island"] != 6 or auto["steps_per_island"] != 6:
             fail(f"overlap-{codec}: {overlap['rounds']} rounds of {overlap['steps_per_island']} steps, not 3 of 6")
-        if abs(overlap["wall_s"] - (sync["wall_s"] - 2 * 0.2)) > 0.15:
+        if abs(overlap["wall_s"] - (sync["wall_s"] - 2 * 0.1)) > 0.15:
             fail(f"overlap-{codec} took {overlap['wall_s']} s on the clock against sync's {sync['wall_s']}")
+        if overlap["staleness_mean"] != 1 or overlap["staleness_max"] != 1:
+            fail(f"overlap-{codec}'s updates came {overlap['staleness_mean']}/{overlap['staleness_max']} steps late, not 1")
         if auto["rounds"] != 1 or not auto["wall_speedup"] > 0:
             fail(f"overlap-{codec}-auto: {auto['rounds']} rounds, wall speed-up {auto['wall_speedup']}")
+    if abs(late["wall_s"] - (by_name["diloco-fp4-ef"]["wall_s"] - 2 * 0.2)) > 0.15 or late["staleness_max"] != 2:
+        fail(f"overlap-fp4-late took {late['wall_s']} s, its updates {late['staleness_max']} steps late")
     # Streaming from the link: its fragment syncs need more steps than the run has, so one round of 6
     # steps (4 fragment syncs), the same tokens as the other rows.
     auto = by_name["streaming-fp4-auto"]
