@@ -74,6 +74,9 @@ std::optional<QList<PeerInfo>> parse_peers(const QByteArray& json) {
         p.bytes_down = o.value("bytes_down").toDouble();
         p.connected = o.value("connected").toBool();
         p.in_sync = o.value("in_sync").toBool();
+        p.seconds_per_step = o.value("seconds_per_step").toDouble();
+        p.up_bytes_per_s = o.value("up_bytes_per_s").toDouble();
+        p.down_bytes_per_s = o.value("down_bytes_per_s").toDouble();
         out.append(p);
     }
     return out;

@@ -37,6 +37,8 @@ struct PeerInfo {
     int last_round = -1;
     double bytes_up = 0, bytes_down = 0;
     bool connected = false, in_sync = false;
+    // Measured by the host (docs/net.md, "Time that scales with the link"); 0: not yet.
+    double seconds_per_step = 0, up_bytes_per_s = 0, down_bytes_per_s = 0;
 };
 
 struct RoundInfo {

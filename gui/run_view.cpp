@@ -23,8 +23,14 @@
 namespace arch::gui {
 namespace {
 
-const QStringList kPeerColumns = {"name",       "fingerprint", "island",  "devices",   "steps/s",
-                                  "last round", "MB up",       "MB down", "connected", "in sync"};
+const QStringList kPeerColumns = {"name",    "fingerprint", "island",  "devices",  "steps/s",   "last round",
+                                  "MB up",   "MB down",     "s/step",  "up MB/s",  "down MB/s", "connected",
+                                  "in sync"};
+
+// A figure the host measures, or "-" before it has one.
+QString measured(double v, int decimals) {
+    return v > 0 ? QString::number(v, 'f', decimals) : QString("-");
+}
 
 QString mb(double bytes) {
     return QString::number(bytes / 1e6, 'f', 2);
@@ -154,12 +160,15 @@ void RunView::show_peers(const QList<PeerInfo>& peers) {
                                    p.last_round < 0 ? QString("-") : QString::number(p.last_round),
                                    mb(p.bytes_up),
                                    mb(p.bytes_down),
+                                   measured(p.seconds_per_step, 3),
+                                   measured(p.up_bytes_per_s / 1e6, 2),
+                                   measured(p.down_bytes_per_s / 1e6, 2),
                                    p.connected ? "yes" : "no",
                                    p.in_sync ? "yes" : "no"};
         for (int col = 0; col < cells.size(); ++col) {
             auto* item = new QTableWidgetItem(cells[col]);
             if (col == 1) item->setToolTip(p.fingerprint);
-            if (col >= 8)
+            if (col >= 11)
                 item->setForeground(cells[col] == "yes" ? QColor("#2e7d32") : QColor("#b00020"));
             peers_->setItem(row, col, item);
         }

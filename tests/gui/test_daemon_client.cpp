@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QJsonObject>
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -84,6 +85,28 @@ class TestDaemonClient : public QObject {
         for (const FakeRequest& r : fake.requests)
             QCOMPARE(r.authorization, QByteArray("Bearer s3cret"));
         QVERIFY(fake.requests.size() == 4);
+    }
+
+    void peers_table_shows_each_peers_link_rates_and_step_time() {
+        FakeDaemon fake("t");
+        QVERIFY(fake.listen());
+        DaemonClient client(fake.port(), token_file("t"));
+        RunView view(&client, "archipelago");
+        const auto peers = parse_peers(canned_peers());
+        QVERIFY(peers);
+        view.show_peers(*peers);
+        auto* table = view.findChild<QTableWidget*>("peers_table");
+        QVERIFY(table);
+        auto cell = [&](int row, const QString& column) {
+            for (int c = 0; c < table->columnCount(); ++c)
+                if (table->horizontalHeaderItem(c)->text() == column) return table->item(row, c)->text();
+            return QString("no column " + column);
+        };
+        QCOMPARE(cell(0, "s/step"), QString("0.286"));
+        QCOMPARE(cell(0, "up MB/s"), QString("2.50"));
+        QCOMPARE(cell(0, "down MB/s"), QString("12.50"));
+        QCOMPARE(cell(1, "up MB/s"), QString("-"));  // nothing measured yet
+        QCOMPARE(cell(0, "connected"), QString("yes"));
     }
 
     void run_view_shows_the_privacy_spent_the_rounds_h_and_the_reachability() {
