@@ -72,6 +72,20 @@ void Fields::text(const std::string& key, std::string& out) {
     out = n->as_string()->get();
 }
 
+void Fields::texts(const std::string& key, std::vector<std::string>& out, std::size_t most) {
+    const toml::node* n = find(key);
+    if (!n) return;
+    if (!n->is_array()) fail(key, std::string("must be an array of strings, found ") + type_name(*n));
+    const toml::array& a = *n->as_array();
+    if (a.size() > most) fail(key, "holds " + std::to_string(a.size()) + " values, at most " + std::to_string(most));
+    std::vector<std::string> v;
+    for (const toml::node& item : a) {
+        if (!item.is_string()) fail(key, std::string("must hold strings only, found ") + type_name(item));
+        v.push_back(item.as_string()->get());
+    }
+    out = std::move(v);
+}
+
 void Fields::boolean(const std::string& key, bool& out) {
     const toml::node* n = find(key);
     if (!n) return;

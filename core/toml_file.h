@@ -38,6 +38,7 @@ public:
         text_choice(key, v, texts);
         out = parse_named(names, v, qualified(key));
     }
+    void texts(const std::string& key, std::vector<std::string>& out, std::size_t most);  // an array of at most `most` strings
     void boolean(const std::string& key, bool& out);
     void integer(const std::string& key, int64_t& out, int64_t lo, int64_t hi);
     void integer(const std::string& key, int& out, int lo, int hi);

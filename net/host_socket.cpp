@@ -183,8 +183,19 @@ HostSocket::HostSocket(HostSocketOptions options) : state_(std::make_unique<Stat
         s.context, s.router,
         ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+    const std::string every_v4 = "tcp://0.0.0.0:";
+    bool bound = false;
+    if (s.options.dual_stack && s.options.bind_endpoint.starts_with(every_v4)) {
+        try {  // "*" with ZMQ_IPV6 is in6addr_any without IPV6_V6ONLY: IPv4 arrives mapped
+            detail::set_int(s.router, ZMQ_IPV6, 1, "ZMQ_IPV6");
+            s.router.bind("tcp://*:" + s.options.bind_endpoint.substr(every_v4.size()));
+            bound = true;
+        } catch (const zmq::error_t&) {  // no IPv6 here: as asked
+            detail::set_int(s.router, ZMQ_IPV6, 0, "ZMQ_IPV6");
+        }
+    }
     try {
-        s.router.bind(s.options.bind_endpoint);
+        if (!bound) s.router.bind(s.options.bind_endpoint);
     } catch (const zmq::error_t& e) {
         throw Error("cannot bind host socket to '" + s.options.bind_endpoint + "': " + e.what());
     }

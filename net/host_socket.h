@@ -24,6 +24,9 @@ namespace arch::net {
 struct HostSocketOptions {
     std::string bind_endpoint =
         "tcp://127.0.0.1:*";  // "*" port: pick an ephemeral one (see endpoint())
+    // A bind on every IPv4 address (tcp://0.0.0.0:PORT) takes IPv6 too, on one dual-stack socket,
+    // where this machine has IPv6; else it stays IPv4 only (docs/net.md, "Hosting from home").
+    bool dual_stack = true;
     KeyPair keys;             // the host's long-term pair
     AllowList allow;          // peers that may connect
     uint64_t run_id = 0;      // messages of other runs are dropped

@@ -41,14 +41,27 @@ uint64_t random_run_id() {
 
 void Invite::validate(const std::string& what) const {
     check_endpoint(host_endpoint, what);
+    if (more_endpoints.size() > kMoreEndpoints) throw Error(what + ": more-endpoints holds more than 8 addresses");
+    for (const std::string& e : more_endpoints) check_endpoint(e, what);
     check_public_key(host_public_key, what + ": host-public-key");
     if (run_id == 0) throw Error(what + ": run-id must be nonzero");
+}
+
+std::vector<std::string> Invite::endpoints() const {
+    std::vector<std::string> all{host_endpoint};
+    all.insert(all.end(), more_endpoints.begin(), more_endpoints.end());
+    return all;
 }
 
 std::string Invite::to_text() const {
     char id[17];
     std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(run_id));
     toml::table t{{"host-endpoint", host_endpoint}, {"host-public-key", host_public_key}, {"run-id", std::string(id)}};
+    if (!more_endpoints.empty()) {
+        toml::array more;
+        for (const std::string& e : more_endpoints) more.push_back(e);
+        t.insert("more-endpoints", std::move(more));
+    }
     std::ostringstream out;
     out << "# archipelago invite: give this file to the peer that will join (it holds no secret)\n" << t << "\n";
     return out.str();
@@ -70,6 +83,7 @@ Invite Invite::parse(const std::string& text, const std::string& what) {
     std::string id;
     for (const char* name : {"host-endpoint", "host-public-key", "run-id"}) f.require(name);
     f.text("host-endpoint", invite.host_endpoint);
+    f.texts("more-endpoints", invite.more_endpoints, Invite::kMoreEndpoints);
     f.text("host-public-key", invite.host_public_key);
     f.text("run-id", id);
     f.finish();

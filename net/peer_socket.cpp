@@ -43,6 +43,7 @@ PeerSocket::PeerSocket(PeerSocketOptions options) : state_(std::make_unique<Stat
     check_public_key(s.options.keys.secret_key, "peer secret key");
     s.dealer = zmq::socket_t(s.context, zmq::socket_type::dealer);
     detail::apply_limits(s.dealer, s.options.limits);
+    detail::set_int(s.dealer, ZMQ_IPV6, 1, "ZMQ_IPV6");  // a host's IPv6 address as well as its IPv4 ones
     detail::set_string(s.dealer, ZMQ_CURVE_SERVERKEY, s.options.host_public_key,
                        "ZMQ_CURVE_SERVERKEY");
     detail::set_string(s.dealer, ZMQ_CURVE_PUBLICKEY, s.options.keys.public_key,

@@ -11,6 +11,7 @@
 #include "core/file_io.h"
 #include "net/invite.h"
 #include "net/keys.h"
+#include "net/local_addresses.h"
 #include "peers/cli/host_files.h"
 
 namespace arch::cli {
@@ -60,8 +61,22 @@ Invitation invite_peer(const RunConfig& c, const std::string& public_key, const 
     net::AllowList allow = load_or_empty(files.allow_list);
     allow.add(public_key, name);  // checks the name before anything is written
     net::Invite invite;
-    const std::string mapped = endpoint.empty() ? mapped_endpoint(files) : "";
-    invite.host_endpoint = !endpoint.empty() ? endpoint : !mapped.empty() ? mapped : c.bind;
+    invite.host_endpoint = endpoint;
+    if (endpoint.empty()) {  // every address the host may be reached at, the router's first
+        std::vector<std::string> all;
+        if (const std::string mapped = mapped_endpoint(files); !mapped.empty()) all.push_back(mapped);
+        const std::string every_v4 = "tcp://0.0.0.0:";
+        const std::string port = c.bind.starts_with(every_v4) ? c.bind.substr(every_v4.size()) : "";
+        if (!port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos) {
+            for (const std::string& e : net::local_endpoints(static_cast<uint16_t>(std::stoi(port)))) all.push_back(e);
+        } else {
+            all.push_back(c.bind);
+        }
+        if (all.empty()) all.push_back(c.bind);
+        if (all.size() > net::Invite::kMoreEndpoints + 1) all.resize(net::Invite::kMoreEndpoints + 1);
+        invite.host_endpoint = all.front();
+        invite.more_endpoints.assign(all.begin() + 1, all.end());
+    }
     invite.host_public_key = ensure_host_key(files).public_key;
     invite.run_id = ensure_run_id(files);
     invite.validate("the invite");

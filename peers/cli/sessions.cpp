@@ -13,6 +13,7 @@
 #include "core/install_paths.h"
 #include "net/host_socket.h"
 #include "net/keys.h"
+#include "net/endpoint_probe.h"
 #include "net/peer_socket.h"
 #include "net/port_mapping.h"
 #include "peers/cli/commands.h"
@@ -220,11 +221,23 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
     };
     net::PeerSocketOptions so;
     so.host_endpoint = invite.host_endpoint;
+    if (!invite.more_endpoints.empty()) {  // the host's addresses in the invite's order: the first that answers
+        const net::ProbeResult probe = net::first_reachable(invite.endpoints(), 3000);
+        for (const std::string& failed : probe.failed) line("host address not reachable: " + failed);
+        if (!probe.reached.empty()) {
+            so.host_endpoint = probe.reached;
+            line("host reachable at " + probe.reached);
+        } else {
+            line("none of the invite's " + std::to_string(invite.endpoints().size()) + " host addresses answered; trying " +
+                 invite.host_endpoint + " until it does");
+        }
+    }
     so.host_public_key = invite.host_public_key;
     so.keys = net::load_keypair(session.key_path);
     so.run_id = invite.run_id;
     so.log = net_line;
     const std::string fingerprint = net::fingerprint(so.keys.public_key);
+    const std::string socket_endpoint = so.host_endpoint;
     status.begin("peer", "", 0, "", 0);
     status.peer("self", [&](PeerRow& row) { row.fingerprint = fingerprint; });
     net::PeerSocket socket(std::move(so));
@@ -256,7 +269,7 @@ bool run_peer_session(const PeerSession& session, RunStatus& status, bool stop_o
         g_peer = &peer;
         if (g_signalled) peer.stop();
     }
-    line("connecting to " + invite.host_endpoint + " (host " + net::fingerprint(invite.host_public_key) + ")");
+    line("connecting to " + socket_endpoint + " (host " + net::fingerprint(invite.host_public_key) + ")");
     const bool finished = peer.run(link, invite.host_public_key);
     g_peer = nullptr;
     return finished;

@@ -187,3 +187,19 @@ TEST_CASE("port mapping: which external addresses mean a provider's NAT, and wha
     CHECK(cgnat.external_endpoint().empty());
     CHECK_THAT(cgnat.describe(5555), Catch::Contains("100.72.1.9 is private or shared space") && Catch::Contains("IPv6"));
 }
+
+TEST_CASE("an invite's further host addresses round-trip, in order, and each is checked", "[net][invite]") {
+    arch::net::Invite invite;
+    invite.host_endpoint = "tcp://11.77.0.1:5555";
+    invite.more_endpoints = {"tcp://192.168.77.2:5555", "tcp://[2001:db8:77::2]:5555"};
+    invite.host_public_key = arch::net::generate_keypair().public_key;
+    invite.run_id = 42;
+    const arch::net::Invite back = arch::net::Invite::parse(invite.to_text(), "invite");
+    CHECK(back.endpoints() ==
+          std::vector<std::string>{"tcp://11.77.0.1:5555", "tcp://192.168.77.2:5555", "tcp://[2001:db8:77::2]:5555"});
+    std::string text = invite.to_text();
+    text.replace(text.find("tcp://192.168.77.2:5555"), 23, "udp://192.168.77.2:5555");
+    CHECK_THROWS_WITH(arch::net::Invite::parse(text, "invite"), Catch::Contains("tcp://HOST:PORT"));
+    invite.more_endpoints.assign(9, "tcp://10.0.0.1:5555");
+    CHECK_THROWS_WITH(invite.validate("invite"), Catch::Contains("more than 8"));
+}

@@ -1,43 +1,57 @@
 #!/usr/bin/env bash
-# tests/wan/test_wan_nat.sh: a host at home behind a router. Three namespaces: the host's LAN
-# (192.168.77.2), a router that masquerades it (nftables) and runs Debian's real miniupnpd (UPnP IGD
-# and NAT-PMP), and an "internet" (11.77.0.0/24) where both peers live and from which the LAN cannot
-# be reached. With run.nat = "auto" the host maps its port; invites made after that carry the
-# router's external address, and the peers join through it from the invite alone; the mapping is on
-# the router while the run goes on and gone after the host exits. NAT-PMP maps it too, and a SIGTERM
-# removes it. With miniupnpd stopped, nat = "auto"
-# says "no gateway answered" and what to do, and waits; nat = "upnp" exits. Exit 77: not root, no
-# network namespaces, no miniupnpd or nft.
+# tests/wan/test_wan_nat.sh: a host at home behind a router. Four namespaces: the host's LAN
+# (192.168.77.2 and 2001:db8:77::2), a router that masquerades its IPv4 (nftables), routes its IPv6
+# and runs Debian's real miniupnpd (UPnP IGD and NAT-PMP), an IPv4 "internet" (11.77.0.0/24, from
+# which the LAN cannot be reached) with peers 1 and 2, and an IPv6-only network with peer 3. With
+# run.nat = "auto" the host maps its port; invites made after that list the router's external address
+# first, then the host's own (its LAN's, its IPv6), and each peer joins through the first it reaches,
+# from the invite alone; the mapping is on the router while the run goes on and gone after the host
+# exits. NAT-PMP maps it too, and a SIGTERM removes it. With miniupnpd stopped, nat = "auto" says "no
+# gateway answered" and what to do, and waits; nat = "upnp" exits. Exit 77: not root, no network
+# namespaces, no miniupnpd or nft.
 set -euo pipefail
 source "$(dirname "$0")/netns.sh"
 
 command -v nft > /dev/null || wan_skip "needs nft (nftables)"
 [ -x /usr/sbin/miniupnpd ] || wan_skip "needs miniupnpd (miniupnpd-nftables)"
 
-# Peers I live in the internet namespace; the host namespace is the LAN's machine.
-wan_ns() { case $1 in host) echo "$WAN_TAG-host" ;; router) echo "$WAN_TAG-router" ;; *) echo "$WAN_TAG-inet" ;; esac; }
+# Peers 1 and 2 live in the internet namespace, peer 3 in an IPv6-only one; the host namespace is the
+# LAN's machine.
+wan_ns() {
+  case $1 in host) echo "$WAN_TAG-host" ;; router) echo "$WAN_TAG-router" ;; 3|inet6) echo "$WAN_TAG-inet6" ;;
+    *) echo "$WAN_TAG-inet" ;; esac
+}
 
 wan_setup 0
-ROUTER=$(wan_ns router) INET=$(wan_ns inet) LAN=$(wan_ns host)
-for ns in "$ROUTER" "$INET"; do
+ROUTER=$(wan_ns router) INET=$(wan_ns inet) INET6=$(wan_ns inet6) LAN=$(wan_ns host)
+for ns in "$ROUTER" "$INET" "$INET6"; do
   ip netns add "$ns" || wan_die "ip netns add $ns failed"
   WAN_NS_MADE+=("$ns")
   ip -n "$ns" link set lo up
 done
 wan_watchdog  # again: this one knows the router and the internet namespaces too
-LAN_IF=aw${WAN_ID}l RL_IF=aw${WAN_ID}r RW_IF=aw${WAN_ID}w IN_IF=aw${WAN_ID}i
+LAN_IF=aw${WAN_ID}l RL_IF=aw${WAN_ID}r RW_IF=aw${WAN_ID}w IN_IF=aw${WAN_ID}i R6_IF=aw${WAN_ID}6 I6_IF=aw${WAN_ID}v
 ip link add "$LAN_IF" netns "$LAN" type veth peer name "$RL_IF" netns "$ROUTER" || wan_die "LAN veth"
 ip link add "$RW_IF" netns "$ROUTER" type veth peer name "$IN_IF" netns "$INET" || wan_die "WAN veth"
+ip link add "$R6_IF" netns "$ROUTER" type veth peer name "$I6_IF" netns "$INET6" || wan_die "IPv6 WAN veth"
 ip -n "$LAN" addr add 192.168.77.2/24 dev "$LAN_IF"
 ip -n "$ROUTER" addr add 192.168.77.1/24 dev "$RL_IF"
 ip -n "$ROUTER" addr add 11.77.0.1/24 dev "$RW_IF"
 ip -n "$INET" addr add 11.77.0.2/24 dev "$IN_IF"
-for pair in "$LAN $LAN_IF" "$ROUTER $RL_IF" "$ROUTER $RW_IF" "$INET $IN_IF"; do
+# IPv6: the LAN has a global prefix, routed (not translated) to an IPv6-only network; no DAD wait.
+ip -n "$LAN" addr add 2001:db8:77::2/64 dev "$LAN_IF" nodad
+ip -n "$ROUTER" addr add 2001:db8:77::1/64 dev "$RL_IF" nodad
+ip -n "$ROUTER" addr add 2001:db8:78::1/64 dev "$R6_IF" nodad
+ip -n "$INET6" addr add 2001:db8:78::2/64 dev "$I6_IF" nodad
+for pair in "$LAN $LAN_IF" "$ROUTER $RL_IF" "$ROUTER $RW_IF" "$INET $IN_IF" "$ROUTER $R6_IF" "$INET6 $I6_IF"; do
   set -- $pair
   ip -n "$1" link set "$2" up
 done
 ip -n "$LAN" route add default via 192.168.77.1
+ip -n "$LAN" -6 route add default via 2001:db8:77::1
+ip -n "$INET6" -6 route add default via 2001:db8:78::1
 ip netns exec "$ROUTER" sysctl -qw net.ipv4.ip_forward=1
+ip netns exec "$ROUTER" sysctl -qw net.ipv6.conf.all.forwarding=1
 # The router: the LAN goes out masqueraded; from outside only what miniupnpd forwards comes in.
 ip netns exec "$ROUTER" nft -f - << EOF || wan_die "the router's nftables rules"
 table inet miniupnpd {
@@ -45,6 +59,7 @@ table inet miniupnpd {
     type filter hook forward priority 0; policy drop;
     ct state established,related accept
     iifname "$RL_IF" accept
+    ip6 daddr 2001:db8:77::2 tcp dport $WAN_PORT accept
     jump miniupnpd
   }
   chain miniupnpd { }
@@ -91,17 +106,17 @@ ip netns exec "$INET" bash -c "exec 3<> /dev/tcp/192.168.77.2/$WAN_PORT" 2> /dev
 # 1. Mapped through miniupnpd; peers invited after the mapping join from the internet.
 start_miniupnpd
 cfg=$(wan_run_toml)
-wan_toml_set "$cfg" run islands 2
+wan_toml_set "$cfg" run islands 3
 wan_toml_set "$cfg" run rounds 2
 wan_toml_set "$cfg" inner steps_per_round 5
 hd=$(wan_node_dir host)
-mkdir -p "$(wan_node_dir 1)/data" "$(wan_node_dir 2)/data"
-invite_from_mapping() {  # wan_invite_peer without --endpoint: the invite carries what the host mapped
+mkdir -p "$(wan_node_dir 1)/data" "$(wan_node_dir 2)/data" "$(wan_node_dir 3)/data"
+invite_from_mapping() {  # wan_invite_peer without --endpoint, on the host's machine: the addresses it has
   local i=$1 pd; pd=$(wan_node_dir "$i")
   [ -f "$pd/peer.key" ] || (cd "$pd" && ARCH_DATA_DIR=$pd/data "$WAN_ARCH" keygen --out peer.key > /dev/null) ||
     wan_die "keygen peer $i"
   cp "$pd/peer.key.pub" "$hd/peer-$i.key.pub"
-  (cd "$hd" && ARCH_DATA_DIR=$hd/data "$WAN_ARCH" invite --config run.toml --peer-key "peer-$i.key.pub" \
+  (cd "$hd" && ARCH_DATA_DIR=$hd/data ip netns exec "$LAN" "$WAN_ARCH" invite --config run.toml --peer-key "peer-$i.key.pub" \
     --name "peer-$i" --out "peer-$i.invite" > /dev/null) || wan_die "invite peer $i"
   cp "$hd/peer-$i.invite" "$pd/peer.invite"
 }
@@ -113,22 +128,27 @@ wan_wait_event "$hev" 30 "$WAN_HOST_PID" reachability type=mapped || wan_die "th
 grep -q "^endpoint = tcp://11.77.0.1:$WAN_PORT$" "$hd/run/host.reachable" || wan_die "host.reachable: $(cat "$hd/run/host.reachable")"
 [ "$(router_rules)" -ge 1 ] || wan_die "the router holds no forward for the host"
 wan_log "the host mapped tcp://11.77.0.1:$WAN_PORT; the router forwards it"
-invite_from_mapping 1
-invite_from_mapping 2
-for i in 1 2; do
-  grep -q "11.77.0.1:$WAN_PORT" "$(wan_node_dir "$i")/peer.invite" || wan_die "peer $i's invite: $(cat "$(wan_node_dir "$i")/peer.invite")"
+for i in 1 2 3; do
+  invite_from_mapping "$i"
+  inv=$(wan_node_dir "$i")/peer.invite
+  grep -q "host-endpoint = 'tcp://11.77.0.1:$WAN_PORT'" "$inv" || wan_die "peer $i's invite does not lead with the mapped address: $(cat "$inv")"
+  grep -q "tcp://\[2001:db8:77::2\]:$WAN_PORT" "$inv" || wan_die "peer $i's invite lacks the host's IPv6 address: $(cat "$inv")"
 done
-wan_wait_event "$hev" 10 "$WAN_HOST_PID" allow_list peer=peer-2 type=added || wan_die "the host did not take peer 2's invite"
-wan_start_peer 1
-wan_start_peer 2
+for i in 2 3; do
+  wan_wait_event "$hev" 10 "$WAN_HOST_PID" allow_list peer=peer-$i type=added || wan_die "the host did not take peer $i's invite"
+done
+for i in 1 2 3; do wan_start_peer "$i"; done
 wan_wait_pid "$WAN_HOST_PID" 300 || wan_die "the run did not finish"
-[ "$(wan_count "$hev" round_started islands=2)" = 2 ] || wan_die "the run did not train its 2 rounds with both peers"
-for i in 1 2; do
+[ "$(wan_count "$hev" round_started islands=3)" = 2 ] || wan_die "the run did not train its 2 rounds with all 3 peers"
+grep -q "host reachable at tcp://11.77.0.1:$WAN_PORT" "$(wan_peer_log 1)" || wan_die "peer 1 did not join through the mapped address"
+grep -q "host reachable at tcp://\[2001:db8:77::2\]:$WAN_PORT" "$(wan_peer_log 3)" ||
+  wan_die "the IPv6-only peer did not join through the host's IPv6 address: $(grep host "$(wan_peer_log 3)" | head -n 5)"
+for i in 1 2 3; do
   wan_wait_pid "${WAN_PEER_PID[$i]}" 30 || wan_die "peer $i did not finish"
   [ "$(wan_count "$(wan_peer_events "$i")" theta_differs)" = 0 ] || wan_die "peer $i: θ differed from the host's"
 done
 [ "$(router_rules)" = 0 ] || wan_die "the mapping is still on the router after the host exited"
-wan_log "both peers trained through the router; the mapping is gone after the host's exit"
+wan_log "peers 1-2 trained through the router's mapped address, peer 3 (IPv6 only) through the host's IPv6 address; the mapping is gone after the host's exit"
 
 # 2. NAT-PMP (nat = "natpmp", miniupnpd answers it too); a host stopped by SIGTERM while it waits for
 # islands removes its mapping.
