@@ -69,6 +69,7 @@ Invitation invite_peer(const RunConfig& c, const std::string& public_key, const 
         const std::string port = c.bind.starts_with(every_v4) ? c.bind.substr(every_v4.size()) : "";
         if (!port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos) {
             for (const std::string& e : net::local_endpoints(static_cast<uint16_t>(std::stoi(port)))) all.push_back(e);
+            all.push_back("tcp://127.0.0.1:" + port);  // last: a peer on this machine
         } else {
             all.push_back(c.bind);
         }

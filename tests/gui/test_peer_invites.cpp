@@ -51,6 +51,7 @@ class TestPeerInvites : public QObject {
         QVERIFY2(failed.isEmpty(), qPrintable(failed.value(0).value(1).toString()));
         QVERIFY(QFile::exists(dir_.filePath("run/peers/alice.key")));
         QVERIFY(QFile::exists(dir_.filePath("run/peers/alice.invite")));
+        // The wizard's bind is every address: the invite lists this machine's, 127.0.0.1 last.
         QVERIFY(panel.invite_text().contains("tcp://127.0.0.1:5555"));
         QFile allow(dir_.filePath("run/allow_list.txt"));
         QVERIFY(allow.open(QIODevice::ReadOnly));
