@@ -11,22 +11,20 @@
 #include <chrono>
 #include <cstring>
 
+#include "net/endpoint.h"
+
 namespace arch::net {
 namespace {
 
 // "" when a TCP connection to HOST:PORT opened within timeout_ms, else why not.
 std::string try_connect(const std::string& endpoint, int timeout_ms) {
-    const std::string scheme = "tcp://";
-    const std::size_t colon = endpoint.rfind(':');
-    if (!endpoint.starts_with(scheme) || colon == std::string::npos || colon < scheme.size()) return "not tcp://HOST:PORT";
-    std::string host = endpoint.substr(scheme.size(), colon - scheme.size());
-    const std::string port = endpoint.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    const std::optional<TcpEndpoint> at = split_tcp_endpoint(endpoint);
+    if (!at) return "not tcp://HOST:PORT";
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
-    if (const int e = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); e != 0) return gai_strerror(e);
+    if (const int e = ::getaddrinfo(at->host.c_str(), at->port.c_str(), &hints, &found); e != 0) return gai_strerror(e);
     std::string why = "no address";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (addrinfo* a = found; a; a = a->ai_next) {

@@ -22,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "net/endpoint.h"
 #include "net/log_throttle.h"
 #include "net/zap_handler.h"
 #include "net/zmq_common.h"
@@ -183,7 +184,7 @@ HostSocket::HostSocket(HostSocketOptions options) : state_(std::make_unique<Stat
         s.context, s.router,
         ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
-    const std::string every_v4 = "tcp://0.0.0.0:";
+    const std::string every_v4 = kEveryIpv4;
     bool bound = false;
     if (s.options.dual_stack && s.options.bind_endpoint.starts_with(every_v4)) {
         try {  // "*" with ZMQ_IPV6 is in6addr_any without IPV6_V6ONLY: IPv4 arrives mapped

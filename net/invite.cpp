@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "net/endpoint.h"
 #include "net/keys.h"
 #include "core/file_io.h"
 #include "core/toml_file.h"
@@ -16,15 +17,7 @@ namespace arch::net {
 namespace {
 
 void check_endpoint(const std::string& endpoint, const std::string& what) {
-    const std::string scheme = "tcp://";
-    const auto colon = endpoint.rfind(':');
-    const bool shaped =
-        endpoint.rfind(scheme, 0) == 0 && colon != std::string::npos && colon > scheme.size();
-    const std::string port = shaped ? endpoint.substr(colon + 1) : "";
-    bool port_ok = !port.empty() && port.size() <= 5 &&
-                   port.find_first_not_of("0123456789") == std::string::npos;
-    if (port_ok) port_ok = std::stoul(port) >= 1 && std::stoul(port) <= 65535;
-    if (!shaped || !port_ok || endpoint.find_first_of(" \t\r\n") != std::string::npos)
+    if (!split_tcp_endpoint(endpoint))
         throw Error(what +
                     ": host-endpoint must look like tcp://HOST:PORT (port 1..65535), found '" +
                     endpoint + "'");

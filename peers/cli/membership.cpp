@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "net/endpoint.h"
 #include "net/invite.h"
 #include "net/keys.h"
 #include "net/local_addresses.h"
@@ -65,11 +66,10 @@ Invitation invite_peer(const RunConfig& c, const std::string& public_key, const 
     if (endpoint.empty()) {  // every address the host may be reached at, the router's first
         std::vector<std::string> all;
         if (const std::string mapped = mapped_endpoint(files); !mapped.empty()) all.push_back(mapped);
-        const std::string every_v4 = "tcp://0.0.0.0:";
-        const std::string port = c.bind.starts_with(every_v4) ? c.bind.substr(every_v4.size()) : "";
-        if (!port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos) {
-            for (const std::string& e : net::local_endpoints(static_cast<uint16_t>(std::stoi(port)))) all.push_back(e);
-            all.push_back("tcp://127.0.0.1:" + port);  // last: a peer on this machine
+        const std::optional<net::TcpEndpoint> bind = net::split_tcp_endpoint(c.bind);
+        if (bind && c.bind.starts_with(net::kEveryIpv4)) {
+            for (const std::string& e : net::local_endpoints(static_cast<uint16_t>(std::stoi(bind->port)))) all.push_back(e);
+            all.push_back("tcp://127.0.0.1:" + bind->port);  // last: a peer on this machine
         } else {
             all.push_back(c.bind);
         }

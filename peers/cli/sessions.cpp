@@ -13,6 +13,7 @@
 #include "core/install_paths.h"
 #include "net/host_socket.h"
 #include "net/keys.h"
+#include "net/endpoint.h"
 #include "net/endpoint_probe.h"
 #include "net/peer_socket.h"
 #include "net/port_mapping.h"
@@ -43,27 +44,21 @@ void catch_signals() {
     std::signal(SIGTERM, on_signal);
 }
 
-// "tcp://HOST:PORT" (as HostSocket::endpoint() gives it): the port, and whether HOST is loopback.
-uint16_t endpoint_port(const std::string& endpoint) {
-    const std::size_t colon = endpoint.rfind(':');
-    return static_cast<uint16_t>(std::stoi(endpoint.substr(colon + 1)));
-}
-bool on_loopback(const std::string& endpoint) {
-    const std::size_t start = endpoint.find("://") + 3, colon = endpoint.rfind(':');
-    const std::string host = endpoint.substr(start, colon - start);
-    return host.starts_with("127.") || host == "localhost" || host == "[::1]" || host == "::1";
-}
 
 // The router's mapping for the host's port (net/port_mapping.h): logged, in the status and its events,
 // and in host.reachable for `archipelago invite`. Returns the mapping, or nothing where none is tried.
 std::unique_ptr<net::PortMapping> map_host_port(const RunConfig& config, const HostFiles& files, const std::string& endpoint,
                                                 RunStatus& status, const std::function<void(const std::string&)>& line,
                                                 const std::function<void()>& give_up) {
-    if (config.nat == net::NatMode::off || on_loopback(endpoint)) {
-        status.set_reachability("off", "", config.nat == net::NatMode::off ? "run.nat = \"off\"" : "the host listens on loopback only");
+    const std::optional<net::TcpEndpoint> bound = net::split_tcp_endpoint(endpoint);  // as HostSocket::endpoint() says it
+    const bool loopback = bound && (bound->host.starts_with("127.") || bound->host == "localhost" || bound->host == "::1");
+    if (config.nat == net::NatMode::off || !bound || loopback) {
+        status.set_reachability("off", "", config.nat == net::NatMode::off ? "run.nat = \"off\""
+                                           : loopback                   ? "the host listens on loopback only"
+                                                                        : "the host's endpoint is not tcp://HOST:PORT");
         return nullptr;
     }
-    const uint16_t port = endpoint_port(endpoint);
+    const auto port = static_cast<uint16_t>(std::stoi(bound->port));
     const net::NatMode mode = config.nat;
     net::PortMappingOptions o{.mode = mode, .port = port};
     o.on_change = [&status, line, give_up, files, port, mode](const net::MappingState& m) {
