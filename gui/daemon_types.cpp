@@ -77,6 +77,11 @@ std::optional<QList<PeerInfo>> parse_peers(const QByteArray& json) {
         p.seconds_per_step = o.value("seconds_per_step").toDouble();
         p.up_bytes_per_s = o.value("up_bytes_per_s").toDouble();
         p.down_bytes_per_s = o.value("down_bytes_per_s").toDouble();
+        p.compute_s_per_round = o.value("compute_s_per_round").toDouble();
+        p.communication_s_per_round = o.value("communication_s_per_round").toDouble();
+        p.utilisation = o.value("utilisation").toDouble();
+        p.came_in_on = o.value("came_in_on").toString();
+        p.came_from = o.value("came_from").toString();
         out.append(p);
     }
     return out;

@@ -39,6 +39,9 @@ struct PeerInfo {
     bool connected = false, in_sync = false;
     // Measured by the host (docs/net.md, "Time that scales with the link"); 0: not yet.
     double seconds_per_step = 0, up_bytes_per_s = 0, down_bytes_per_s = 0;
+    // Its last round, by the host's clock: inner steps, the rest (link and waiting), the share computed.
+    double compute_s_per_round = 0, communication_s_per_round = 0, utilisation = 0;
+    QString came_in_on, came_from;  // the host's address it reached, and its own (empty: not known)
 };
 
 struct RoundInfo {

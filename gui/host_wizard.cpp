@@ -15,6 +15,7 @@
 #include <QRegularExpressionValidator>
 #include <QSaveFile>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <functional>
@@ -56,6 +57,16 @@ HostWizard::HostWizard(DaemonClient* client, QString archipelago, QString runs_d
     addPage(wire_page());
     addPage(peers_page());
     addPage(summary_page());
+    // Streaming mode takes no error feedback (docs/rounds.md): the wire page offers only what the host takes.
+    connect(mode_, &QComboBox::currentIndexChanged, this, &HostWizard::offer_codecs_for_mode);
+}
+
+void HostWizard::offer_codecs_for_mode() {
+    const bool streaming = mode_->currentData().toString() == "streaming";
+    auto* items = qobject_cast<QStandardItemModel*>(codec_->model());
+    for (int i = 0; i < codec_->count(); ++i)
+        items->item(i)->setEnabled(!streaming || !codec_->itemData(i).toString().contains("+ef"));
+    if (!items->item(codec_->currentIndex())->isEnabled()) codec_->setCurrentIndex(codec_->findData("int8:block=256+zstd:1"));
 }
 
 QWizardPage* HostWizard::model_page() {
@@ -138,7 +149,7 @@ QWizardPage* HostWizard::training_page() {
     mode_->setObjectName("mode");
     mode_->addItem("sync (every round waits for all islands)", "sync");
     mode_->addItem("async (Delayed Nesterov, for islands of unequal speed)", "async");
-    mode_->addItem("streaming (one fragment of the model per sync, fewer bytes at once; a codec without error feedback)",
+    mode_->addItem("streaming (one fragment of the model per sync, fewer bytes at once; codecs without error feedback)",
                    "streaming");
     mode_->addItem("overlap (islands train the next round while the last sync travels, for slow links)", "overlap");
     auto* form = new QFormLayout(page);

@@ -45,6 +45,7 @@ class HostWizard : public QWizard {
     void refresh_summary();
     void invite_next(QStringList names);  // then post /api/host
     void failed(const QString& error);
+    void offer_codecs_for_mode();  // streaming mode: the codecs with error feedback greyed out
 
     DaemonClient* client_;
     InviteMaker* maker_;

@@ -23,9 +23,12 @@
 namespace arch::gui {
 namespace {
 
-const QStringList kPeerColumns = {"name",    "fingerprint", "island",  "devices",  "steps/s",   "last round",
-                                  "MB up",   "MB down",     "s/step",  "up MB/s",  "down MB/s", "connected",
-                                  "in sync"};
+const QStringList kPeerColumns = {"name",      "fingerprint", "island",     "devices",   "steps/s",
+                                  "last round", "MB up",      "MB down",    "s/step",    "up MB/s",
+                                  "down MB/s",  "compute s/round", "comm s/round", "busy", "came in on",
+                                  "connected",  "in sync"};
+const int kCameInOnColumn = int(kPeerColumns.indexOf("came in on"));
+const int kFirstYesNoColumn = int(kPeerColumns.indexOf("connected"));
 
 // A figure the host measures, or "-" before it has one.
 QString measured(double v, int decimals) {
@@ -163,12 +166,17 @@ void RunView::show_peers(const QList<PeerInfo>& peers) {
                                    measured(p.seconds_per_step, 3),
                                    measured(p.up_bytes_per_s / 1e6, 2),
                                    measured(p.down_bytes_per_s / 1e6, 2),
+                                   measured(p.compute_s_per_round, 2),
+                                   p.utilisation > 0 ? QString::number(p.communication_s_per_round, 'f', 2) : QString("-"),
+                                   p.utilisation > 0 ? QString::number(100 * p.utilisation, 'f', 0) + "%" : QString("-"),
+                                   p.came_in_on.isEmpty() ? QString("-") : p.came_in_on,
                                    p.connected ? "yes" : "no",
                                    p.in_sync ? "yes" : "no"};
         for (int col = 0; col < cells.size(); ++col) {
             auto* item = new QTableWidgetItem(cells[col]);
             if (col == 1) item->setToolTip(p.fingerprint);
-            if (col >= 11)
+            if (col == kCameInOnColumn && !p.came_from.isEmpty()) item->setToolTip("from " + p.came_from);
+            if (col >= kFirstYesNoColumn)
                 item->setForeground(cells[col] == "yes" ? QColor("#2e7d32") : QColor("#b00020"));
             peers_->setItem(row, col, item);
         }

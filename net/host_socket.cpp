@@ -59,6 +59,7 @@ struct HostSocket::State {
     // closes the fd), and the routing id its messages carry once one of them has been read.
     struct Accepted {
         std::string ip, port;  // its other end, when the monitor reported it (empty: already gone)
+        std::string local;     // this host's own address it came in on ("ip:port")
         std::string rid;
         uint64_t order = 0;  // the count of accepts so far, this one included
     };
@@ -71,6 +72,7 @@ struct HostSocket::State {
         std::string key;
         int fd = -1;
         std::string ip, port;
+        std::string local;
         bool closing = false;
     };
     std::map<std::string, Connection> by_routing_id;  // routing id bytes -> connection
@@ -211,12 +213,14 @@ std::string HostSocket::endpoint() const {
 }
 
 namespace {
-// The numeric address and port at the other end of a socket, as libzmq writes a Peer-Address;
-// false when fd is not a connected socket (any more).
-bool peer_address(int fd, std::string& ip, std::string& port) {
+// The numeric address and port of one end of a socket (the other end's, as libzmq writes a
+// Peer-Address, or with `own` this end's); false when fd is not a connected socket (any more).
+bool socket_address(int fd, std::string& ip, std::string& port, bool own = false) {
     sockaddr_storage addr{};
     socklen_t length = sizeof(addr);
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return false;
+    if ((own ? ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length)
+             : ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &length)) != 0)
+        return false;
     char host[NI_MAXHOST], service[NI_MAXSERV];
     if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host, sizeof(host), service, sizeof(service),
                       NI_NUMERICHOST | NI_NUMERICSERV) != 0)
@@ -224,6 +228,13 @@ bool peer_address(int fd, std::string& ip, std::string& port) {
     ip = host;
     port = service;
     return true;
+}
+// "ip:port", an IPv6 address in brackets (as an endpoint writes it); an IPv4 peer of a dual-stack
+// listener (::ffff:a.b.c.d) as the IPv4 address it is.
+std::string address_text(std::string ip, const std::string& port) {
+    if (ip.empty()) return {};
+    if (ip.starts_with("::ffff:") && ip.find('.') != std::string::npos) ip.erase(0, 7);
+    return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + port;
 }
 }  // namespace
 
@@ -234,7 +245,9 @@ void HostSocket::State::handle_monitor_event(const detail::MonitorEvent& event) 
         // fd was closed and reused before this line ran has a DISCONNECTED and an ACCEPTED after this.
         Accepted connection;
         connection.order = ++accepts;
-        (void)peer_address(fd, connection.ip, connection.port);
+        (void)socket_address(fd, connection.ip, connection.port);
+        std::string ip, port;
+        if (socket_address(fd, ip, port, true)) connection.local = address_text(ip, port);
         accepted[fd] = std::move(connection);
         return;
     }
@@ -281,7 +294,7 @@ bool HostSocket::State::live(const std::string& key) const {
 // which gets the replies. A newer one closes the older ones; an older one still talking is closed.
 bool HostSocket::State::track(const std::string& rid, const std::string& key, int fd, const char* peer_ip) {
     while (auto event = detail::read_monitor_event(monitor)) handle_monitor_event(*event);  // as of this message
-    const auto [it, fresh] = by_routing_id.try_emplace(rid, Connection{key, fd, {}, {}, false});
+    const auto [it, fresh] = by_routing_id.try_emplace(rid, Connection{key, fd, {}, {}, {}, false});
     const auto route = routing_of.find(key);
     if (fresh) {
         // Is it the connection accepted on this fd? Not a message read after its connection closed and
@@ -298,6 +311,7 @@ bool HostSocket::State::track(const std::string& rid, const std::string& key, in
             at->second.rid = rid;
             it->second.ip = at->second.ip;
             it->second.port = at->second.port;
+            it->second.local = at->second.local;
         }
     }
     if (route == routing_of.end()) {
@@ -326,7 +340,7 @@ void HostSocket::State::close_connection(const std::string& rid) {
     Connection& c = it->second;
     const auto at = accepted.find(c.fd);
     std::string ip, port;
-    if (c.ip.empty() || at == accepted.end() || at->second.rid != rid || !peer_address(c.fd, ip, port) ||
+    if (c.ip.empty() || at == accepted.end() || at->second.rid != rid || !socket_address(c.fd, ip, port) ||
         ip != c.ip || port != c.port) {
         by_routing_id.erase(it);  // gone already, or not certainly this connection: left alone, and forgotten
         return;
@@ -387,6 +401,10 @@ void HostSocket::State::receive_one() {
         Incoming connected;
         connected.kind = Incoming::Kind::connected;
         connected.peer_key = key;
+        if (const auto c = by_routing_id.find(rid); c != by_routing_id.end() && !c->second.ip.empty()) {
+            connected.from = address_text(c->second.ip, c->second.port);
+            connected.to = c->second.local;
+        }
         push(std::move(connected));
     }
     Incoming message;

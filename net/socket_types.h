@@ -40,6 +40,9 @@ struct Incoming {
     std::string peer_key;
     Header header;                 // kind == message only
     std::vector<std::byte> payload;  // kind == message only
+    // kind == connected, on the host: the peer's address and the host's own address it came in on, as
+    // the kernel has them ("ip:port", an IPv6 one in brackets); empty where the connection is not certain.
+    std::string from, to;
 };
 
 struct TypeTraffic {

@@ -153,8 +153,13 @@ void Host::publish(const std::string& key, uint64_t up, uint64_t down) {
         row.connected = p.connected;
         row.in_sync = p.in_sync;
         row.seconds_per_step = p.steps_per_s > 0 ? 1.0 / p.steps_per_s : 0;
+        row.compute_s_per_round = p.round_compute_s;
+        row.communication_s_per_round = std::max(0.0, p.round_wall_s - p.round_compute_s);
+        row.utilisation = p.round_wall_s > 0 ? p.round_compute_s / p.round_wall_s : 0;
         if (link_) {
             const LinkStats st = link_->stats(key);
+            row.came_from = st.came_from;
+            row.came_in_on = st.came_in_on;
             row.up_bytes_per_s = st.receive_bytes_per_s;
             row.down_bytes_per_s = st.send_bytes_per_s;
             row.wire_bytes_sent = st.bytes_sent;
@@ -360,6 +365,7 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.connected = true;
     p.welcomed = true;
     p.busy = false;  // a peer that says hello has no round in progress
+    p.last_delta_at = {};
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
     p.awaited = false;  // not in sync: it joins a round once it is
@@ -372,8 +378,10 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     w.data.shards = manifest_.shards;
     w.data.chunks = assignment_[p.island];
     link.send(key, Type::welcome, round_, protocol::encode(w));
+    const LinkStats came = link.stats(key);  // which of the host's addresses it reached (docs/net.md)
     log("admitted " + h.name + " (" + short_key(key) + ") as island " + std::to_string(p.island) +
-        (p.in_sync ? ", in sync" : ", needs the state"));
+        (p.in_sync ? ", in sync" : ", needs the state") +
+        (came.came_in_on.empty() ? std::string() : "; it came in on " + came.came_in_on + " from " + came.came_from));
     emit({.kind = "admitted", .island = static_cast<int>(p.island), .peer = h.name, .type = p.in_sync ? "in_sync" : "needs_state"});
     publish(key);
     if (!p.in_sync) send_state(link, key);
@@ -455,6 +463,14 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     const double took = clock_.seconds_since(p.started_at) - transfer_seconds;
     const uint32_t trained = std::clamp<uint32_t>(meta.steps, 1, std::max<uint32_t>(p.started_steps, 1));
     if (took > 0) p.steps_per_s = static_cast<float>(trained / took);
+    // Its round: from its last Δ to this one, of which its inner steps (all it was asked for, at the
+    // speed just measured) took round_compute_s; the rest went to the link and to waiting.
+    const Clock::time_point now = clock_.now();
+    if (p.last_delta_at != Clock::time_point{} && took > 0) {
+        p.round_wall_s = std::chrono::duration<double>(now - p.last_delta_at).count();
+        p.round_compute_s = std::min(p.round_wall_s, std::max<uint32_t>(p.started_steps, trained) * took / trained);
+    }
+    p.last_delta_at = now;
     p.reported_steps_per_s = std::isfinite(meta.steps_per_s) && meta.steps_per_s > 0 ? meta.steps_per_s : 0.0f;
     p.last_round = meta.round;
     p.busy = false;

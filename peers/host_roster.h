@@ -31,6 +31,10 @@ struct PeerState {
     uint32_t started_steps = 0;      // and the inner steps it asked for
     float steps_per_s = 0;           // measured by the host: H over the time from round_start to its Δ
     float reported_steps_per_s = 0;  // what its last Δ said of its own speed (H from the link only)
+    // Its own rounds, by the host's clock, from one Δ of it to its next (docs/net.md, "Time that scales
+    // with the link"): the seconds of its inner steps in the last one, and the whole round (0: not yet).
+    Clock::time_point last_delta_at{};  // its last Δ's arrival (unset after a hello: a rejoin starts afresh)
+    double round_compute_s = 0, round_wall_s = 0;
     uint64_t last_round = 0;         // last round it contributed to
     uint64_t queued_from = UINT64_MAX;  // every update since this round is queued for it (after a state or an in-sync hello)
     TokenBucket hellos{1.0, 3};      // hellos a second (each may queue a welcome and the state)

@@ -44,6 +44,8 @@ struct LinkStats {
     // The last payload that moved: a chunk it sent that was new to us, or its credit or done for a
     // chunk of ours. A begin, a status or a refused message is not progress (docs/net.md).
     Clock::time_point last_progress{};
+    // Its newest connection, as the host's kernel sees it (net::Incoming::from, to; empty on a peer).
+    std::string came_from, came_in_on;
 };
 
 // A large payload queued for one or more peers: one immutable copy, shared by every queue it is on.

@@ -283,6 +283,10 @@ std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     e.peer = in->peer_key;
     if (in->kind == net::Incoming::Kind::connected) {
         e.kind = LinkEvent::Kind::connected;
+        if (!in->to.empty()) {
+            stats_[in->peer_key].came_from = in->from;
+            stats_[in->peer_key].came_in_on = in->to;
+        }
         // Resume: re-announce the transfer in flight; the receiver answers with what it holds.
         auto q = out_.find(in->peer_key);
         if (q != out_.end() && !q->second.empty() && q->second.front().blob) q->second.front().begun = false;

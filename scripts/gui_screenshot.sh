@@ -62,6 +62,6 @@ for i in 1 2; do
 done
 
 echo "gui_screenshot: run started; waiting for $ROUNDS rounds in the app's window under Xvfb"
-timeout 600 xvfb-run -a -s "-screen 0 1400x900x24" "$SHOT" "$OUT" "$ROUNDS" --attach-only --port "$PORT" \
+timeout 600 xvfb-run -a -s "-screen 0 1920x1080x24" "$SHOT" "$OUT" "$ROUNDS" --attach-only --port "$PORT" \
   --token-file "$DIR/host.token"
 echo "gui_screenshot: wrote $OUT"

@@ -68,15 +68,18 @@ void run_status(int port, std::string token_file) {
 
     const json peers = get(port, token, "/api/peers");
     if (const auto list = peers.find("peers"); list != peers.end() && list->is_array() && !list->empty()) {
-        std::printf("\n%-16s %-20s %6s %7s %9s %8s %6s %12s %12s %9s %9s %9s %7s\n", "peer", "fingerprint", "island",
-                    "devices", "steps/s", "s/step", "last", "bytes up", "bytes down", "up MB/s", "down MB/s", "connected",
-                    "in sync");
-        for (const json& p : *list)
-            std::printf("%-16s %-20s %6s %7s %9.2f %8.3f %6s %12.0f %12.0f %9.2f %9.2f %9s %7s\n", s(p, "name").c_str(),
-                        s(p, "fingerprint").substr(0, 20).c_str(), s(p, "island").c_str(), s(p, "devices").c_str(),
-                        n(p, "steps_per_s"), n(p, "seconds_per_step"), s(p, "last_round").c_str(), n(p, "bytes_up"),
-                        n(p, "bytes_down"), n(p, "up_bytes_per_s") / 1e6, n(p, "down_bytes_per_s") / 1e6,
-                        s(p, "connected").c_str(), s(p, "in_sync").c_str());
+        std::printf("\n%-16s %-20s %6s %7s %9s %8s %6s %12s %12s %9s %9s %10s %8s %6s %9s %7s  %s\n", "peer", "fingerprint",
+                    "island", "devices", "steps/s", "s/step", "last", "bytes up", "bytes down", "up MB/s", "down MB/s",
+                    "compute s", "comm s", "busy", "connected", "in sync", "came in on (from)");
+        for (const json& p : *list) {
+            const std::string came = s(p, "came_in_on").empty() ? "-" : s(p, "came_in_on") + " (" + s(p, "came_from") + ")";
+            std::printf("%-16s %-20s %6s %7s %9.2f %8.3f %6s %12.0f %12.0f %9.2f %9.2f %10.2f %8.2f %5.0f%% %9s %7s  %s\n",
+                        s(p, "name").c_str(), s(p, "fingerprint").substr(0, 20).c_str(), s(p, "island").c_str(),
+                        s(p, "devices").c_str(), n(p, "steps_per_s"), n(p, "seconds_per_step"), s(p, "last_round").c_str(),
+                        n(p, "bytes_up"), n(p, "bytes_down"), n(p, "up_bytes_per_s") / 1e6, n(p, "down_bytes_per_s") / 1e6,
+                        n(p, "compute_s_per_round"), n(p, "communication_s_per_round"), 100 * n(p, "utilisation"),
+                        s(p, "connected").c_str(), s(p, "in_sync").c_str(), came.c_str());
+        }
     }
     const json rounds = get(port, token, "/api/rounds");
     if (const auto list = rounds.find("rounds"); list != rounds.end() && list->is_array() && !list->empty()) {

@@ -181,7 +181,12 @@ std::string peers_json(const StatusSnapshot& s) {
                                     {"up_bytes_per_s", p.up_bytes_per_s},
                                     {"down_bytes_per_s", p.down_bytes_per_s},
                                     {"wire_bytes_sent", p.wire_bytes_sent},
-                                    {"wire_bytes_received", p.wire_bytes_received}});
+                                    {"wire_bytes_received", p.wire_bytes_received},
+                                    {"compute_s_per_round", p.compute_s_per_round},
+                                    {"communication_s_per_round", p.communication_s_per_round},
+                                    {"utilisation", p.utilisation},
+                                    {"came_from", p.came_from},
+                                    {"came_in_on", p.came_in_on}});
     return json_text({{"peers", list}});
 }
 
@@ -249,7 +254,7 @@ std::string metrics_text(const StatusSnapshot& s) {
                   "Differential privacy: the run's epsilon budget, at its delta (NaN when the run has none).",
                   {{"", dp ? s.privacy.epsilon_budget : nan}});
     out += metric("archipelago_paused", "gauge", "1 while paused by the control API.", {{"", s.paused ? 1.0 : 0.0}});
-    std::vector<std::pair<std::string, double>> step, up, down, wire_sent, wire_received;
+    std::vector<std::pair<std::string, double>> step, up, down, wire_sent, wire_received, compute, communication, busy;
     for (const PeerRow& p : s.peers) {
         const std::string label = "{peer=\"" + label_value(p.name) + "\",island=\"" + std::to_string(p.island) + "\"}";
         step.emplace_back(label, p.seconds_per_step);
@@ -257,6 +262,9 @@ std::string metrics_text(const StatusSnapshot& s) {
         down.emplace_back(label, p.down_bytes_per_s);
         wire_sent.emplace_back(label, static_cast<double>(p.wire_bytes_sent));
         wire_received.emplace_back(label, static_cast<double>(p.wire_bytes_received));
+        compute.emplace_back(label, p.compute_s_per_round);
+        communication.emplace_back(label, p.communication_s_per_round);
+        busy.emplace_back(label, p.utilisation);
     }
     out += metric("archipelago_peer_seconds_per_step", "gauge",
                   "A peer's inner step time, measured by the host (round_start to its pseudo-gradient, less the transfer).", step);
@@ -264,6 +272,12 @@ std::string metrics_text(const StatusSnapshot& s) {
                   "Throughput of the blobs a peer sent the host, measured by the host.", up);
     out += metric("archipelago_peer_down_bytes_per_second", "gauge",
                   "Throughput of the blobs the host sent a peer, measured by the host.", down);
+    out += metric("archipelago_peer_compute_seconds_per_round", "gauge",
+                  "A peer's inner steps in its last round (Δ to Δ), measured by the host.", compute);
+    out += metric("archipelago_peer_communication_seconds_per_round", "gauge",
+                  "The rest of a peer's last round: its link and waiting, measured by the host.", communication);
+    out += metric("archipelago_peer_utilisation", "gauge",
+                  "The share of a peer's last round spent in inner steps (0: not measured yet).", busy);
     out += metric("archipelago_peer_wire_sent_bytes_total", "counter", "Bytes of frames sent to a peer.", wire_sent);
     out += metric("archipelago_peer_wire_received_bytes_total", "counter", "Bytes of frames received from a peer.",
                   wire_received);

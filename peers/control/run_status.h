@@ -37,6 +37,12 @@ struct PeerRow {
     double seconds_per_step = 0;                     // its inner step: round_start to Δ, less the Δ's transfer
     double up_bytes_per_s = 0, down_bytes_per_s = 0;  // its link: blobs from it, blobs to it
     uint64_t wire_bytes_sent = 0, wire_bytes_received = 0;  // every frame to / from it
+    // Its last round, from its Δ before to its last Δ: its inner steps, the rest (link and waiting), and
+    // the share of the round it computed (0: fewer than two Δs since it said hello).
+    double compute_s_per_round = 0, communication_s_per_round = 0, utilisation = 0;
+    // Its connection as the host's kernel sees it: the peer's address, and the host's own address it
+    // came in on ("ip:port", IPv6 in brackets; empty until it speaks).
+    std::string came_from, came_in_on;
 };
 
 // Island-level differential privacy (docs/privacy.md): mode "off", or what the run's budget allows and

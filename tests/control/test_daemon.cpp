@@ -158,6 +158,19 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
     CHECK(after.at("last_round").get<double>() == 2);
     CHECK(after.at("bytes_up").get<double>() > 0);
     CHECK(after.at("bytes_down").get<double>() > 0);
+    // Its rounds by the host's clock (its Δ before to its last Δ), and the host's address it came in on.
+    const double compute = after.at("compute_s_per_round").get<double>();
+    const double busy = after.at("utilisation").get<double>();
+    CHECK(compute > 0);
+    CHECK(busy > 0);
+    CHECK(busy <= 1);
+    CHECK(after.at("communication_s_per_round").get<double>() >= 0);
+    CHECK(compute / busy == Approx(compute + after.at("communication_s_per_round").get<double>()).epsilon(1e-6));
+    const std::size_t bind = config.find("tcp://127.0.0.1:");
+    REQUIRE(bind != std::string::npos);
+    CHECK(after.at("came_in_on").get<std::string>() == config.substr(bind + 6, config.find('"', bind) - bind - 6));
+    CHECK(after.at("came_from").get<std::string>().rfind("127.0.0.1:", 0) == 0);
+    CHECK(host.process->log().find("came in on 127.0.0.1:") != std::string::npos);
 
     const json pst = peer.get("/api/status");
     CHECK(pst.at("role").get<std::string>() == "peer");
@@ -166,6 +179,7 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
     CHECK(peer.rounds() == 3);
     const HttpReply metrics = http_request(host.port, "GET", "/metrics", host.token);
     CHECK(metrics.body.find("archipelago_rounds_total 3") != std::string::npos);
+    CHECK(metrics.body.find("archipelago_peer_utilisation{peer=\"peerd\"") != std::string::npos);
 
     // The daemons keep serving after the run: idle again, nothing to leave.
     CHECK(eventually([&] { return host.post("/api/leave").status == 409; }, 10));
@@ -180,6 +194,7 @@ TEST_CASE("daemons host and join a run through the control API, with pause and r
     CHECK(out.find("host api-run: finished") != std::string::npos);
     CHECK(out.find("peerd") != std::string::npos);
     CHECK(out.find("inner loss") != std::string::npos);
+    CHECK(out.find(" (127.0.0.1:") != std::string::npos);  // came in on (from)
 
     host.process->kill(SIGTERM);
     peer.process->kill(SIGTERM);

@@ -101,7 +101,9 @@ def lst(item): return {"list": item}
 def nullable(schema): return {"nullable": schema}
 PEER = obj(("name", S), ("fingerprint", S), ("island", I), ("devices", I), ("steps_per_s", F), ("last_round", I),
            ("bytes_up", I), ("bytes_down", I), ("connected", B), ("in_sync", B), ("seconds_per_step", F),
-           ("up_bytes_per_s", F), ("down_bytes_per_s", F), ("wire_bytes_sent", I), ("wire_bytes_received", I))
+           ("up_bytes_per_s", F), ("down_bytes_per_s", F), ("wire_bytes_sent", I), ("wire_bytes_received", I),
+           ("compute_s_per_round", F), ("communication_s_per_round", F), ("utilisation", F), ("came_from", S),
+           ("came_in_on", S))
 ROUND = obj(("round", I), ("islands", I), ("inner_loss", F), ("val_loss", (F, N)), ("bytes_up", I), ("bytes_down", I),
             ("compression_ratio", F), ("seconds", F), ("epsilon", (F, N)), ("steps", I), ("steps_why", S))
 PRIVACY = obj(("mode", S), ("clip", F), ("noise_multiplier", F), ("delta", F), ("epsilon_budget", F), ("epsilon_spent", F),

@@ -100,7 +100,9 @@ QByteArray canned_status() {
 QByteArray canned_peers() {
     return R"({"peers":[{"name":"peer-1","fingerprint":"AbCdEf0123456789xyz","island":0,"devices":1,)"
            R"("steps_per_s":3.5,"last_round":3,"bytes_up":1200000,"bytes_down":800000,"connected":true,"in_sync":true,)"
-           R"("seconds_per_step":0.286,"up_bytes_per_s":2500000,"down_bytes_per_s":12500000},)"
+           R"("seconds_per_step":0.286,"up_bytes_per_s":2500000,"down_bytes_per_s":12500000,)"
+           R"("compute_s_per_round":14.3,"communication_s_per_round":1.7,"utilisation":0.89375,)"
+           R"("came_in_on":"[2001:db8::1]:5555","came_from":"[2001:db8:2::2]:40122"},)"
            R"({"name":"peer-2","fingerprint":"ZZZ","island":1,"devices":2,"steps_per_s":1.25,"last_round":null,)"
            R"("bytes_up":0,"bytes_down":0,"connected":false,"in_sync":false}]})";
 }

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
                              QApplication::exit(ok ? 0 : 1);
                          });
                      });
+    window.resize(1900, 1000);  // wide enough for every column of the peers table
     window.show();
     window.connect_daemon();
     return QApplication::exec();

@@ -87,7 +87,7 @@ class TestDaemonClient : public QObject {
         QVERIFY(fake.requests.size() == 4);
     }
 
-    void peers_table_shows_each_peers_link_rates_and_step_time() {
+    void peers_table_shows_each_peers_link_rates_round_times_and_address() {
         FakeDaemon fake("t");
         QVERIFY(fake.listen());
         DaemonClient client(fake.port(), token_file("t"));
@@ -106,6 +106,13 @@ class TestDaemonClient : public QObject {
         QCOMPARE(cell(0, "up MB/s"), QString("2.50"));
         QCOMPARE(cell(0, "down MB/s"), QString("12.50"));
         QCOMPARE(cell(1, "up MB/s"), QString("-"));  // nothing measured yet
+        QCOMPARE(cell(0, "compute s/round"), QString("14.30"));
+        QCOMPARE(cell(0, "comm s/round"), QString("1.70"));
+        QCOMPARE(cell(0, "busy"), QString("89%"));
+        QCOMPARE(cell(0, "came in on"), QString("[2001:db8::1]:5555"));
+        QCOMPARE(cell(1, "compute s/round"), QString("-"));
+        QCOMPARE(cell(1, "busy"), QString("-"));
+        QCOMPARE(cell(1, "came in on"), QString("-"));
         QCOMPARE(cell(0, "connected"), QString("yes"));
     }
 

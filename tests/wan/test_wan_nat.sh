@@ -143,6 +143,12 @@ wan_wait_pid "$WAN_HOST_PID" 300 || wan_die "the run did not finish"
 grep -q "host reachable at tcp://11.77.0.1:$WAN_PORT" "$(wan_peer_log 1)" || wan_die "peer 1 did not join through the mapped address"
 grep -q "host reachable at tcp://\[2001:db8:77::2\]:$WAN_PORT" "$(wan_peer_log 3)" ||
   wan_die "the IPv6-only peer did not join through the host's IPv6 address: $(grep host "$(wan_peer_log 3)" | head -n 5)"
+# The host names the address each came in on, as its kernel has it: the mapped peers reach its LAN
+# address through the router's forward, from the internet side; the IPv6 one its own IPv6 address.
+grep -q "admitted peer-1 .*came in on 192.168.77.2:$WAN_PORT from 11.77.0.2:" "$(wan_host_log)" ||
+  wan_die "the host did not say peer 1 came in through the router: $(grep admitted "$(wan_host_log)")"
+grep -q "admitted peer-3 .*came in on \[2001:db8:77::2\]:$WAN_PORT from \[2001:db8:78::2\]:" "$(wan_host_log)" ||
+  wan_die "the host did not say peer 3 came in on its IPv6 address: $(grep admitted "$(wan_host_log)")"
 for i in 1 2 3; do
   wan_wait_pid "${WAN_PEER_PID[$i]}" 30 || wan_die "peer $i did not finish"
   [ "$(wan_count "$(wan_peer_events "$i")" theta_differs)" = 0 ] || wan_die "peer $i: θ differed from the host's"
