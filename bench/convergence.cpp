@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
     s.merge = run_defaults.merge;
     s.max_staleness = run_defaults.max_staleness;
     s.stale = run_defaults.stale;
+    s.overlap_proxy_scale = run_defaults.overlap_proxy_scale;
     bool json = false, sweep = false;
     std::string corpus = "bench", assign = "interleaved", single_curve;
     double uplink_mbps = 20, downlink_mbps = 100, latency_ms = 50, model_bytes = 0, step_s = 0, sync_overhead_s = 0;
@@ -153,7 +154,8 @@ int main(int argc, char** argv) {
     app.add_option("--auto-min-H", s.auto_steps.min_steps, "the *-auto rows: the least H")->check(at_least_one());
     app.add_option("--auto-max-H", s.auto_steps.max_steps, "the *-auto rows: the most H")->check(at_least_one());
     app.add_option("--overlap-proxy-scale", s.overlap_proxy_scale,
-                   "overlap rows: an island starts its next round from θ_t − this × its own Δ (1: from where it is)");
+                   "overlap rows: an island starts its next round from θ_t − this × its own Δ (1: from where it is; "
+                   "default: run.toml's overlap.proxy_scale)");
     app.add_option("--model-bytes", model_bytes, "scale the simulated traffic to a model of this many fp32 bytes (0: this one)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--single-curve", single_curve,

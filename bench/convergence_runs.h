@@ -58,7 +58,7 @@ struct Setup {
     int warm_steps = 0;             // data-parallel steps on the warm shard before every row (0: none)
     double dp_clip = 1.0;           // the dp-* rows' L2 clip of a pseudo-gradient
     rounds::AutoSteps auto_steps;   // the *-auto rows: H from the link, within these bounds
-    float overlap_proxy_scale = 1;  // overlap rows: the next round starts from θ_t − this × the island's own Δ
+    float overlap_proxy_scale = 1;  // overlap rows: the next round starts from θ_t − this × the island's own Δ (overlap.proxy_scale)
     std::vector<float> start;       // θ every row starts from: warm_start's, or empty for the seed-42 init
 };
 

@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <deque>
+#include <optional>
 #include <zmq.hpp>
 
 #include "core/clock.h"
@@ -21,6 +23,12 @@ struct PeerSocket::State {
     uint64_t sequence = 0;
     bool is_connected = false;
     std::deque<Incoming> pending;
+    // libzmq does not dial again after the host's ZAP handler refused the key (its session ends on
+    // that protocol error): the socket does, after a wait that doubles from 1 s to 30 s, so a peer
+    // started before the host read its allow-list entry gets in once it has (docs/net.md).
+    std::optional<Clock::time_point> redial_at;
+    std::chrono::milliseconds redial_wait{1000};
+    static constexpr std::chrono::milliseconds kRedialMax{30000};
 
     void log(const std::string& line) {
         if (options.log) options.log(line);
@@ -33,6 +41,7 @@ struct PeerSocket::State {
     }
     void handle_monitor_event(const detail::MonitorEvent& e);
     void receive_one();
+    void redial_if_due();
 };
 
 PeerSocket::PeerSocket(PeerSocketOptions options) : state_(std::make_unique<State>()) {
@@ -72,6 +81,7 @@ PeerSocket::~PeerSocket() {
 void PeerSocket::State::handle_monitor_event(const detail::MonitorEvent& e) {
     if (e.event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
         is_connected = true;
+        redial_wait = std::chrono::milliseconds(1000);
         event(Incoming::Kind::connected);
     } else if (e.event == ZMQ_EVENT_DISCONNECTED) {
         if (is_connected)
@@ -82,6 +92,10 @@ void PeerSocket::State::handle_monitor_event(const detail::MonitorEvent& e) {
         log("peer: host refused our key " + fingerprint(options.keys.public_key) + " (ZAP status " +
             std::to_string(e.value) + "); ask the host to add it to its allow-list");
         if (pending.empty() || pending.back().kind != Incoming::Kind::refused) event(Incoming::Kind::refused);
+        if (!redial_at) {
+            redial_at = Clock::real().now() + redial_wait;
+            redial_wait = std::min(2 * redial_wait, kRedialMax);
+        }
     } else {
         log("peer: " + detail::describe_handshake_failure(e));
     }
@@ -116,6 +130,18 @@ void PeerSocket::State::receive_one() {
     log("peer: dropped a message from the host: " + reason);
 }
 
+void PeerSocket::State::redial_if_due() {
+    if (!redial_at || Clock::real().now() < *redial_at) return;
+    redial_at.reset();
+    try {
+        dealer.disconnect(options.host_endpoint);
+    } catch (const zmq::error_t&) {  // libzmq already forgot the refused connection
+    }
+    dealer.connect(options.host_endpoint);
+    log("peer: dialling host " + options.host_endpoint + " again after its refusal (next wait " +
+        std::to_string(redial_wait.count() / 1000) + " s)");
+}
+
 std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
     State& s = *state_;
     const auto deadline = Clock::real().now() + std::chrono::milliseconds(timeout_ms);
@@ -125,8 +151,9 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
             s.pending.pop_front();
             return next;
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - Clock::real().now());
+        s.redial_if_due();
+        const auto until = s.redial_at ? std::min(deadline, *s.redial_at) : deadline;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::real().now());
         zmq::pollitem_t items[] = {{s.dealer.handle(), 0, ZMQ_POLLIN, 0},
                                    {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
         try {

@@ -34,7 +34,8 @@ class PeerSocket {
 
     // Waits up to timeout_ms for one message from the host, or a connection event: connected
     // after each successful CURVE handshake, disconnected when the link drops (libzmq then
-    // reconnects by itself). A refused handshake is logged ("host refused our key ...").
+    // reconnects by itself). A refused handshake is logged ("host refused our key ...") and dialled
+    // again after 1 s, doubling to 30 s, until the host takes the key.
     // Malformed frames and frames of another run are dropped and logged.
     std::optional<Incoming> poll(int timeout_ms);
 

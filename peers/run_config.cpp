@@ -180,6 +180,11 @@ void read_streaming(toml_file::Fields& streaming, RunConfig& c) {
     streaming.finish();
 }
 
+void read_overlap(toml_file::Fields& overlap, RunConfig& c) {
+    overlap.number("proxy_scale", c.overlap_proxy_scale, 0.0, 1.0);
+    overlap.finish();
+}
+
 void read_wire(toml_file::Fields& wire, RunConfig& c) {
     wire.text("codec", c.codec);
     wire.text("down_codec", c.outer.down_codec);
@@ -275,7 +280,7 @@ void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::F
 
 RunConfig parse_run_config(const std::string& text, const std::string& source) {
     const toml::table file = toml_file::parse(text, source);
-    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "wire", "deadlines", "privacy"});
+    toml_file::check_sections(file, source, {"run", "model", "data", "inner", "outer", "async", "streaming", "overlap", "wire", "deadlines", "privacy"});
     static const toml::table empty;
     auto section = [&](const char* name) {
         const toml::table* t = file[name].as_table();
@@ -284,7 +289,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     RunConfig c;
     toml_file::Fields run = section("run"), model = section("model"), data = section("data"), inner = section("inner"),
                       outer = section("outer"), async = section("async"), streaming = section("streaming"),
-                      wire = section("wire"), deadlines = section("deadlines"), privacy = section("privacy");
+                      overlap = section("overlap"), wire = section("wire"), deadlines = section("deadlines"), privacy = section("privacy");
     read_run(run, c);
     read_model(model, c);
     read_data(data, c);
@@ -292,10 +297,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& source) {
     read_outer(outer, c);
     read_async(async, c);
     read_streaming(streaming, c);
+    read_overlap(overlap, c);
     read_wire(wire, c);
     read_deadlines(deadlines, c);
     read_privacy(privacy, c);
     check_mode(c, outer, streaming, wire, deadlines);
+    if (c.mode != RunMode::overlap && overlap.has("proxy_scale"))
+        throw Error(overlap.where("proxy_scale") + ": overlap.proxy_scale is for overlap mode (run.mode = \"overlap\"); " +
+                    mode_name(c.mode) + " mode starts each round from θ");
     if (c.privacy.on())
         check_privacy_composes(c, privacy, outer, deadlines, outer.has("screen"), outer.has("sync_moments_every"));
     // The decay ends at the last round (each fragment's own last update in streaming mode).

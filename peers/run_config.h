@@ -87,6 +87,10 @@ struct RunConfig {
     // The merge, τ steps after the send (peers/diloco/streaming_island.h): mix (by alpha, the paper's)
     // or carry (θ plus the island's progress since the send).
     diloco::StreamingMerge merge = diloco::StreamingMerge::carry;
+    // [overlap] (peers/diloco/overlap_island.h): an island goes on with its next round from
+    // θ_t + proxy_scale × (θ_i − θ_t) at its send, its own progress scaled down standing in for the
+    // update in flight. 0.85, not 1: docs/run-config.md says why.
+    float overlap_proxy_scale = 0.85f;
     // [wire]
     std::string codec = "int8:block=256+zstd:1";  // uplink (pseudo-gradients)
     // [deadlines]

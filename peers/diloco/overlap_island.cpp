@@ -39,6 +39,11 @@ RoundResult OverlapIsland::run_round(const GlobalModel& replica, const RoundPlan
     if (overlap) {
         sent_.resize(worker_.num_params());
         worker_.get_params(sent_);
+        if (proxy_scale_ != 1.0f) {  // the next round starts from θ + scale × the progress just sent
+            const std::span<const float> theta = replica.theta();
+            for (std::size_t k = 0; k < sent_.size(); ++k) sent_[k] = theta[k] + proxy_scale_ * (sent_[k] - theta[k]);
+            worker_.set_params(sent_);
+        }
     }
     return r;
 }

@@ -1,8 +1,9 @@
 // peers/diloco/overlap_island.h: an island's side of overlapped rounds (run.mode = "overlap"; the
 // host's side: peers/rounds/overlap_policy.h). An island sends round t's Δ and goes straight on with
-// round t + 1's steps, from where it is: its own progress stands in for the update it has not received.
+// round t + 1's steps, from θ_t + s × (θ_i − θ_t): its own progress, scaled by s = overlap.proxy_scale,
+// stands in for the update it has not received.
 // When update t lands (θ's replica is then θ_{t+1}) it is merged at once, carrying the steps trained
-// since the send onto it: θ_i ← θ_{t+1} + (θ_i − θ_i at the send). The next Δ, θ_{t+1} − θ_i, is then
+// since the send onto it: θ_i ← θ_{t+1} + (θ_i − s_i), s_i that scaled start. The next Δ, θ_{t+1} − θ_i, is then
 // the island's progress since its last send, taken against the θ the host holds, so the host's outer
 // step is a sync round's. The island waits only when round t + 1's steps are all done but one and update
 // t has not landed (the send of round t + 1 needs it). Round t + 1's H is not known before its
@@ -19,7 +20,9 @@ namespace arch::diloco {
 
 class OverlapIsland final : public RoundIsland {
 public:
-    explicit OverlapIsland(IslandWorker& worker) : worker_(worker) {}
+    // proxy_scale (overlap.proxy_scale): at each send, θ_i ← θ + proxy_scale × (θ_i − θ), θ the replica the
+    // Δ was taken against: the island's own progress, scaled, stands in for the update until it lands.
+    OverlapIsland(IslandWorker& worker, float proxy_scale) : worker_(worker), proxy_scale_(proxy_scale) {}
 
     void restart() override;
     // Trains what is left of plan.steps from where θ_i is, spread over the rest of plan.schedule (from θ
@@ -38,6 +41,7 @@ public:
 
 private:
     IslandWorker& worker_;
+    float proxy_scale_ = 1;
     bool fresh_ = true;          // θ_i is to start from θ at the next round
     double position_ = 0;        // the schedule position of θ_i's next step
     double stride_ = 1;          // positions per step while overlapping (the last round's span over its H)

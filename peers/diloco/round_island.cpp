@@ -25,7 +25,7 @@ private:
 std::unique_ptr<RoundIsland> make_round_island(const RunConfig& c, IslandWorker& worker) {
     switch (c.mode) {
         case RunMode::streaming: return std::make_unique<StreamingIsland>(worker, c.tau, c.alpha, c.merge);
-        case RunMode::overlap: return std::make_unique<OverlapIsland>(worker);
+        case RunMode::overlap: return std::make_unique<OverlapIsland>(worker, c.overlap_proxy_scale);
         case RunMode::sync:
         case RunMode::async: break;
     }

@@ -113,6 +113,31 @@ TEST_CASE("only allow-listed CURVE clients get a message through", "[net][transp
     CHECK(host.traffic().rejected_messages == 0);  // nothing of theirs even reached validation
 }
 
+TEST_CASE("a peer refused at the handshake dials again and gets in once the host allows its key", "[net][transport]") {
+    LogSink log, peer_log;
+    const KeyPair host_keys = generate_keypair(), late = generate_keypair();
+    HostSocket host(host_options(host_keys, AllowList{}, log));
+    PeerSocket peer(peer_options(host.endpoint(), host_keys.public_key, late, peer_log));
+    REQUIRE(wait_for([&] {
+        (void)host.poll(10);
+        (void)peer.poll(10);
+        return peer_log.contains("host refused our key");
+    }));
+    AllowList allow;  // the host reads the peer's invite now (archipelago invite while it runs)
+    allow.add(late.public_key, "late");
+    host.set_allow_list(allow);
+    bool in = false;
+    const bool got_in = wait_for([&] {
+        if (peer.connected()) (void)peer.send(header(kHello), arch::test::text_bytes("at last"));
+        if (auto e = host.poll(20); e && e->kind == Incoming::Kind::message && e->peer_key == late.public_key) in = true;
+        (void)peer.poll(0);
+        return in;
+    });
+    INFO(log.all() << peer_log.all());
+    CHECK(got_in);
+    CHECK(peer_log.contains("again after its refusal"));
+}
+
 TEST_CASE("a host that cannot bind says so and cleans up", "[net][transport]") {
     LogSink log;
     const KeyPair host_keys = generate_keypair();

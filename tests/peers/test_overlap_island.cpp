@@ -2,8 +2,11 @@
 // driven by hand. After its send it trains the next round's steps (at most H − 1 of them); the update
 // is merged the moment it lands, θ_i ← θ_{t+1} + (θ_i − θ_i at the send), bit for bit; the next round
 // trains only the steps left and its Δ is θ_{t+1} − θ_i; a round_start ends the overlap; a round out of
-// step with θ_i starts from θ; and with error feedback a Δ the host dropped puts the residual back.
+// step with θ_i starts from θ; with error feedback a Δ the host dropped puts the residual back; and with
+// overlap.proxy_scale s the next round starts from θ + s × (θ_i − θ), its Δ untouched.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "compression/codec.h"
 #include "peers/diloco/global_model.h"
@@ -38,7 +41,7 @@ TEST_CASE("overlap island: trains on after its send, merges the update as it lan
     test::TinyIsland tiny;
     IslandWorker w(tiny.model, tiny.train, "fp32");
     GlobalModel replica(tiny.theta(), OuterConfig{.lr = 0.7f, .momentum = 0.5f});
-    OverlapIsland island(w);
+    OverlapIsland island(w, 1.0f);  // the plain carry
 
     const RoundResult r0 = island.run_round(replica, plan(0), 0, true, {});
     CHECK(r0.steps == kH);
@@ -80,7 +83,7 @@ TEST_CASE("overlap island: a round out of step starts from θ, and the overlap s
     test::TinyIsland tiny;
     IslandWorker w(tiny.model, tiny.train, "fp32");
     GlobalModel replica(tiny.theta(), OuterConfig{});
-    OverlapIsland island(w);
+    OverlapIsland island(w, 1.0f);  // the plain carry
     island.run_round(replica, plan(0), 0, true, {});
     for (int i = 0; i < kH - 1; ++i) island.overlap_step();
     CHECK_FALSE(island.overlapping());
@@ -99,7 +102,7 @@ TEST_CASE("overlap island: with error feedback, a Δ the host dropped puts the r
     test::TinyIsland tiny;
     IslandWorker w(tiny.model, tiny.train, "int8:block=64+ef");
     GlobalModel replica(tiny.theta(), OuterConfig{});
-    OverlapIsland island(w);
+    OverlapIsland island(w, 1.0f);  // the plain carry
     const RoundResult r0 = island.run_round(replica, plan(0), 0, true, {});
     w.settle(0, true);  // update 0 named it
     const std::vector<float> after_0(w.residual().begin(), w.residual().end());
@@ -126,7 +129,7 @@ TEST_CASE("overlap island: a round whose H changed trains what is left of it, at
     };
     for (const auto& [next_h, trained] : std::vector<std::pair<int, int>>{{6, 3}, {2, 1}}) {
         INFO("the next round's H " << next_h);
-        OverlapIsland island(w);
+        OverlapIsland island(w, 1.0f);  // the plain carry
         const RoundResult r0 = island.run_round(replica, plan_of(0, 4), 0, true, {});
         for (int i = 0; i < 3; ++i) island.overlap_step();  // as if round 1 had round 0's H: 3 of 4
         CHECK_FALSE(island.overlapping());
@@ -137,4 +140,29 @@ TEST_CASE("overlap island: a round whose H changed trains what is left of it, at
         CHECK(r1.steps == trained);
         CHECK(r1.tokens == Approx(std::min(3 + trained, next_h) * 2.0 * 16));  // the host caps the weight at H
     }
+}
+
+TEST_CASE("overlap island: with a proxy scale the next round starts from θ + s × its progress, and carries from there") {
+    test::TinyIsland tiny;
+    IslandWorker w(tiny.model, tiny.train, "fp32");
+    GlobalModel replica(tiny.theta(), OuterConfig{.lr = 0.7f, .momentum = 0.5f});
+    const std::vector<float> theta0(replica.theta().begin(), replica.theta().end());
+    OverlapIsland island(w, 0.85f);
+    const RoundResult r0 = island.run_round(replica, plan(0), 0, true, {});
+    const std::vector<float> delta0 = compression::decode(r0.payload, theta0.size());  // θ − θ_i, fp32: exact
+    const std::vector<float> start = params(w);
+    double moved = 0;
+    for (std::size_t k = 0; k < start.size(); ++k) {
+        REQUIRE(start[k] == Approx(theta0[k] - 0.85f * delta0[k]).margin(1e-6));
+        moved += std::abs(delta0[k]);
+    }
+    CHECK(moved > 0);  // the round trained: the scale had something to scale
+    island.overlap_step();
+    const std::vector<float> before = params(w);
+    host_applies(replica, r0);
+    island.updated(0);
+    island.merge(replica);
+    const std::vector<float> after = params(w);
+    for (std::size_t k = 0; k < after.size(); ++k)  // the step since the scaled start, carried onto θ_1
+        REQUIRE(after[k] == replica.theta()[k] + (before[k] - start[k]));
 }

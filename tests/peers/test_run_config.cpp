@@ -181,7 +181,7 @@ TEST_CASE("streaming keys: defaults, and what streaming mode cannot take") {
     CHECK_THROWS_WITH(arch::run_fragments(many, arch::run_model_config(many, 256)), Contains("exceeds the model's 2 blocks"));
 }
 
-TEST_CASE("overlap mode: one fragment, error feedback and fold taken, DES-LOC refused") {
+TEST_CASE("overlap mode: one fragment, error feedback and fold taken, DES-LOC refused, its proxy scale read") {
     const arch::RunConfig o = parse_run_config("[run]\nrounds = 3\nmode = \"overlap\"\n[wire]\ncodec = \"fp4+ef+zstd:1\"\n"
                                                "[deadlines]\nstraggler = \"fold\"\n", "run.toml");
     CHECK(o.mode == arch::RunMode::overlap);
@@ -191,6 +191,13 @@ TEST_CASE("overlap mode: one fragment, error feedback and fold taken, DES-LOC re
     CHECK(o.fold_stragglers);
     CHECK_THAT(refused("[run]\nmode = \"overlap\"\n[outer]\nsync_moments_every = 2\n"),
                Contains("outer.sync_moments_every = 2 is for sync mode; overlap mode"));
+    // overlap.proxy_scale: 0.85 by default, read in [0, 1], and only in overlap mode.
+    CHECK(o.overlap_proxy_scale == 0.85f);
+    CHECK(parse_run_config("[run]\nmode = \"overlap\"\n[overlap]\nproxy_scale = 1\n", "run.toml").overlap_proxy_scale == 1.0f);
+    CHECK_THAT(refused("[run]\nmode = \"overlap\"\n[overlap]\nproxy_scale = 1.5\n"), Contains("overlap.proxy_scale"));
+    CHECK_THAT(refused("[overlap]\nproxy_scale = 0.9\n"),
+               Contains("run.toml:2: overlap.proxy_scale is for overlap mode (run.mode = \"overlap\"); sync mode"));
+    CHECK_THAT(refused("[run]\nmode = \"overlap\"\n[overlap]\nproxy_scael = 0.9\n"), Contains("proxy_scale"));
 }
 
 TEST_CASE("inner.steps_per_round = \"auto\": its bounds and target read, the schedule laid out in the most H, refusals") {
