@@ -13,8 +13,8 @@ struct HostFiles {
     std::string key;         // host.key (+ .pub)
     std::string run_id;      // run_id: a random nonzero number every message of the run carries
     std::string allow_list;  // allow_list.txt: peers that may connect
-    // host.reachable: the host's last port mapping ("state = ...", "endpoint = tcp://...") that
-    // `archipelago invite` reads for the address invites carry.
+    // host.reachable: the host's last port mapping (peers/cli/host_reachable.h) that `archipelago
+    // invite` reads for the address invites carry.
     std::string reachable;
 };
 

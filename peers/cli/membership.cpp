@@ -14,6 +14,7 @@
 #include "net/keys.h"
 #include "net/local_addresses.h"
 #include "peers/cli/host_files.h"
+#include "peers/cli/host_reachable.h"
 
 namespace arch::cli {
 
@@ -30,18 +31,6 @@ std::string listed_names(const net::AllowList& allow) {
         out += (out.empty() ? "" : ", ") + (name.empty() ? net::fingerprint(key) : name);
     }
     return out.empty() ? "nobody" : out;
-}
-
-// The address the host's router maps for it, from host.reachable (written by a running host, or the
-// last one): empty when it has none.
-std::string mapped_endpoint(const HostFiles& files) {
-    if (!file_exists(files.reachable)) return "";
-    const std::string text = read_text_file(files.reachable, 4096);
-    const std::string key = "\nendpoint = ";
-    const std::size_t at = ("\n" + text).find(key);
-    if (at == std::string::npos) return "";
-    const std::size_t from = at + key.size() - 1, end = text.find('\n', from);
-    return text.substr(from, end == std::string::npos ? std::string::npos : end - from);
 }
 
 }  // namespace
@@ -65,7 +54,7 @@ Invitation invite_peer(const RunConfig& c, const std::string& public_key, const 
     invite.host_endpoint = endpoint;
     if (endpoint.empty()) {  // every address the host may be reached at, the router's first
         std::vector<std::string> all;
-        if (const std::string mapped = mapped_endpoint(files); !mapped.empty()) all.push_back(mapped);
+        if (const std::string mapped = read_mapped_endpoint(files.reachable); !mapped.empty()) all.push_back(mapped);
         const std::optional<net::TcpEndpoint> bind = net::split_tcp_endpoint(c.bind);
         if (bind && c.bind.starts_with(net::kEveryIpv4)) {
             for (const std::string& e : net::local_endpoints(static_cast<uint16_t>(std::stoi(bind->port)))) all.push_back(e);

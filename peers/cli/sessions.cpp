@@ -17,6 +17,7 @@
 #include "net/endpoint_probe.h"
 #include "net/peer_socket.h"
 #include "net/port_mapping.h"
+#include "peers/cli/host_reachable.h"
 #include "peers/cli/commands.h"
 #include "peers/cli/host_files.h"
 #include "peers/cli/membership.h"
@@ -67,8 +68,7 @@ std::unique_ptr<net::PortMapping> map_host_port(const RunConfig& config, const H
         status.set_reachability(net::reachability_name(m.state), m.external_endpoint(), said);
         status.event({.kind = "reachability", .type = net::reachability_name(m.state), .detail = said});
         if (m.state == net::Reachability::trying) return;
-        write_text_file_atomic(files.reachable, "state = " + std::string(net::reachability_name(m.state)) +
-                                                    "\nendpoint = " + m.external_endpoint() + "\n");
+        write_host_reachable(files.reachable, net::reachability_name(m.state), m.external_endpoint());
         if (mode != net::NatMode::automatic && m.state != net::Reachability::mapped) {
             line("run.nat = \"" + name_in(net::nat_mode_names(), mode) + "\" insists on a mapping: the host stops");
             give_up();

@@ -2,7 +2,7 @@
 // its 3 islands admits a third invited with `archipelago invite` mid-run, which then ends rounds in
 // step with the others; `archipelago revoke --name` cuts a peer off within about a heartbeat, later
 // rounds go on without it and its reconnect is refused at the handshake. Also the allow-list watch
-// on its own (a change, a half-written file, a rename) and the shared invite/revoke logic.
+// on its own (a change, a half-written file, a rename), the shared invite/revoke logic, and host.reachable.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include "net/allow_list.h"
 #include "net/keys.h"
 #include "peers/cli/host_files.h"
+#include "peers/cli/host_reachable.h"
 #include "peers/cli/membership.h"
 #include "peers/run_config.h"
 #include "tests/core/temp_dir.h"
@@ -174,4 +175,18 @@ TEST_CASE("invite_peer and revoke_peer: bad input is refused with a clear messag
     CHECK(gone.public_key == a.public_key);
     CHECK(gone.listed == 0);
     CHECK_FALSE(net::AllowList::load(allow_path).contains(a.public_key));
+}
+
+TEST_CASE("host.reachable: written as TOML by the host, read back for invites, a file of another shape refused") {
+    TempDir dir;
+    const std::string path = dir.file("host.reachable");
+    CHECK(cli::read_mapped_endpoint(path).empty());  // no file: no mapped address
+    cli::write_host_reachable(path, "mapped", "tcp://203.0.113.7:5555");
+    CHECK(cli::read_mapped_endpoint(path) == "tcp://203.0.113.7:5555");
+    cli::write_host_reachable(path, "no gateway answered", "");
+    CHECK(cli::read_mapped_endpoint(path).empty());
+    write_file(path, "state = mapped\nendpoint = tcp://203.0.113.7:5555\n");  // stop 50's hand-written shape
+    CHECK_THROWS_WITH(cli::read_mapped_endpoint(path), Catch::Contains(path + ":1:"));
+    write_file(path, "state = \"mapped\"\nendpoint = \"tcp://203.0.113.7:5555\"\nextra = 1\n");
+    CHECK_THROWS_WITH(cli::read_mapped_endpoint(path), Catch::Contains("extra"));
 }

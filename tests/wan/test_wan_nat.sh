@@ -125,7 +125,7 @@ invite_from_mapping 1
 wan_start_host
 hev=$(wan_host_events)
 wan_wait_event "$hev" 30 "$WAN_HOST_PID" reachability type=mapped || wan_die "the host did not map its port: $(grep reachability "$(wan_host_log)" | tail -n 2)"
-grep -q "^endpoint = tcp://11.77.0.1:$WAN_PORT$" "$hd/run/host.reachable" || wan_die "host.reachable: $(cat "$hd/run/host.reachable")"
+grep -q "^endpoint = 'tcp://11.77.0.1:$WAN_PORT'$" "$hd/run/host.reachable" || wan_die "host.reachable: $(cat "$hd/run/host.reachable")"
 [ "$(router_rules)" -ge 1 ] || wan_die "the router holds no forward for the host"
 wan_log "the host mapped tcp://11.77.0.1:$WAN_PORT; the router forwards it"
 for i in 1 2 3; do
