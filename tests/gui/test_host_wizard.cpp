@@ -17,6 +17,7 @@
 
 #include "gui/daemon_client.h"
 #include "gui/host_wizard.h"
+#include "tests/gui/wizard_pages.h"
 #include "gui/join_dialog.h"
 #include "tests/gui/fake_daemon.h"
 
@@ -24,19 +25,6 @@ using namespace arch::gui;
 using namespace arch::gui::test;
 
 namespace {
-
-template <class W>
-W* child(QWidget* parent, const char* name) {
-    W* w = parent->findChild<W*>(name);
-    if (!w) qFatal("no widget named %s", name);
-    return w;
-}
-
-void select_data(QComboBox* box, const QString& data) {
-    const int i = box->findData(data);
-    QVERIFY2(i >= 0, qPrintable(data));
-    box->setCurrentIndex(i);
-}
 
 QString read_all(const QString& path) {
     QFile f(path);

@@ -20,25 +20,14 @@
 
 #include "gui/daemon_client.h"
 #include "gui/host_wizard.h"
+#include "tests/gui/wizard_pages.h"
 #include "gui/run_toml.h"
 #include "peers/run_config.h"
 
 using namespace arch::gui;
+using namespace arch::gui::test;
 
 namespace {
-
-template <class W>
-W* child(QWidget* parent, const char* name) {
-    W* w = parent->findChild<W*>(name);
-    if (!w) qFatal("no widget named %s", name);
-    return w;
-}
-
-void select_data(QComboBox* box, const QString& data) {
-    const int i = box->findData(data);
-    QVERIFY2(i >= 0, qPrintable(data));
-    box->setCurrentIndex(i);
-}
 
 bool enabled(QComboBox* box, int i) {
     return qobject_cast<QStandardItemModel*>(box->model())->item(i)->isEnabled();
