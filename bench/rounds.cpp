@@ -8,7 +8,8 @@
 // curve_ceiling_mb_per_s (libzmq CURVE on one connection, measured here in-process); link_mb_per_s (a blob
 // through Archipelago's own stack, HostLink to PeerLink: CURVE, chunks, checksums, credit); idle_s_per_sync (an island's last inner step to its next first
 // one, the median over rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
-// fp32 model's bytes); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
+// fp32 model's bytes); held_deltas_over_p (the islands' Δs as the host holds them, out of their zstd stage,
+// at the codec's most: the part of the host's bound beyond 4 P); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
 // model and batch: its DiLoCo state); peer_anon_over_p (a peer's largest anonymous memory, sampled:
 // what --state-on-disk moves to mapped files leaves it); peer_compute_s (a round's inner steps and Δ); the host's median seconds a round by phase (receive, decode,
 // aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "bench/bench_cli.h"
+#include "compression/codec.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/model_config.h"
@@ -330,6 +332,9 @@ nlohmann::ordered_json measure(const Options& o) {
     row["inner_steps"] = o.synthetic ? "synthetic" : "real";
     row["state_on_disk"] = o.state_on_disk;
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
+    // What the host's bound allows beyond its 4 P: the round's Δs, held out of their zstd stage.
+    row["held_deltas_over_p"] =
+        bench::rounded(static_cast<double>(o.islands) * static_cast<double>(compression::payload_bytes_limit(o.codec, params)) / P, 2);
     row["peer_rss_over_p"] = bench::rounded(peer_peak / P, 2);
     row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
     row["peer_anon_over_p"] = bench::rounded(peer_anon / P, 2);

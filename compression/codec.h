@@ -117,6 +117,10 @@ std::unique_ptr<Codec> make_codec(std::string_view spec);
 // The most bytes the codec of `spec` takes for `count` floats, out of any zstd stage (what a receiver
 // holds at worst). Throws arch::Error for a bad spec.
 std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count);
+// The most bytes a buffer encoded with `spec` takes for `count` floats, as sent: its header, the
+// payload and the zstd stage's chunk table (what a receiver may be asked to take in). Throws
+// arch::Error for a bad spec.
+std::uint64_t wire_bytes_limit(std::string_view spec, std::uint64_t count);
 
 // ---- for quantizers that run elsewhere (kernels/cuda/device_codec): same bytes, same checks -----
 

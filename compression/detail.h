@@ -87,6 +87,9 @@ void decode_topk(ByteSpan payload, std::span<float> out);
 // Body = [u32 chunk_bytes][u32 chunks][u32 stored size per chunk; top bit: stored raw][chunks...]
 // The zstd stage's body, after `prefix` bytes left for the caller (the wire header): one buffer, no copy.
 Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0);
+// The most zstd_compress adds to a payload of this size: its chunk table (a chunk zstd cannot shrink
+// is stored raw).
+std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes);
 // The payload, into `out` (resized to payload_bytes; a buffer kept from call to call is reused).
 void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& out);
 Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes);

@@ -248,6 +248,12 @@ std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count) {
     return detail::payload_bytes_limit(s.codec, s.block, count);
 }
 
+std::uint64_t wire_bytes_limit(std::string_view spec, std::uint64_t count) {
+    const CodecSpec s = parse_codec_spec(spec);
+    const std::uint64_t payload = detail::payload_bytes_limit(s.codec, s.block, count);
+    return kWireHeaderBytes + payload + (s.zstd ? detail::zstd_stage_overhead(payload) : 0);
+}
+
 std::unique_ptr<Codec> make_codec(std::string_view spec) {
     return std::make_unique<Pipeline>(parse_codec_spec(spec));
 }

@@ -19,6 +19,10 @@ constexpr std::uint32_t kMaxChunk = 1u << 30;
 
 }  // namespace
 
+std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes) {
+    return 8 + 4 * ((payload_bytes + kZstdChunk - 1) / kZstdChunk);
+}
+
 Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     const std::uint64_t size = payload.size();
     const std::uint64_t chunks = (size + kZstdChunk - 1) / kZstdChunk;

@@ -64,12 +64,12 @@ CheckpointWriter::Result CheckpointWriter::write_timed() {
     const auto t0 = Clock::real().now();
     Result r{snapshot_.round, 0, ""};
     try {
-        if (!snapshot_.blob) throw Error("the checkpoint snapshot holds no state");
+        if (!snapshot_.theta) throw Error("the checkpoint snapshot holds no θ");
         write_(snapshot_);
     } catch (const std::exception& e) {  // a full disk or a read-only folder: reported, never fatal
         r.error = e.what();
     }
-    snapshot_.blob.reset();  // the state may be freed as soon as nobody else needs it
+    snapshot_.theta.reset();  // a copy of θ made meanwhile (copy on write) is freed here
     snapshot_.state_file.reset();  // not committed: removed
     r.seconds = std::chrono::duration<double>(Clock::real().now() - t0).count();
     return r;

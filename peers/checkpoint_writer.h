@@ -1,7 +1,7 @@
 // peers/checkpoint_writer.h: the host's checkpoints written on a thread of their own, from a snapshot,
-// so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot's state is a shared,
-// immutable blob (the host's one state of its θ, the same a joiner gets), held only while it is
-// written; the outer state, which the next round changes, the host has already written into the
+// so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot's θ is the host's
+// own, held only while it is written: θ is copied on write (GlobalModel::theta_snapshot), so it takes
+// no memory unless the next update comes while the write is under way; the outer state, which the next round changes, the host has already written into the
 // file (snapshot.state_file) by then. The host fills the snapshot only while no write is under way, and a checkpoint due
 // meanwhile waits for the next chance (the host keeps asking), so a slow disk skips checkpoints rather
 // than queueing copies of the state. The thread runs at the lowest CPU and I/O priority: it takes what
@@ -22,20 +22,19 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "core/float_store.h"
 
 namespace arch {
 
 struct CheckpointSnapshot {
     uint64_t round = 0;
     std::map<std::string, uint32_t> islands;  // key -> island index
-    // GlobalModel::save_replica_state (θ, what a joiner gets) at state_offset of blob; the writer lets
-    // go of the blob once it is written.
-    std::shared_ptr<const std::vector<std::byte>> blob;
-    std::size_t state_offset = 0;
-    std::span<const std::byte> replica_state() const { return std::span(*blob).subspan(state_offset); }
+    // θ as it was at `round`, where it lies in the host's model (GlobalModel::theta_snapshot): it
+    // stays so while held (θ is copied on write), and the writer lets go of it once it is written.
+    std::shared_ptr<const FloatStore> theta;
     // host.state under way: the host wrote its header, the outer state (the host's alone, which the
     // next round changes: written where it lies, never copied) and the checksum; the writer adds θ
-    // from the blob between them and commits it.
+    // (its count, then its floats) at theta_offset and commits it.
     std::unique_ptr<AtomicFile> state_file;
     std::size_t theta_offset = 0;
 };

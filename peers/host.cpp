@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "compression/codec.h"
 #include "core/checkpoint.h"
 #include "core/corpus.h"
 #include "core/data_loader.h"
@@ -187,8 +188,7 @@ HostCheckpoints::Source Host::checkpoint_source() {
     HostCheckpoints::Source s;
     s.round = round_;
     s.islands = roster_.islands();
-    s.state = shipping_.current(round_, *global_);
-    s.state_offset = shipping_.offset();
+    s.theta = global_->theta_snapshot();
     s.global = global_.get();
     s.screen_history = deltas_->screen_history();
     return s;
@@ -446,10 +446,14 @@ void Host::on_pseudo_grad(Link& link, const std::string& key, std::span<const st
     }
     // The size first, nothing is decoded in vain: θ's, or in streaming mode the round's fragment's.
     const std::size_t expected = global_->fragment(round_fragment(c, meta.round)).size;
-    const uint64_t values = compression::inspect(payload).count;
-    if (values != expected)
-        throw Error("pseudo-gradient of " + std::to_string(values) + " values, " +
+    const compression::WireInfo info = compression::inspect(payload);
+    if (info.count != expected)
+        throw Error("pseudo-gradient of " + std::to_string(info.count) + " values, " +
                     (global_->fragments() > 1 ? "the round's fragment has " : "the model has ") + std::to_string(expected));
+    // The run's codec and nothing else: what the host holds of a Δ is that codec's payload at most.
+    if (const compression::CodecSpec run = compression::parse_codec_spec(c.codec); info.codec != run.codec || info.block != run.block)
+        throw Error("a pseudo-gradient encoded as " + std::string(compression::codec_name(info.codec)) +
+                    (info.block ? " (block " + std::to_string(info.block) + ")" : "") + "; the run's wire.codec is " + c.codec);
     const Clock::time_point decode_start = Clock::real().now();
     rounds::Contribution contribution{p.island, key, p.name, meta.round, {}, tokens, meta.mean_loss, nullptr, 0, 1.0f};
     deltas_->take_in(payload, expected, contribution);
@@ -621,12 +625,12 @@ bool Host::barrier_passed(Link& link) const {
 }
 
 void Host::accept_blobs(Link& link) {
-    // Peers send the host two kinds of blob: a pseudo-gradient, at most twice its fp32 size (topk with a
-    // large frac stores an index beside each value; zstd's worst case and the headers fit in the
-    // margin), and with DES-LOC on its moments: exactly m and v in fp32 and a 16-byte header. A
-    // transfer declaring more is refused unread.
-    const uint64_t fp32_bytes = 4 * static_cast<uint64_t>(global_->theta().size());
-    std::map<Type, uint64_t> accepted{{Type::pseudo_grad, 2 * fp32_bytes + (64u << 10)}};
+    // Peers send the host two kinds of blob: a pseudo-gradient, encoded with the run's wire.codec, so at
+    // most that codec's wire size for θ (compression::wire_bytes_limit: an fp4 Δ is about P/8) after
+    // its metadata (a length and at most 4096 bytes); and with DES-LOC its moments: exactly m and v in
+    // fp32 and a 16-byte header. A transfer declaring more is refused unread.
+    const uint64_t delta = compression::wire_bytes_limit(options_.config.codec, global_->theta().size());
+    std::map<Type, uint64_t> accepted{{Type::pseudo_grad, 8 + 4096 + delta}};
     if (moments_) accepted[Type::moments] = protocol::moments_bytes(global_->theta().size());
     link.accept_blobs(accepted);
 }

@@ -1,6 +1,7 @@
 // peers/host_checkpoints.cpp: HostCheckpoints.
 #include "peers/host_checkpoints.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -26,22 +27,22 @@ std::string checksum(std::span<const std::span<const std::byte>> parts, bool v1)
     return v1 ? diloco::hash_bytes(parts) : diloco::checksum(parts);
 }
 
-// θ with its count: the start of the replica state (GlobalModel::save_replica_state), which is also
-// how GlobalModel::save_state begins.
-std::span<const std::byte> theta_part(const CheckpointSnapshot& s) {
-    const uint64_t n = load_le<uint64_t>(s.replica_state().data());
-    return s.replica_state().first(8 + n * sizeof(float));
+// θ's count, as the state (GlobalModel::save_state) has it before θ's floats.
+std::array<std::byte, 8> theta_count(const FloatStore& theta) {
+    std::array<std::byte, 8> n;
+    store_le(n.data(), static_cast<uint64_t>(theta.size()));
+    return n;
 }
 
 // The writer's part, on its own thread: θ into host.state where the host left room for it, then
 // model.bin. Each file is atomic: a kill in the middle of either leaves the previous one whole.
 void write_checkpoint_files(const std::string& dir, const ModelConfig& model, const CheckpointSnapshot& s) {
     if (!s.state_file) throw Error("the checkpoint snapshot has no host.state under way");
-    const std::span<const std::byte> theta = theta_part(s);
-    s.state_file->write_at(s.theta_offset, theta);
+    const FloatStore& theta = *s.theta;
+    s.state_file->write_at(s.theta_offset, theta_count(theta));
+    s.state_file->write_at(s.theta_offset + 8, std::as_bytes(theta.values()));
     s.state_file->commit();
-    write_checkpoint(dir + "/model.bin", model,
-                     std::span(reinterpret_cast<const float*>(theta.data() + 8), (theta.size() - 8) / sizeof(float)));
+    write_checkpoint(dir + "/model.bin", model, theta.values());
 }
 }  // namespace
 
@@ -58,14 +59,14 @@ HostCheckpoints::HostCheckpoints(const RunConfig& config, const ModelConfig& mod
 // f64s; version 3), the state (GlobalModel::save_state's layout: θ with its count, then the outer
 // state) and an XXH3-128 checksum of all that. The host writes all
 // but θ: the header now, the outer state staged from where it lies (the next outer step changes it:
-// advance_staging), and the checksum after it, θ checksummed from the state blob, which never
-// changes; the writer puts θ in later.
+// advance_staging), and the checksum after it, θ checksummed from the snapshot of θ, which never
+// changes (copy on write); the writer puts θ in later.
 void HostCheckpoints::fill_snapshot(CheckpointSnapshot& s, const Source& source) {
     s.round = source.round;
     s.islands = source.islands;
-    s.blob = source.state;
-    s.state_offset = source.state_offset;
-    const std::span<const std::byte> theta = theta_part(s);
+    s.theta = source.theta;
+    const std::array<std::byte, 8> count = theta_count(*s.theta);
+    const std::span<const std::byte> theta = std::as_bytes(s.theta->values());
     ByteWriter w;
     w.raw(std::as_bytes(std::span(kStateMagic)));
     w.u64(s.round);
@@ -77,15 +78,16 @@ void HostCheckpoints::fill_snapshot(CheckpointSnapshot& s, const Source& source)
     const std::size_t norms = std::min<std::size_t>(source.screen_history.size(), kMaxScreenHistory);
     w.u32(static_cast<uint32_t>(norms));
     for (std::size_t i = source.screen_history.size() - norms; i < source.screen_history.size(); ++i) w.f64(source.screen_history[i]);
-    w.u64(theta.size() + source.global->outer_state_bytes());  // what ByteWriter::bytes puts before a blob
+    w.u64(count.size() + theta.size() + source.global->outer_state_bytes());  // what ByteWriter::bytes puts before a blob
     const std::vector<std::byte> head = w.take();
     s.state_file = std::make_unique<AtomicFile>(config_.checkpoint_dir + "/host.state");
     s.state_file->write_at(0, head);
     s.theta_offset = head.size();
     staging_ = std::make_unique<Staging>();
     staging_->sum.add(head);
+    staging_->sum.add(count);
     staging_->sum.add(theta);
-    staging_->write = std::make_unique<StagedWrite>(*s.state_file, head.size() + theta.size(), staging_->sum);
+    staging_->write = std::make_unique<StagedWrite>(*s.state_file, head.size() + count.size() + theta.size(), staging_->sum);
     source.global->write_outer_state([&](std::span<const std::byte> part) { staging_->write->add(part); });
 }
 
@@ -108,7 +110,7 @@ void HostCheckpoints::drop_snapshot(uint64_t round, const std::string& why) {
     CheckpointSnapshot& s = writer_->snapshot();
     staging_.reset();
     s.state_file.reset();
-    s.blob.reset();
+    s.theta.reset();
     log_result({round, 0, why});
 }
 

@@ -31,14 +31,12 @@ namespace arch {
 
 class HostCheckpoints {
 public:
-    // What a checkpoint holds, asked for only when one is taken: the round, the island map, the state
-    // of θ (the host's one shared copy, GlobalModel::save_replica_state at state_offset) and the
-    // model whose outer state is written where it lies.
+    // What a checkpoint holds, asked for only when one is taken: the round, the island map, θ (where
+    // it lies: GlobalModel::theta_snapshot) and the model whose outer state is written where it lies.
     struct Source {
         uint64_t round = 0;
         std::map<std::string, uint32_t> islands;
-        SharedBlob state;
-        std::size_t state_offset = 0;
+        std::shared_ptr<const FloatStore> theta;
         const diloco::GlobalModel* global = nullptr;
         std::vector<double> screen_history;  // the norms outer.screen remembers (HostDeltas)
     };

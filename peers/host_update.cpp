@@ -40,7 +40,7 @@ void Host::make_update(Link& link) {
             std::to_string(all.size()) + " islands), fragment θ " + global_->fragment_hash(fragment).substr(0, 16));
     ledger_.theta(round_, global_->hash());
     // The state of the old θ (P) lives on only while a queue still sends it (a joiner catches up with
-    // the updates queued after it) or the checkpoint writer writes it; the next joiner gets a new one.
+    // the updates queued after it); the next joiner gets a new one.
     shipping_.retire();
     sync_deadline_ = clock_.after(2 * options_.config.heartbeat_timeout_s);
     const Clock& real = Clock::real();  // the host's own work: real seconds
@@ -92,8 +92,12 @@ std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, 
     shipping_.give_back(std::move(room));
     seconds.aggregate = real.seconds_since(t);
     t = real.now();
+    const uint64_t copies = global_->theta_copies();
     global_->apply_update(update, fragment);  // θ must stay finite, or nothing changes
     seconds.step = real.seconds_since(t);
+    if (global_->theta_copies() > copies)
+        log("round " + std::to_string(round_) + " changed θ while the checkpoint writer still wrote the last one: θ was "
+            "copied (copy on write), and the writer's copy is freed when it is done");
     return update;
 }
 

@@ -8,27 +8,26 @@
 namespace arch {
 
 SharedBlob StateShipping::current(uint64_t round, const diloco::GlobalModel& global) {
-    if (blob_ && of_ == global.hash()) return blob_;
+    if (SharedBlob made = blob_.lock(); made && of_ == global.hash()) return made;
     retire();
     ByteWriter w(pool_->take());  // the memory of the last copy nobody holds any more
     w.bytes(protocol::encode(protocol::StateMeta{round, global.hash()}));
     const std::span<std::byte> state = w.bytes_in_place(global.replica_state_bytes());
     global.save_replica_state(state);
     std::vector<std::byte> blob = w.take();
-    offset_ = blob.size() - state.size();
-    blob_ = pool_->share(std::move(blob));
+    SharedBlob made = pool_->share(std::move(blob));
+    blob_ = made;
     of_ = global.hash();
-    return blob_;
+    return made;
 }
 
 void StateShipping::retire() {
     std::erase_if(stale_, [](const auto& weak) { return weak.expired(); });
-    if (blob_) stale_.push_back(std::exchange(blob_, nullptr));
+    if (!blob_.expired()) stale_.push_back(std::exchange(blob_, {}));
 }
 
 std::vector<std::string> StateShipping::withdraw_stale(Link& link, const std::string& key, const std::string& hash) {
     if (of_ != hash) retire();
-    // Freed once the checkpoint writer, if it writes one, is done with it.
     bool withdrawn = false;
     for (const auto& weak : std::exchange(stale_, {}))
         if (SharedBlob stale = weak.lock()) {

@@ -54,14 +54,14 @@ void check_outer_config(const OuterConfig& config) {
 
 GlobalModel::GlobalModel(FloatStore theta, const OuterConfig& config, std::vector<Fragment> fragments,
                          Holder holder)
-    : config_(config), theta_(std::move(theta)), fragments_(std::move(fragments)) {
+    : config_(config), theta_(std::make_shared<FloatStore>(std::move(theta))), fragments_(std::move(fragments)) {
     if (fragments_.empty()) {  // the whole vector: covered by construction
-        fragments_ = make_fragments(0, 0, theta_.size(), 1);
+        fragments_ = make_fragments(0, 0, theta_->size(), 1);
     } else {
-        std::vector<char> covered(theta_.size(), 0);
+        std::vector<char> covered(theta_->size(), 0);
         for (const Fragment& f : fragments_) {
             for (const auto& [begin, end] : f.ranges) {
-                if (begin > end || end > theta_.size()) throw Error("a fragment reaches past the model's parameters");
+                if (begin > end || end > theta_->size()) throw Error("a fragment reaches past the model's parameters");
                 for (std::size_t i = begin; i < end; ++i) {
                     if (covered[i]) throw Error("two fragments share parameter " + std::to_string(i));
                     covered[i] = 1;
@@ -75,6 +75,21 @@ GlobalModel::GlobalModel(FloatStore theta, const OuterConfig& config, std::vecto
     aggregator_ = outer::make_aggregator(config.aggregator);
     down_codec_ = compression::make_codec(config.down_codec);
     for (const Fragment& f : fragments_) optimizers_.push_back(make_optimizer(f.size, config));
+}
+
+std::shared_ptr<const FloatStore> GlobalModel::theta_snapshot() const {
+    if (theta_->is_on_disk()) throw Error("θ on disk is not shared with another thread");
+    return theta_;
+}
+
+FloatStore& GlobalModel::theta_to_change() {
+    // Only this thread hands out snapshots, so a count of 1 cannot grow while θ is changed.
+    if (theta_.use_count() > 1) {
+        const std::span<const float> now = theta_->values();
+        theta_ = std::make_shared<FloatStore>(std::vector<float>(now.begin(), now.end()));
+        ++theta_copies_;
+    }
+    return *theta_;
 }
 
 void GlobalModel::require_host(const char* what) const {
@@ -185,11 +200,11 @@ std::vector<std::byte> GlobalModel::step_and_encode(int p, std::span<float> aggr
     outer::OuterOptimizer& optimizer = *optimizers_[static_cast<std::size_t>(p)];
     // Only "average" ignores the lr; every other optimizer follows the schedule.
     if (config_.optimizer != OuterOptimizerKind::average) optimizer.set_lr(next_lr(p));
-    const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_.size();
-    std::span<const float> params(theta_.values());
+    const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_->size();
+    std::span<const float> params(theta_->values());
     if (!whole) {
         params_.resize(f.size);
-        gather(f, theta_.values(), params_);
+        gather(f, theta_->values(), params_);
         params = params_;
     }
     // A finite aggregate can still overflow θ (Δ near FLT_MAX, momentum): checked before anything moves.
@@ -217,12 +232,13 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
             const std::span<float> d = std::span(slice_).first(len);
             change.decode(first, d);
             for_each_run(f, first, len, [&](std::size_t at, std::size_t from, std::size_t count) {
-                float* t = theta_.data() + at;
                 const float* x = d.data() + from;
                 if (add) {
+                    float* t = theta_to_change().data() + at;
 #pragma omp parallel for simd schedule(static) if (count > (1 << 18))
                     for (std::size_t i = 0; i < count; ++i) t[i] = t[i] + x[i];
                 } else {
+                    const float* t = theta_->data() + at;
                     std::size_t n_bad = 0;
 #pragma omp parallel for simd schedule(static) reduction(+ : n_bad) if (count > (1 << 18))
                     for (std::size_t i = 0; i < count; ++i) n_bad += !std::isfinite(t[i] + x[i]);
@@ -234,7 +250,7 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     }
     ++applied_[static_cast<std::size_t>(p)];
     hash_.clear();
-    theta_.release();
+    theta_->release();
 }
 
 std::string hash_floats(std::span<const float> values) {
@@ -283,8 +299,8 @@ std::string hash_bytes(std::span<const std::span<const std::byte>> parts) {
 
 std::string GlobalModel::hash() const {
     if (hash_.empty()) {
-        hash_ = hash_floats(theta_.values());
-        theta_.release();
+        hash_ = hash_floats(theta_->values());
+        theta_->release();
     }
     return hash_;
 }
@@ -295,18 +311,18 @@ std::string GlobalModel::fragment_hash(int p) const {
     return hash_floats(values);
 }
 
-void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fragment(p), theta_.values(), out); }
+void GlobalModel::fragment_theta(int p, std::span<float> out) const { gather(fragment(p), theta_->values(), out); }
 
-std::size_t GlobalModel::replica_state_bytes() const { return 8 + theta_.size() * sizeof(float) + 8 + 8 * applied_.size(); }
+std::size_t GlobalModel::replica_state_bytes() const { return 8 + theta_->size() * sizeof(float) + 8 + 8 * applied_.size(); }
 
 void GlobalModel::save_replica_state(std::span<std::byte> out) const {
     if (out.size() != replica_state_bytes())
         throw Error("a replica's state needs " + std::to_string(replica_state_bytes()) + " bytes, given " +
                     std::to_string(out.size()));
-    const uint64_t n = theta_.size(), fragments = applied_.size();
+    const uint64_t n = theta_->size(), fragments = applied_.size();
     std::byte* at = out.data();
     store_le(at, n);
-    std::memcpy(at + 8, theta_.data(), n * sizeof(float));
+    std::memcpy(at + 8, theta_->data(), n * sizeof(float));
     at += 8 + n * sizeof(float);
     store_le(at, fragments);
     for (uint64_t p = 0; p < fragments; ++p) store_le(at + 8 + 8 * p, applied_[p]);
@@ -316,8 +332,8 @@ void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
     uint64_t n = 0, fragments = 0;
     if (bytes.size() < 8) throw Error("global state is truncated");
     n = load_le<uint64_t>(bytes.data());
-    if (n != theta_.size())
-        throw Error("global state holds " + std::to_string(n) + " parameters, the model has " + std::to_string(theta_.size()));
+    if (n != theta_->size())
+        throw Error("global state holds " + std::to_string(n) + " parameters, the model has " + std::to_string(theta_->size()));
     if (bytes.size() != replica_state_bytes()) throw Error("global state is " + std::to_string(bytes.size()) +
                                                            " bytes, expected " + std::to_string(replica_state_bytes()));
     const std::byte* at = bytes.data() + 8 + n * sizeof(float);
@@ -326,10 +342,10 @@ void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
         throw Error("global state has " + std::to_string(fragments) + " fragments, the run " + std::to_string(applied_.size()));
     const std::span<const float> theta(reinterpret_cast<const float*>(bytes.data() + 8), n);
     if (!all_finite(theta)) throw Error("global state holds a non-finite parameter");
-    std::memcpy(theta_.data(), theta.data(), n * sizeof(float));
+    std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
     for (uint64_t p = 0; p < fragments; ++p) applied_[p] = load_le<uint64_t>(at + 8 + 8 * p);
     hash_.clear();
-    theta_.release();
+    theta_->release();
 }
 
 // Layout: uint64 n, n floats of θ, then each fragment's optimizer state; with several fragments each
@@ -341,7 +357,7 @@ std::size_t GlobalModel::outer_state_bytes() const {
     return bytes;
 }
 
-std::size_t GlobalModel::state_bytes() const { return 8 + theta_.size() * sizeof(float) + outer_state_bytes(); }
+std::size_t GlobalModel::state_bytes() const { return 8 + theta_->size() * sizeof(float) + outer_state_bytes(); }
 
 std::vector<std::byte> GlobalModel::save_state() const {
     std::vector<std::byte> out(state_bytes());
@@ -352,9 +368,9 @@ std::vector<std::byte> GlobalModel::save_state() const {
 void GlobalModel::save_state(std::span<std::byte> out) const {
     if (out.size() != state_bytes())
         throw Error("global state needs " + std::to_string(state_bytes()) + " bytes, given " + std::to_string(out.size()));
-    const uint64_t n = theta_.size();
+    const uint64_t n = theta_->size();
     store_le(out.data(), n);
-    std::memcpy(out.data() + 8, theta_.data(), n * sizeof(float));
+    std::memcpy(out.data() + 8, theta_->data(), n * sizeof(float));
     save_outer_state(out.subspan(8 + n * sizeof(float)));
 }
 
@@ -384,9 +400,9 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
     uint64_t n = 0;
     if (bytes.size() < 8) throw Error("global state is truncated");
     n = load_le<uint64_t>(bytes.data());
-    if (n != theta_.size() || bytes.size() < 8 + n * sizeof(float))
+    if (n != theta_->size() || bytes.size() < 8 + n * sizeof(float))
         throw Error("global state holds " + std::to_string(n) + " parameters, the model has " +
-                    std::to_string(theta_.size()));
+                    std::to_string(theta_->size()));
     std::vector<float> theta(n);
     std::memcpy(theta.data(), bytes.data() + 8, n * sizeof(float));
     for (float x : theta)
@@ -409,7 +425,7 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
         for (std::size_t p = 0; p < optimizers_.size(); ++p) make_optimizer(fragments_[p].size, config_)->load_state(parts[p]);
         for (std::size_t p = 0; p < optimizers_.size(); ++p) optimizers_[p]->load_state(parts[p]);
     }
-    std::memcpy(theta_.data(), theta.data(), n * sizeof(float));
+    std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
     for (std::size_t p = 0; p < optimizers_.size(); ++p) applied_[p] = optimizers_[p]->steps();
     hash_.clear();
 }

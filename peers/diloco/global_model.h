@@ -60,9 +60,15 @@ public:
     GlobalModel(FloatStore theta, const OuterConfig& config, std::vector<Fragment> fragments = {},
                 Holder holder = Holder::host);
 
-    std::span<const float> theta() const { return theta_.values(); }
-    bool theta_on_disk() const { return theta_.is_on_disk(); }
-    void release_theta() const { theta_.release(); }  // on disk: its pages back to the page cache
+    std::span<const float> theta() const { return theta_->values(); }
+    bool theta_on_disk() const { return theta_->is_on_disk(); }
+    void release_theta() const { theta_->release(); }  // on disk: its pages back to the page cache
+    // θ as it is now, for a reader on another thread (the host's checkpoint writer): it stays as it is
+    // while held. θ is copied on write: the next change of θ while a reader holds it gives the model
+    // a copy of its own to change, and the reader's is freed when it lets go. So a checkpoint needs no
+    // copy of θ unless its write is still under way when θ next changes. θ in RAM only.
+    std::shared_ptr<const FloatStore> theta_snapshot() const;
+    uint64_t theta_copies() const { return theta_copies_; }  // how often a change of θ found it held
     uint64_t updates_applied() const;                 // over all fragments
     uint64_t updates_applied(int fragment) const;
     int fragments() const { return static_cast<int>(fragments_.size()); }
@@ -119,9 +125,11 @@ public:
 private:
     std::vector<std::byte> step_and_encode(int fragment, std::span<float> aggregate);  // the aggregate in, the change out
     void require_host(const char* what) const;
+    FloatStore& theta_to_change();  // θ, copied first when a snapshot of it is held
 
     OuterConfig config_;
-    FloatStore theta_;
+    std::shared_ptr<FloatStore> theta_;
+    uint64_t theta_copies_ = 0;
     std::vector<Fragment> fragments_;
     std::vector<uint64_t> applied_;  // updates applied, one count per fragment
     // Host only (a replica holds none of these):

@@ -211,6 +211,21 @@ TEST_CASE("zstd stage is lossless and stores incompressible chunks raw", "[codec
     REQUIRE(bytes.size() <= kWireHeaderBytes + 4 * x.size() + 8 + 4 * 6);
 }
 
+TEST_CASE("wire_bytes_limit bounds every codec's encoded size, and is reached by what zstd cannot shrink", "[codec][zstd]") {
+    const auto x = gaussian((1 << 20) + 333, 9);
+    for (const char* spec : {"fp32", "fp32+zstd", "bf16+zstd", "int8+zstd:3", "int4:block=64", "fp4+ef+zstd:1",
+                             "uint8+zstd", "sign+zstd", "topk:frac=0.5+zstd", "topk:frac=1"}) {
+        INFO(spec);
+        const std::vector<std::byte> bytes = make_codec(spec)->encode(x);
+        CHECK(bytes.size() <= wire_bytes_limit(spec, x.size()));
+    }
+    // fp32 of Gaussian values: zstd takes little more than their exponents' redundancy off, so the
+    // limit is not loose.
+    const std::vector<std::byte> raw = make_codec("fp32+zstd")->encode(x);
+    CHECK(static_cast<double>(raw.size()) >= 0.9 * static_cast<double>(wire_bytes_limit("fp32+zstd", x.size())));
+    CHECK(wire_bytes_limit("fp32", x.size()) == kWireHeaderBytes + 4 * x.size());
+}
+
 TEST_CASE("encode rejects NaN and infinite input with a clear error", "[codec]") {
     for (const char* spec : {"fp32", "fp16", "bf16", "int8", "uint8", "int4", "fp4", "topk", "sign",
                              "int8+ef+zstd"}) {

@@ -65,8 +65,8 @@ TEST_CASE("the writer writes its snapshot on its own thread, refuses a second wh
     CHECK_FALSE(w.busy());
     CHECK_FALSE(w.take_result());
     w.snapshot().round = 7;
-    auto blob = std::make_shared<const std::vector<std::byte>>(16, std::byte{1});
-    w.snapshot().blob = blob;
+    auto theta = std::make_shared<const FloatStore>(std::vector<float>(16, 1.0f));
+    w.snapshot().theta = theta;
     w.start();
     gate.wait_entered();
     CHECK(w.busy());
@@ -77,7 +77,7 @@ TEST_CASE("the writer writes its snapshot on its own thread, refuses a second wh
     w.wait();
     CHECK_FALSE(w.busy());
     CHECK(gate.seen_round == 7);
-    CHECK(blob.use_count() == 1);  // written, the writer holds the state no longer
+    CHECK(theta.use_count() == 1);  // written, the writer holds θ no longer
     const std::optional<CheckpointWriter::Result> r = w.take_result();
     REQUIRE(r);
     CHECK(r->round == 7);
@@ -94,7 +94,7 @@ TEST_CASE("a failed write is reported, not thrown; write_now writes on the calle
         if (fail) throw Error("disk full");
     });
     w.snapshot().round = 3;
-    w.snapshot().blob = std::make_shared<const std::vector<std::byte>>(8, std::byte{2});
+    w.snapshot().theta = std::make_shared<const FloatStore>(std::vector<float>(2, 2.0f));
     w.start();
     w.wait();
     const std::optional<CheckpointWriter::Result> r = w.take_result();
@@ -102,8 +102,8 @@ TEST_CASE("a failed write is reported, not thrown; write_now writes on the calle
     CHECK(r->error == "disk full");
     CHECK(wrote_on != caller);
     fail = false;
-    CHECK(w.write_now().error == "the checkpoint snapshot holds no state");  // the last write let go of it
-    w.snapshot().blob = std::make_shared<const std::vector<std::byte>>(8, std::byte{2});
+    CHECK(w.write_now().error == "the checkpoint snapshot holds no θ");  // the last write let go of it
+    w.snapshot().theta = std::make_shared<const FloatStore>(std::vector<float>(2, 2.0f));
     const CheckpointWriter::Result now = w.write_now();
     CHECK(now.error.empty());
     CHECK(now.round == 3);

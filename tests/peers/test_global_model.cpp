@@ -179,3 +179,44 @@ TEST_CASE("Δs held encoded and aggregated slice by slice give the update of the
     std::vector<GlobalModel::HeldDelta> held = {{&one, 1.0, 1.0f}};
     CHECK_THROWS_AS(model.make_update(held), arch::Error);
 }
+
+TEST_CASE("a snapshot of θ stays as it was while held: the next change of θ copies it, and only then") {
+    OuterConfig config;
+    std::vector<float> theta0(1000, 0.5f);
+    theta0[7] = 3.0e38f;  // a change of 1e38 there leaves fp32
+    GlobalModel host(theta0, config);
+    GlobalModel twin(theta0, config);
+    const std::vector<float> delta(1000, 0.01f);
+    host.apply_update(make_update(host, delta));  // nobody holds θ: changed where it lies
+    twin.apply_update(make_update(twin, delta));
+    CHECK(host.theta_copies() == 0);
+
+    std::shared_ptr<const arch::FloatStore> held = host.theta_snapshot();
+    const float* where = host.theta().data();
+    CHECK(held->data() == where);  // no copy to take it
+    const std::string at_snapshot = host.hash();
+    std::vector<float> overflow(1000, 0.0f);
+    overflow[7] = 1.0e38f;
+    CHECK_THROWS_WITH(host.apply_update(arch::compression::make_codec("fp32")->encode(overflow)), Catch::Contains("non-finite"));
+    CHECK(host.theta_copies() == 0);  // a refused update copies nothing
+    host.apply_update(make_update(host, delta));
+    twin.apply_update(make_update(twin, delta));
+    CHECK(host.theta_copies() == 1);
+    CHECK(host.theta().data() != where);
+    CHECK(arch::diloco::hash_floats(held->values()) == at_snapshot);  // the reader's θ did not move
+    CHECK(host.hash() == twin.hash());                                // and the model's did, as without one
+
+    held.reset();  // let go: the next change is in place again
+    where = host.theta().data();
+    host.apply_update(make_update(host, delta));
+    CHECK(host.theta_copies() == 1);
+    CHECK(host.theta().data() == where);
+
+    held = host.theta_snapshot();  // loading a state changes θ too
+    const std::string before_load = host.hash();
+    twin.apply_update(make_update(twin, delta));
+    host.load_state(twin.save_state());
+    CHECK(host.theta_copies() == 2);
+    CHECK(host.hash() == twin.hash());
+    CHECK(arch::diloco::hash_floats(held->values()) == before_load);
+}

@@ -120,10 +120,9 @@ TEST_CASE("an invited peer that floods the host cannot exhaust, stall or kill it
                                << " MB, model " << model_bytes / 1e6 << " MB");
     if (!(host->running())) FAIL(diagnostics());
     if (!sanitized) {
-        // The hellos make the host build the state of the current θ once (the old copy is freed first,
-        // unless the checkpoint writer still writes it). One state is θ alone (protocol 9), a model
-        // size and its headers; the checkpoint's copy of the momentum was made in the calm phase and
-        // is reused. Beside it the attacker's connection may fill its own allowance (docs/run-config.md:
+        // The hellos make the host build the state of the current θ once (the old copy is freed first;
+        // the checkpoint writer holds none: it reads θ, copied on write, which a write slower than a
+        // round may leave to it). One state is θ alone (protocol 9), a model size and its headers. Beside it the attacker's connection may fill its own allowance (docs/run-config.md:
         // 16 MiB read but not handled, 12 MiB of data replies). A second copy of the state for the
         // attacker would add a model size more. (Whether the calm phase had a state and a checkpoint
         // at once, and so raised the peak before, depends on the run: the bound holds either way.)

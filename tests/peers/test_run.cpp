@@ -218,8 +218,8 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
         return EventMatch{.kind = "rejected", .peer = "by-hand", .type = "pseudo_grad", .detail = detail};
     };
     const std::size_t n = 1;  // the host checks the size against the model and refuses
-    auto send_grad = [&](uint64_t round, std::vector<float> delta, bool poke_nan) {
-        std::vector<std::byte> payload = compression::make_codec("fp32")->encode(delta);
+    auto send_grad = [&](uint64_t round, std::vector<float> delta, bool poke_nan, const char* codec = "fp32") {
+        std::vector<std::byte> payload = compression::make_codec(codec)->encode(delta);
         if (poke_nan) {
             const float nan = std::nanf("");
             std::memcpy(payload.data() + payload.size() - sizeof(float), &nan, sizeof(float));
@@ -235,7 +235,9 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
     REQUIRE(by_hand.wait_host(*host, rejected("the model has"), 1));
     send_grad(rs.round, std::vector<float>(params, 0.5f), true);  // the right size, and a NaN in it
     REQUIRE(by_hand.wait_host(*host, rejected("is not finite"), 1));
-    CHECK(host->count(rejected("")) == 3);
+    send_grad(rs.round, std::vector<float>(params, 0.5f), false, "int8:block=256");  // not the run's wire.codec (fp32)
+    REQUIRE(by_hand.wait_host(*host, rejected("encoded as int8 (block 256); the run's wire.codec is fp32"), 1));
+    CHECK(host->count(rejected("")) == 4);
     by_hand.leave();  // the hand-made peer leaves: the run goes on with peer 1 alone
     if (host->wait(300) != 0) FAIL(host->log() + "\n--- peer 1\n" + p1->log());
     CHECK(p1->wait(30) == 0);
