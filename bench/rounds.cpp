@@ -3,11 +3,15 @@
 // limit), each with its own folder, run a few rounds of a preset's model; the figures come from the
 // processes' own log lines and /proc. The islands train for real (H steps of B x T tokens; keep them
 // small so the round's overheads, not its compute, are what is measured).
-// Columns: params; islands; codec; host_start_s (start to listening); state_mb_per_s (a joiner's state:
-// its size over the time from asking for it, by its hello or a hash report, to holding it);
+// Columns: params; islands; codec; host_threads (the host's OpenMP threads; each peer has one); host_start_s (start to listening); state_mb_per_s (a joiner's state:
+// its size over the time from asking for it, by its hello or a hash report, to holding it; the median
+// joiner); state_all_mb_per_s (every joiner's state together: their bytes over the time from the first
+// asking to the last holding, what the host sent while they shared it);
 // curve_ceiling_mb_per_s (libzmq CURVE on one connection, measured here in-process); link_mb_per_s (a blob
 // through Archipelago's own stack, HostLink to PeerLink: CURVE, chunks, checksums, credit); idle_s_per_sync (an island's last inner step to its next first
-// one, the median over rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
+// one, the median over rounds after the first; idle_s_max the longest, a DES-LOC round's when one is
+// among them: moments_every); cpu_s_per_round (every process's CPU seconds a round,
+// rounds after the first: on `cores` cores a round takes at least that over cores); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
 // fp32 model's bytes); held_deltas_over_p (the islands' Δs as the host holds them, out of their zstd stage,
 // at the codec's most: the part of the host's bound beyond 4 P); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
 // model and batch: its DiLoCo state); peer_anon_over_p (a peer's largest anonymous memory, sampled:
@@ -15,7 +19,7 @@
 // aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
 // inner_steps: real, or synthetic (--synthetic: bench_rounds_peer's islands perturb θ instead of
 // training, so 360M fits this machine; peer_diloco_rss_over_p is then the peak less θ_i's one P).
-// Usage: bench_rounds [--config gpt2-124m] [--islands 2] [--rounds 3] [--codec ...] [--synthetic] [--json]
+// Usage: bench_rounds [--config gpt2-124m] [--islands 2] [--rounds 3] [--codec ...] [--synthetic] [--host-threads 1] [--json]
 #include <unistd.h>
 #include <zmq.h>
 
@@ -41,6 +45,7 @@
 #include "net/allow_list.h"
 #include "net/keys.h"
 #include "peers/net_link.h"
+#include "peers/run_config.h"
 #include "tests/core/temp_dir.h"
 #include "tests/peers/process.h"
 
@@ -51,8 +56,10 @@ namespace {
 struct Options {
     std::string config = "gpt2-124m";
     int vocab = 0;  // 0: the preset's (GPT-2's 50257 for gpt2-124m), not the bundled tokenizer's
-    int islands = 2, rounds = 3, steps = 1, batch = 1, seq_len = 16;
+    int islands = 2, rounds = 5, steps = 1, batch = 1, seq_len = 16;  // round 3 is DES-LOC's (K = 4), timed by round 4
     int checkpoint_every = 1;  // run.checkpoint_every
+    int host_threads = 1;      // the host's OpenMP threads (every peer has one)
+    int moments_every = -1;    // outer.sync_moments_every (DES-LOC); < 0: run.toml's default
     std::string codec = "fp4+ef+zstd:1", down_codec = "int8:block=256+zstd:1";
     double ceiling_mb = 1024;
     double timeout_s = 1800;
@@ -82,6 +89,20 @@ double status_bytes(pid_t pid, const std::string& field) {
     return 0;
 }
 double peak_rss(pid_t pid) { return status_bytes(pid, "VmHWM"); }
+
+// The CPU seconds a process has used so far, every thread's (utime and stime of /proc/PID/stat);
+// 0 once it is gone.
+double cpu_seconds(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line) || line.rfind(')') == std::string::npos) return 0;
+    std::istringstream rest(line.substr(line.rfind(')') + 2));  // from field 3, the state
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i)
+        if (i >= 14) ticks += std::stod(field);  // utime, stime
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 // Every match of `pattern` in text: its first capture group as a number.
 std::vector<double> numbers(const std::string& text, const std::string& pattern) {
@@ -211,6 +232,7 @@ std::string run_toml(const Options& o, const TempDir& dir, int port) {
     t << "[inner]\nsteps_per_round = " << o.steps << "\nbatch = " << o.batch << "\nseq_len = " << o.seq_len
       << "\nwarmup = 1\nval_batches = 1\n[wire]\ncodec = \"" << o.codec << "\"\ndown_codec = \"" << o.down_codec << "\"\n"
       << "[deadlines]\njoin_timeout_s = 1200\nround_timeout_s = 1200\n";
+    if (o.moments_every >= 0) t << "[outer]\nsync_moments_every = " << o.moments_every << "\n";
     return t.str();
 }
 
@@ -241,6 +263,9 @@ nlohmann::ordered_json measure(const Options& o) {
     TempDir dir;
     const KeptFolder kept{dir, o.keep};  // after every process below has ended
     const std::vector<std::string> env = {"OMP_NUM_THREADS=1"};
+    // The host's own phases (decode, aggregate, encode) run while the islands wait for it, so it may
+    // have more threads than a peer; passive, they sleep rather than spin while the islands compute.
+    const std::vector<std::string> host_env = {"OMP_NUM_THREADS=" + std::to_string(o.host_threads), "OMP_WAIT_POLICY=passive"};
     std::fprintf(stderr, "bench_rounds: %s (%.0fM parameters, P = %.0f MB), %d islands, %s up, %s down\n",
                  o.config.c_str(), params / 1e6, P / 1e6, o.islands, o.codec.c_str(), o.down_codec.c_str());
 
@@ -272,7 +297,7 @@ nlohmann::ordered_json measure(const Options& o) {
               dir.file("setup.log"));
     }
     const Clock::time_point started = Clock::real().now();
-    test::Process host({"host", "--config", config, "--events", dir.file("host.events")}, dir.file("host.log"), env);
+    test::Process host({"host", "--config", config, "--events", dir.file("host.events")}, dir.file("host.log"), host_env);
     host.watch_events(dir.file("host.events"));
     if (!host.wait_event({.kind = "waiting"}, o.timeout_s)) throw Error("bench_rounds: the host did not start: " + host.log());
     const double host_start = seconds_since(started);
@@ -291,6 +316,14 @@ nlohmann::ordered_json measure(const Options& o) {
                                                         o.synthetic ? "bench_rounds_peer" : "archipelago"));
     }
     double host_peak = 0, peer_peak = 0, peer_anon = 0;  // peer_anon: sampled every 100 ms
+    // Every process's CPU seconds when the first round is done and when the last is: what a round
+    // costs the machine, which on a few cores bounds how short a sync can be.
+    auto all_cpu = [&] {
+        double s = cpu_seconds(host.pid());
+        for (auto& p : peers) s += cpu_seconds(p->pid());
+        return s;
+    };
+    double cpu_first = 0, cpu_last = 0;
     std::size_t shown = 0;
     const auto end = Clock::real().now() + std::chrono::duration<double>(o.timeout_s);
     while (host.running() && Clock::real().now() < end) {
@@ -302,6 +335,8 @@ nlohmann::ordered_json measure(const Options& o) {
         const std::vector<double> done = numbers(host.log(), R"(round (\d+) host seconds)");
         if (done.size() > shown) {
             shown = done.size();
+            if (shown == 1) cpu_first = all_cpu();
+            if (shown == static_cast<std::size_t>(o.rounds)) cpu_last = all_cpu();
             std::fprintf(stderr, "  round %zu/%d done after %.0f s; host peak RSS %.2f P, peer %.2f P\n", shown, o.rounds,
                          seconds_since(started), host_peak / P, peer_peak / P);
         }
@@ -312,11 +347,19 @@ nlohmann::ordered_json measure(const Options& o) {
 
     const std::string h = host.log();
     std::vector<double> states, idle, compute;
+    double state_mb = 0, first_ask = 1e300, last_held = -1e300;  // every joiner's first state together
     for (auto& p : peers) {
         const std::string log = p->log();
         const std::vector<double> mb = numbers(log, R"(a state of ([0-9.]+) MB in)");
         const std::vector<double> s = numbers(log, R"(MB in ([0-9.]+) s since it was asked for)");
         if (!mb.empty() && !s.empty() && s[0] > 0) states.push_back(mb[0] / s[0]);
+        std::smatch at;  // the line's time of day, in seconds
+        if (!mb.empty() && !s.empty() && std::regex_search(log, at, std::regex(R"((\d\d):(\d\d):(\d\d\.\d+) [^\n]*a state of)"))) {
+            const double held = 3600 * std::stod(at[1].str()) + 60 * std::stod(at[2].str()) + std::stod(at[3].str());
+            state_mb += mb[0];
+            first_ask = std::min(first_ask, held - s[0]);
+            last_held = std::max(last_held, held);
+        }
         const std::vector<double> i = numbers(log, R"(idle ([0-9.]+) s since this island's last inner step)");
         idle.insert(idle.end(), i.begin(), i.end());
         const std::vector<double> c = numbers(log, R"(times: compute ([0-9.]+) s)");
@@ -329,6 +372,8 @@ nlohmann::ordered_json measure(const Options& o) {
     row["codec"] = o.codec;
     row["down_codec"] = o.down_codec;
     row["checkpoint_every"] = o.checkpoint_every;
+    row["host_threads"] = o.host_threads;
+    row["moments_every"] = o.moments_every >= 0 ? o.moments_every : RunConfig{}.sync_moments_every;
     row["inner_steps"] = o.synthetic ? "synthetic" : "real";
     row["state_on_disk"] = o.state_on_disk;
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
@@ -340,9 +385,13 @@ nlohmann::ordered_json measure(const Options& o) {
     row["peer_anon_over_p"] = bench::rounded(peer_anon / P, 2);
     row["peer_compute_s"] = bench::rounded(median(compute), 2);
     row["state_mb_per_s"] = bench::rounded(median(states), 1);
+    row["state_all_mb_per_s"] = bench::rounded(last_held > first_ask ? state_mb / (last_held - first_ask) : -1, 1);
     row["curve_ceiling_mb_per_s"] = bench::rounded(ceiling, 1);
     row["link_mb_per_s"] = bench::rounded(through_link, 1);
     row["idle_s_per_sync"] = bench::rounded(median(idle), 2);
+    row["idle_s_max"] = bench::rounded(idle.empty() ? -1 : *std::max_element(idle.begin(), idle.end()), 2);
+    row["cpu_s_per_round"] = bench::rounded(o.rounds > 1 && cpu_last > 0 ? (cpu_last - cpu_first) / (o.rounds - 1) : -1, 2);
+    row["cores"] = static_cast<int>(std::thread::hardware_concurrency());
     row["host_start_s"] = bench::rounded(host_start, 2);
     row["receive_s"] = bench::rounded(phase("receive"), 2);
     row["decode_s"] = bench::rounded(phase("decode"), 2);
@@ -368,6 +417,10 @@ int main(int argc, char** argv) {
     app.add_option("--steps", o.steps, "inner steps a round (H)")->check(bench::at_least_one());
     app.add_option("--batch", o.batch, "B")->check(bench::at_least_one());
     app.add_option("--seq-len", o.seq_len, "T")->check(bench::at_least_one());
+    app.add_option("--moments-every", o.moments_every,
+                   "outer.sync_moments_every: DES-LOC's AdamW moments every this many rounds (0: never; default: run.toml's)");
+    app.add_option("--host-threads", o.host_threads, "the host's OpenMP threads (passive: they sleep while idle); each peer has one")
+        ->check(bench::at_least_one());
     app.add_option("--checkpoint-every", o.checkpoint_every, "run.checkpoint_every: updates between checkpoints")
         ->check(bench::at_least_one());
     app.add_option("--codec", o.codec, "uplink codec (pseudo-gradients)");

@@ -5,9 +5,12 @@
 #include "compression/held_payload.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "compression/detail.h"
+#include "core/bytes.h"
 #include "core/error.h"
 
 namespace arch::compression {
@@ -32,6 +35,32 @@ HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count
 }
 
 std::uint64_t HeldPayload::alignment() const { return detail::slice_alignment(info_.codec, info_.block); }
+
+float HeldPayload::magnitude_bound() const {
+    const auto largest = [](const std::byte* floats, std::uint64_t n) {
+        float most = 0.0f;
+        for (std::uint64_t i = 0; i < n; ++i) most = std::max(most, std::fabs(load_le<float>(floats + 4 * i)));
+        return most;
+    };
+    const std::uint64_t blocks = info_.block ? detail::blocks_of(info_.count, info_.block) : 0;
+    // Each decoder gives code × scale, clamped to ±FLT_MAX: the largest code's magnitude per codec.
+    switch (info_.codec) {
+        case CodecId::int8: return 128.0f * largest(body_.data(), blocks);
+        case CodecId::int4: return 8.0f * largest(body_.data(), blocks);
+        case CodecId::fp4: return 6.0f * largest(body_.data(), blocks);
+        case CodecId::sign: return largest(body_.data(), blocks);
+        case CodecId::uint8_sigma: return largest(body_.data(), 256);  // the codebook's bin means
+        case CodecId::topk: {
+            float most = 0.0f;
+            for (const float x : whole_) most = std::max(most, std::fabs(x));
+            return most;
+        }
+        case CodecId::fp32:
+        case CodecId::fp16:
+        case CodecId::bf16: break;
+    }
+    return std::numeric_limits<float>::infinity();
+}
 
 void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
     const std::uint64_t n = out.size();

@@ -30,6 +30,10 @@ public:
     std::uint64_t count() const { return info_.count; }
     // A slice must start at a multiple of this: a blockwise codec's block, else 1.
     std::uint64_t alignment() const;
+    // At least the largest magnitude any decoded value has, read from the payload's scales (a
+    // blockwise codec: its largest scale times its largest code; uint8: its codebook; topk: its
+    // values) without decoding it; infinity for the codecs that have no scales (fp32, fp16, bf16).
+    float magnitude_bound() const;
     // Floats [first, first + out.size()) of the decoded buffer. Throws arch::Error for a slice that is
     // not aligned or runs past count(). Not thread-safe (a per-object scratch).
     void decode(std::uint64_t first, std::span<float> out) const;

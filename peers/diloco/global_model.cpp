@@ -223,8 +223,14 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     // Validated whole (header, sizes, zstd frames, scales) before θ is touched, and read where it lies.
     const compression::HeldPayload change(update, f.size, compression::HeldPayload::Keep::borrow);
     const std::size_t slice = static_cast<std::size_t>(compression::slice_length(change.alignment()));
-    // Twice over the slices: first that θ stays finite, then the addition, so a refused update changes nothing.
+    // A refused update changes nothing. Where the largest |θ| and the largest value the change can
+    // decode to (its scales say) cannot reach fp32's range, θ stays finite: one pass adds it. Otherwise
+    // two passes over the slices: first that θ stays finite, then the addition.
+    if (theta_bound_ < 0) theta_bound_ = largest_magnitude(theta_->values());
+    const bool sure = static_cast<double>(theta_bound_) + static_cast<double>(change.magnitude_bound()) < 0.5 * FLT_MAX;
+    float largest = 0.0f;  // |θ| after the addition, over the runs it changed
     for (const bool add : {false, true}) {
+        if (!add && sure) continue;
         std::size_t bad = 0;
         for (std::size_t first = 0; first < f.size; first += slice) {
             const std::size_t len = std::min(slice, f.size - first);
@@ -235,8 +241,13 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
                 const float* x = d.data() + from;
                 if (add) {
                     float* t = theta_to_change().data() + at;
-#pragma omp parallel for simd schedule(static) if (count > (1 << 18))
-                    for (std::size_t i = 0; i < count; ++i) t[i] = t[i] + x[i];
+                    float most = 0.0f;
+#pragma omp parallel for simd schedule(static) reduction(max : most) if (count > (1 << 18))
+                    for (std::size_t i = 0; i < count; ++i) {
+                        t[i] = t[i] + x[i];
+                        most = std::max(most, std::fabs(t[i]));
+                    }
+                    largest = std::max(largest, most);
                 } else {
                     const float* t = theta_->data() + at;
                     std::size_t n_bad = 0;
@@ -248,6 +259,8 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
         }
         if (bad > 0) throw Error("the update would make θ non-finite; it was discarded and θ kept as it was");
     }
+    // Still at least the largest |θ|: the runs left alone are within the old bound.
+    theta_bound_ = f.size == theta_->size() ? largest : std::max(theta_bound_, largest);
     ++applied_[static_cast<std::size_t>(p)];
     hash_.clear();
     theta_->release();
@@ -343,6 +356,7 @@ void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
     const std::span<const float> theta(reinterpret_cast<const float*>(bytes.data() + 8), n);
     if (!all_finite(theta)) throw Error("global state holds a non-finite parameter");
     std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
+    theta_bound_ = -1.0f;
     for (uint64_t p = 0; p < fragments; ++p) applied_[p] = load_le<uint64_t>(at + 8 + 8 * p);
     hash_.clear();
     theta_->release();
@@ -426,6 +440,7 @@ void GlobalModel::load_state(std::span<const std::byte> bytes) {
         for (std::size_t p = 0; p < optimizers_.size(); ++p) optimizers_[p]->load_state(parts[p]);
     }
     std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
+    theta_bound_ = -1.0f;
     for (std::size_t p = 0; p < optimizers_.size(); ++p) applied_[p] = optimizers_[p]->steps();
     hash_.clear();
 }

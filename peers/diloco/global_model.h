@@ -130,6 +130,7 @@ private:
     OuterConfig config_;
     std::shared_ptr<FloatStore> theta_;
     uint64_t theta_copies_ = 0;
+    float theta_bound_ = -1.0f;  // at least the largest |θ| (< 0: not known): apply_update's one-pass test
     std::vector<Fragment> fragments_;
     std::vector<uint64_t> applied_;  // updates applied, one count per fragment
     // Host only (a replica holds none of these):

@@ -101,18 +101,29 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, st
     if (delta_.size() != num_params_) delta_ = FloatStore(std::vector<float>(num_params_));  // none yet, or swapped with none
     const std::span<float> delta = delta_.values();
     get_params(delta);
-    for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = theta[i] - delta[i];
+    // Δ = θ - θ_i and, with error feedback (no privacy share to add to Δ first), the residual added in
+    // the same pass: the same two roundings as two passes, one pass over memory fewer.
+    const bool residual_now = ef && !share_ && residual_.size() != 0;
+    if (residual_now) {
+        const float* e = residual_.data();
+        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = (theta[i] - delta[i]) + e[i];
+        residual_.release();
+    } else {
+        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = theta[i] - delta[i];
+    }
     if (!ef) {
         r.payload = encode(delta, 0);
         return;
     }
-    add_share(delta);
-    if (residual_.size() == 0) {  // none yet: a residual of zeros, as the codec's own error feedback starts
-        for (float& x : delta) x = x + 0.0f;
-    } else {
-        const float* e = residual_.data();
-        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = delta[i] + e[i];
-        residual_.release();
+    if (!residual_now) {
+        add_share(delta);
+        if (residual_.size() == 0) {  // none yet: a residual of zeros, as the codec's own error feedback starts
+            for (float& x : delta) x = x + 0.0f;
+        } else {
+            const float* e = residual_.data();
+            for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = delta[i] + e[i];
+            residual_.release();
+        }
     }
     r.payload = codec_->encode_feedback(delta);  // throws for a non-finite Δ: nothing sent, residual_ as it was
     if (round) pending_ = *round;

@@ -27,11 +27,12 @@ GPU_TRAIN = {"attention": str, "B": int, "T": int, "ms_per_step": float, "tokens
              "mfu": float, "peak_gib": float}
 PREPARE = {"tool": str, "threads": int, "mb": float, "seconds": float, "mb_per_s": float, "tokens": int,
            "same_ids": bool}
-ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "checkpoint_every": int, "inner_steps": str,
+ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "checkpoint_every": int, "host_threads": int, "moments_every": int,
+          "inner_steps": str,
           "state_on_disk": bool, "host_rss_over_p": float, "held_deltas_over_p": float,
           "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "peer_anon_over_p": float, "peer_compute_s": float,
-          "state_mb_per_s": float,
-          "curve_ceiling_mb_per_s": float, "link_mb_per_s": float, "idle_s_per_sync": float, "host_start_s": float, "receive_s": float,
+          "state_mb_per_s": float, "state_all_mb_per_s": float,
+          "curve_ceiling_mb_per_s": float, "link_mb_per_s": float, "idle_s_per_sync": float, "idle_s_max": float, "cpu_s_per_round": float, "cores": int, "host_start_s": float, "receive_s": float,
           "decode_s": float, "aggregate_encode_s": float, "outer_step_s": float, "checkpoint_s": float,
           "eval_s": float, "send_s": float}
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU case on a machine without a usable GPU
@@ -184,7 +185,7 @@ def case_rounds(bin_dir):
     p = run(bin_dir, ["bench_rounds", "--json", "--config", "tiny", "--islands", "2", "--rounds", "2",
                       "--ceiling-mb", "50"])
     row = json_rows(p.stdout, ROUNDS)[0]
-    missing = [k for k in ["host_rss_over_p", "held_deltas_over_p", "peer_rss_over_p", "state_mb_per_s", "curve_ceiling_mb_per_s", "link_mb_per_s",
+    missing = [k for k in ["host_rss_over_p", "held_deltas_over_p", "cpu_s_per_round", "peer_rss_over_p", "state_mb_per_s", "state_all_mb_per_s", "curve_ceiling_mb_per_s", "link_mb_per_s",
                            "host_start_s", "receive_s", "send_s"] if not row[k] > 0]
     if missing or row["idle_s_per_sync"] < 0 or row["params"] != 7248640 or row["inner_steps"] != "real":
         fail(f"not measured: {missing}; row {row}")

@@ -5,7 +5,10 @@
 // feedback, which subtracts its decode a slice at a time, leaves exactly x + r - decode(encode(x + r)).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -39,6 +42,16 @@ TEST_CASE("every slice of a held payload decodes to the floats decode() gives th
                 first += len;
             }
             CHECK(std::memcmp(sliced.data(), whole.data(), n * sizeof(float)) == 0);
+            // The bound read from the scales holds every decoded value, and is not loose by more than
+            // a code's range (within 128 × for int8; infinite only where a codec has no scales).
+            float most = 0.0f;
+            for (const float v : whole) most = std::max(most, std::fabs(v));
+            const float bound = held.magnitude_bound();
+            CHECK(bound >= most);
+            const std::string name(spec);
+            if (name.rfind("fp", 0) == 0 && name.rfind("fp4", 0) != 0) CHECK(std::isinf(bound));
+            else if (name.rfind("bf16", 0) == 0) CHECK(std::isinf(bound));
+            else if (name.rfind("uint8", 0) != 0) CHECK(bound <= 128.0f * most + 1e-30f);  // uint8: its codebook's reach
             if (align > 1 && n > align) CHECK_THROWS_AS(held.decode(align / 2, std::span(sliced).first(8)), Error);
             if (n >= 2) CHECK_THROWS_AS(held.decode(n - 1, std::span(sliced).first(2)), Error);  // past the end
         }

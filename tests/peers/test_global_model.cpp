@@ -220,3 +220,34 @@ TEST_CASE("a snapshot of θ stays as it was while held: the next change of θ co
     CHECK(host.hash() == twin.hash());
     CHECK(arch::diloco::hash_floats(held->values()) == before_load);
 }
+
+TEST_CASE("an update added in one pass (its scales bound it) or checked first leaves θ + decode(update), bit for bit") {
+    const std::size_t n = 2'500'003;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> d(0.0f, 0.02f);
+    std::vector<float> theta0(n), change(n);
+    for (float& x : theta0) x = d(rng);
+    for (float& x : change) x = d(rng);
+    for (const char* codec : {"int8:block=256+zstd:1", "fp4", "fp32"}) {  // fp32 has no scales: two passes
+        INFO(codec);
+        GlobalModel replica(theta0, OuterConfig{}, {}, GlobalModel::Holder::replica);
+        const std::vector<std::byte> update = arch::compression::make_codec(codec)->encode(change);
+        std::vector<float> expected(n), decoded(n);
+        arch::compression::decode(update, decoded);
+        for (std::size_t i = 0; i < n; ++i) expected[i] = theta0[i] + decoded[i];
+        for (int round = 0; round < 2; ++round) {  // the bound of θ known from the last addition, the second time
+            replica.apply_update(update);
+            CHECK(replica.hash() == arch::diloco::hash_floats(expected));
+            for (std::size_t i = 0; i < n; ++i) expected[i] = expected[i] + decoded[i];
+        }
+    }
+    // A scaled update that would carry θ past fp32 is still refused, θ unchanged.
+    std::vector<float> big(1024, 1.0f);
+    big[5] = 3.0e38f;
+    GlobalModel replica(big, OuterConfig{}, {}, GlobalModel::Holder::replica);
+    std::vector<float> push(1024, 0.0f);
+    push[5] = 1.0e38f;
+    const std::string before = replica.hash();
+    CHECK_THROWS_WITH(replica.apply_update(arch::compression::make_codec("int8:block=256")->encode(push)), Catch::Contains("non-finite"));
+    CHECK(replica.hash() == before);
+}
