@@ -1,8 +1,9 @@
 // peers/blob_pool.h: one spare buffer for a blob made again and again at the same size (the host's
 // state of θ, P, made for joiners). A blob shared through the pool gives its buffer back when its
-// last holder lets go of it (a send queue: any thread), and the next blob is built in that buffer instead of in fresh memory the kernel must
-// clear page by page. The host also borrows the spare for a round's aggregate and keeps it back
-// (keep) before the next state is built in it. At most one spare is kept; a second is freed.
+// last holder lets go of it (a send queue: any thread), and the next blob is built in that buffer
+// instead of in fresh memory the kernel must clear page by page. The host also borrows the spare for
+// a round's aggregate and keeps it back (keep) before the next state is built in it. At most one
+// spare is kept; a second is freed.
 #pragma once
 
 #include <cstddef>

@@ -1,12 +1,13 @@
 // peers/checkpoint_writer.h: the host's checkpoints written on a thread of their own, from a snapshot,
 // so a round never waits for the disk (docs/protocol.md, "Failures"). The snapshot's θ is the host's
 // own, held only while it is written: θ is copied on write (GlobalModel::theta_snapshot), so it takes
-// no memory unless the next update comes while the write is under way; the outer state, which the next round changes, the host has already written into the
-// file (snapshot.state_file) by then. The host fills the snapshot only while no write is under way, and a checkpoint due
-// meanwhile waits for the next chance (the host keeps asking), so a slow disk skips checkpoints rather
-// than queueing copies of the state. The thread runs at the lowest CPU and I/O priority: it takes what
-// the rounds leave. Results come back to the host's own thread (take_result), which
-// logs them: the writer never calls into the host.
+// no memory unless the next update comes while the write is under way. The outer state, which the
+// next round changes, the host has already written into the file (snapshot.state_file) by then. The
+// host fills the snapshot only while no write is under way, and a checkpoint due meanwhile waits for
+// the next chance (the host keeps asking), so a slow disk skips checkpoints rather than queueing
+// copies of θ. The thread runs at the lowest CPU and I/O priority: it takes what the rounds leave.
+// Results come back to the host's own thread (take_result), which logs them: the writer never calls
+// into the host.
 #pragma once
 
 #include <condition_variable>
