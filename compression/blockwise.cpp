@@ -74,9 +74,9 @@ void check_scales(ByteSpan payload, std::uint64_t nb, std::string_view codec) {
     }
 }
 
-template <class BlockFn>
+template <class BlockFn, class DecodeFn>
 Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t code_bytes,
-                  std::string_view codec, BlockFn&& fn) {
+                  std::string_view codec, float* subtract_from, BlockFn&& fn, DecodeFn&& decode) {
     const std::uint64_t n = x.size();
     const std::uint64_t nb = blocks_of(n, block);
     Bytes out = payload_buffer(4 * nb + code_bytes);
@@ -88,11 +88,46 @@ Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t c
         if (!fn(x.data() + first, len, first, codes, s)) {
 #pragma omp atomic write
             bad = 1;
+            return;
         }
         store_le(scales + 4 * b, s);
+        if (!subtract_from) return;
+        // Error feedback: the block's decode, exactly as its decoder gives it, taken off while the
+        // block is in cache (pieces of a multiple of 8 values start on a byte of every code layout).
+        constexpr std::uint64_t kPiece = 256;
+        float d[kPiece];
+        for (std::uint64_t off = 0; off < len; off += kPiece) {
+            const std::uint64_t m = std::min(kPiece, len - off);
+            decode(codes, first + off, m, s, d);
+            float* r = subtract_from + first + off;
+#pragma omp simd
+            for (std::uint64_t i = 0; i < m; ++i) r[i] = r[i] - d[i];
+        }
     });
     if (bad) throw_non_finite(x, codec);
     return out;
+}
+
+// Each codec's decode of `len` values from position `first` (a multiple of 8), scale s: the one
+// loop both its decoder and its encoder's error feedback run.
+inline void int8_values(const std::byte* codes, std::uint64_t first, std::uint64_t len, float s, float* y) {
+    const auto* q = reinterpret_cast<const std::int8_t*>(codes) + first;
+#pragma omp simd
+    for (std::uint64_t i = 0; i < len; ++i) y[i] = clamp_finite(float(q[i]) * s);
+}
+
+inline void int4_values(const std::byte* codes, std::uint64_t first, std::uint64_t len, float s, float* y) {
+    const auto* cb = reinterpret_cast<const std::uint8_t*>(codes) + first / 2;
+    for (std::uint64_t i = 0; i < len; ++i) {
+        const int v = ((cb[i / 2] >> (4 * (i & 1))) & 15) - 8;
+        y[i] = clamp_finite(float(v) * s);
+    }
+}
+
+inline void sign_values(const std::byte* codes, std::uint64_t first, std::uint64_t len, float s, float* y) {
+    const auto* cb = reinterpret_cast<const std::uint8_t*>(codes) + first / 8;
+#pragma omp simd
+    for (std::uint64_t i = 0; i < len; ++i) y[i] = ((cb[i / 8] >> (i & 7)) & 1) ? -s : s;
 }
 
 }  // namespace
@@ -111,8 +146,8 @@ void check_blockwise(CodecId id, ByteSpan payload, std::uint32_t block, std::uin
 }
 
 // ---- int8 ---------------------------------------------------------------------------------------
-Bytes encode_int8(std::span<const float> x, std::uint32_t block) {
-    return encode_with(x, block, x.size(), "int8",
+Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from) {
+    return encode_with(x, block, x.size(), "int8", subtract_from,
                        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
                           float& s) {
                            float absmax;
@@ -121,25 +156,21 @@ Bytes encode_int8(std::span<const float> x, std::uint32_t block) {
                            auto* q = reinterpret_cast<std::int8_t*>(codes + first);
                            quantize_uniform(xb, len, s, 127.0f, q);
                            return true;
-                       });
+                       },
+                       int8_values);
 }
 
 void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
     check_blockwise(CodecId::int8, payload, block, n);
-    const auto* q = reinterpret_cast<const std::int8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load_le<float>(payload.data() + 4 * b);
-        float* y = out.data() + first;
-        const std::int8_t* qb = q + first;
-#pragma omp simd
-        for (std::uint64_t i = 0; i < len; ++i) y[i] = clamp_finite(float(qb[i]) * s);
+        int8_values(payload.data() + 4 * nb, first, len, load_le<float>(payload.data() + 4 * b), out.data() + first);
     });
 }
 
 // ---- int4: codes q+8 in [1,15], element 2j in the low nibble of byte j -----------------------------
-Bytes encode_int4(std::span<const float> x, std::uint32_t block) {
-    return encode_with(x, block, (x.size() + 1) / 2, "int4",
+Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from) {
+    return encode_with(x, block, (x.size() + 1) / 2, "int4", subtract_from,
                        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
                           float& s) {
                            float absmax;
@@ -158,21 +189,15 @@ Bytes encode_int4(std::span<const float> x, std::uint32_t block) {
                                if (l & 1) cb[l / 2] = static_cast<std::uint8_t>(q[l - 1] + 8);
                            }
                            return true;
-                       });
+                       },
+                       int4_values);
 }
 
 void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
     check_blockwise(CodecId::int4, payload, block, n);
-    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load_le<float>(payload.data() + 4 * b);
-        float* y = out.data() + first;
-        const std::uint8_t* cb = c + first / 2;
-        for (std::uint64_t i = 0; i < len; ++i) {
-            const int v = ((cb[i / 2] >> (4 * (i & 1))) & 15) - 8;
-            y[i] = clamp_finite(float(v) * s);
-        }
+        int4_values(payload.data() + 4 * nb, first, len, load_le<float>(payload.data() + 4 * b), out.data() + first);
     });
 }
 
@@ -187,11 +212,20 @@ inline std::uint8_t e2m1_code(float x, float inv) {
                   (v > 3.5f) + (v > 5.0f);
     return static_cast<std::uint8_t>(m | (x < 0.0f ? 8 : 0));
 }
+
+inline void fp4_values(const std::byte* codes, std::uint64_t first, std::uint64_t len, float s, float* y) {
+    const auto* cb = reinterpret_cast<const std::uint8_t*>(codes) + first / 2;
+    for (std::uint64_t i = 0; i + 1 < len; i += 2) {
+        y[i] = clamp_finite(kE2m1[cb[i / 2] & 15] * s);
+        y[i + 1] = clamp_finite(kE2m1[cb[i / 2] >> 4] * s);
+    }
+    if (len & 1) y[len - 1] = clamp_finite(kE2m1[cb[len / 2] & 15] * s);
+}
 }  // namespace
 
-Bytes encode_fp4(std::span<const float> x, std::uint32_t block) {
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from) {
     return encode_with(
-        x, block, (x.size() + 1) / 2, "fp4",
+        x, block, (x.size() + 1) / 2, "fp4", subtract_from,
         [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
             float absmax;
             if (!block_absmax(xb, len, absmax)) return false;
@@ -222,29 +256,22 @@ Bytes encode_fp4(std::span<const float> x, std::uint32_t block) {
                 }
             }
             return true;
-        });
+        },
+        fp4_values);
 }
 
 void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
     check_blockwise(CodecId::fp4, payload, block, n);
-    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load_le<float>(payload.data() + 4 * b);
-        float* y = out.data() + first;
-        const std::uint8_t* cb = c + first / 2;
-        for (std::uint64_t i = 0; i + 1 < len; i += 2) {
-            y[i] = clamp_finite(kE2m1[cb[i / 2] & 15] * s);
-            y[i + 1] = clamp_finite(kE2m1[cb[i / 2] >> 4] * s);
-        }
-        if (len & 1) y[len - 1] = clamp_finite(kE2m1[cb[len / 2] & 15] * s);
+        fp4_values(payload.data() + 4 * nb, first, len, load_le<float>(payload.data() + 4 * b), out.data() + first);
     });
 }
 
 // ---- sign: bit i of a block set when x_i < 0, LSB first; scale = mean |x| -------------------------
-Bytes encode_sign(std::span<const float> x, std::uint32_t block) {
+Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from) {
     return encode_with(
-        x, block, (x.size() + 7) / 8, "sign",
+        x, block, (x.size() + 7) / 8, "sign", subtract_from,
         [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
             double sum = 0.0;
             float z = 0.0f;
@@ -265,19 +292,15 @@ Bytes encode_sign(std::span<const float> x, std::uint32_t block) {
                 c[j] = byte;
             }
             return true;
-        });
+        },
+        sign_values);
 }
 
 void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out) {
     const std::uint64_t n = out.size(), nb = blocks_of(n, block);
     check_blockwise(CodecId::sign, payload, block, n);
-    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
     for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
-        const float s = load_le<float>(payload.data() + 4 * b);
-        float* y = out.data() + first;
-        const std::uint8_t* cb = c + first / 8;
-#pragma omp simd
-        for (std::uint64_t i = 0; i < len; ++i) y[i] = ((cb[i / 8] >> (i & 7)) & 1) ? -s : s;
+        sign_values(payload.data() + 4 * nb, first, len, load_le<float>(payload.data() + 4 * b), out.data() + first);
     });
 }
 

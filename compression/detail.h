@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,10 +64,12 @@ float half_to_float(std::uint16_t h);  // h must not be inf/NaN
 std::uint16_t float_to_bf16(float f);  // round to nearest even, saturating at +-max bf16
 
 // ---- blockwise absmax codecs: int8, int4, fp4, sign (blockwise.cpp) -----------------------------
-Bytes encode_int8(std::span<const float> x, std::uint32_t block);
-Bytes encode_int4(std::span<const float> x, std::uint32_t block);
-Bytes encode_fp4(std::span<const float> x, std::uint32_t block);
-Bytes encode_sign(std::span<const float> x, std::uint32_t block);
+// subtract_from (error feedback, the same buffer as x): each block's decode is taken off it as the
+// block is encoded, the same floats decode() gives, with no pass of its own.
+Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
+Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
+Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
 void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out);
@@ -108,6 +111,9 @@ struct Format {
     double fraction = 0.0;    // topk
 };
 Bytes encode_payload(const Format& f, std::span<const float> x);
+// The payload of y, and y minus its decode (error feedback's residual) in the same pass where the codec
+// is blockwise; nullopt for the others (the caller decodes and subtracts).
+std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
 // Validates a payload exactly as decode_payload does, without writing any output.
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count);

@@ -188,7 +188,7 @@ public:
     }
 
     std::vector<std::byte> encode_feedback(std::span<float> y) override {
-        detail::require_finite(y, codec_name(spec_.codec));
+        detail::require_finite(y, codec_name(spec_.codec));  // before anything of y changes
         return encode_and_subtract(y);
     }
 
@@ -209,10 +209,14 @@ public:
     }
 
 private:
+    // y finite (checked by the caller), so no block is refused once y starts to change.
     std::vector<std::byte> encode_and_subtract(std::span<float> y) {
-        Bytes payload = detail::encode_payload(format_, y);
-        subtract_decoded(payload, y);
-        return detail::wrap(format_, y.size(), std::move(payload), spec_.zstd, spec_.zstd_level);
+        std::optional<Bytes> payload = detail::encode_payload_subtracting(format_, y);
+        if (!payload) {
+            payload = detail::encode_payload(format_, y);
+            subtract_decoded(*payload, y);
+        }
+        return detail::wrap(format_, y.size(), std::move(*payload), spec_.zstd, spec_.zstd_level);
     }
 
     // r -= decode(payload), a slice at a time (topk, whose positions are coded from the start: whole),

@@ -83,6 +83,16 @@ Bytes encode_payload(const Format& f, std::span<const float> x) {
     throw Error("encode: unknown codec id " + std::to_string(int(f.id)));
 }
 
+std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y) {
+    switch (f.id) {
+        case CodecId::int8: return encode_int8(y, f.block, y.data());
+        case CodecId::int4: return encode_int4(y, f.block, y.data());
+        case CodecId::fp4: return encode_fp4(y, f.block, y.data());
+        case CodecId::sign: return encode_sign(y, f.block, y.data());
+        default: return std::nullopt;
+    }
+}
+
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count) {
     if (is_blockwise(id)) return check_blockwise(id, payload, block, count);
     std::vector<float> scratch(count);  // the other decoders validate everything before writing

@@ -45,7 +45,7 @@ TEST_CASE("codec: a residual put back makes the next encode as if the dropped on
 }
 
 TEST_CASE("codec: error feedback kept by the caller gives the codec's own bytes and residual, bit for bit") {
-    for (const char* spec : {"fp4+ef+zstd", "int8:block=64+ef", "topk:frac=0.05+ef", "uint8+ef"}) {
+    for (const char* spec : {"fp4+ef+zstd", "int8:block=64+ef", "int4:block=32+ef", "sign:block=64+ef", "topk:frac=0.05+ef", "uint8+ef"}) {
         INFO(spec);
         auto own = compression::make_codec(spec);
         auto outside = compression::make_codec(spec);
