@@ -127,16 +127,26 @@ MomentPool::Mean MomentPool::take(std::span<const rounds::Contribution> used, ui
     }
     with = std::move(kept);
     if (!with.empty() && total > 0) {
-        mean.m.assign(params_, 0.0f);
-        mean.v.assign(params_, 0.0f);
-        for (const rounds::Contribution* c : with) {  // in island order: the same sum on any host
-            const Held& h = held_.at(c->key);
-            const float w = static_cast<float>(c->tokens / total);
-            for (std::size_t k = 0; k < params_; ++k) {
-                mean.m[k] += w * h.m[k];
-                mean.v[k] += w * h.v[k];
+        // The sum is built in the first island's buffers (0 + w x first, as from zeros), and each other
+        // island's moments are let go of once added: beside the held moments no third set (2 P).
+        for (std::size_t i = 0; i < with.size(); ++i) {  // in island order: the same sum on any host
+            Held& h = held_.at(with[i]->key);
+            const float w = static_cast<float>(with[i]->tokens / total);
+            if (i == 0) {
+                mean.m = std::move(h.m);
+                mean.v = std::move(h.v);
+                for (std::size_t k = 0; k < params_; ++k) {
+                    mean.m[k] = 0.0f + w * mean.m[k];
+                    mean.v[k] = 0.0f + w * mean.v[k];
+                }
+            } else {
+                for (std::size_t k = 0; k < params_; ++k) {
+                    mean.m[k] += w * h.m[k];
+                    mean.v[k] += w * h.v[k];
+                }
             }
-            mean.islands.push_back(c->island);
+            held_.erase(with[i]->key);
+            mean.islands.push_back(with[i]->island);
         }
         mean.hash = moments_hash(mean.m, mean.v);
     }
