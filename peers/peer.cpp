@@ -411,25 +411,22 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
 
 void Peer::send_moments(Link& link, uint64_t round) {
     // Before the Δ (one ordered queue): the host holds them when that Δ may close the round.
-    const std::size_t n = worker_->num_params();
-    std::vector<float> m(n), v(n);
-    worker_->get_adamw_state(m, v);
-    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode_moments(round, m, v));
+    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode_moments(
+        round, worker_->num_params(), [&](std::span<float> m, std::span<float> v) { worker_->get_adamw_state(m, v); }));
     link.send_blob(host_, Type::moments, round, blob);
     log("round " + std::to_string(round) + " sent AdamW moments: " + std::to_string(blob->size()) + " bytes");
     emit({.kind = "moments_sent", .round = static_cast<int64_t>(round), .bytes = static_cast<int64_t>(blob->size())});
 }
 
-void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::Moments>& mean) {
+void Peer::take_moments(const protocol::UpdateMeta& meta, std::optional<protocol::Moments>& mean) {
     const bool used = std::find(meta.moments_from.begin(), meta.moments_from.end(), island_) != meta.moments_from.end();
     if (!used || !mean) {
         log("round " + std::to_string(meta.round) + ": the update holds no moments of this island; it keeps its own");
         return;
     }
     worker_->set_adamw_state(mean->m, mean->v);
-    std::vector<float> m(mean->m.size()), v(mean->v.size());  // what the island holds now
-    worker_->get_adamw_state(m, v);
-    const std::string hash = moments_hash(m, v).substr(0, 16);
+    worker_->get_adamw_state(mean->m, mean->v);  // what the island holds now, in the mean's memory
+    const std::string hash = moments_hash(mean->m, mean->v).substr(0, 16);
     log("round " + std::to_string(meta.round) + ": AdamW moments replaced by the mean of " +
         std::to_string(meta.moments_from.size()) + " islands, moments " + hash);
     emit({.kind = "moments_taken", .round = static_cast<int64_t>(meta.round), .islands = static_cast<int>(meta.moments_from.size()),

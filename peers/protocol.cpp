@@ -333,6 +333,13 @@ Reason decode_reason(std::span<const std::byte> b) {
     return m;
 }
 
+namespace {
+void put_moments_header(std::span<std::byte> out, uint64_t round, uint64_t count) {
+    std::memcpy(out.data(), &round, 8);
+    std::memcpy(out.data() + 8, &count, 8);
+}
+}  // namespace
+
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v) {
     std::vector<std::byte> out(moments_bytes(m.size()));
     encode_moments(round, m, v, out);
@@ -344,11 +351,20 @@ void encode_moments(uint64_t round, std::span<const float> m, std::span<const fl
         throw Error("moments: m of " + std::to_string(m.size()) + " values, v of " + std::to_string(v.size()) + ", " +
                     std::to_string(out.size()) + " bytes to write them into");
     const uint64_t count = m.size();
-    std::memcpy(out.data(), &round, 8);
-    std::memcpy(out.data() + 8, &count, 8);
+    put_moments_header(out, round, count);
     if (count == 0) return;
     std::memcpy(out.data() + 16, m.data(), 4 * count);
     std::memcpy(out.data() + 16 + 4 * count, v.data(), 4 * count);
+}
+
+std::vector<std::byte> encode_moments(uint64_t round, std::size_t params,
+                                      const std::function<void(std::span<float> m, std::span<float> v)>& fill) {
+    std::vector<std::byte> out(moments_bytes(params));
+    put_moments_header(out, round, params);
+    // The buffer is aligned for any type (operator new), and m and v start 16 bytes in.
+    float* values = reinterpret_cast<float*>(out.data() + 16);
+    fill(std::span(values, params), std::span(values + params, params));
+    return out;
 }
 
 uint64_t moments_round(std::span<const std::byte> b) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -130,6 +131,10 @@ constexpr uint64_t moments_bytes(uint64_t params) { return 16 + 8 * params; }
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v);
 // The same into `out` (moments_bytes(m.size()) bytes, e.g. ByteWriter::bytes_in_place), with no copy beside it.
 void encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v, std::span<std::byte> out);
+// The same blob for `params` values, m and v written in place by fill (an island's AdamW state read
+// straight into it: no copy of the moments beside the blob).
+std::vector<std::byte> encode_moments(uint64_t round, std::size_t params,
+                                      const std::function<void(std::span<float> m, std::span<float> v)>& fill);
 // Refuses any size but moments_bytes(params), a count other than params, a non-finite m or v, and a
 // negative v (a second moment; AdamW would take its square root).
 Moments decode_moments(std::span<const std::byte> b, std::size_t params);

@@ -4,6 +4,7 @@
 // refused with its reason.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -105,6 +106,11 @@ TEST_CASE("DES-LOC: moments are exactly m and v of the model's size, finite, v n
     CHECK(back.round == 7);
     CHECK(back.m == m);
     CHECK(back.v == v);
+    // Written in place by whoever holds the moments: the same bytes.
+    CHECK(encode_moments(7, 3, [&](std::span<float> om, std::span<float> ov) {
+              std::copy(m.begin(), m.end(), om.begin());
+              std::copy(v.begin(), v.end(), ov.begin());
+          }) == b);
     CHECK_THROWS_WITH(decode_moments(b, 4), Contains("moments of 40 bytes, the model's take 48"));
     std::vector<std::byte> longer = b;
     longer.push_back(std::byte{0});
