@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
                    "DiLoCo rows: average AdamW's moments over the islands every K rounds (DES-LOC, run.toml's "
                    "outer.sync_moments_every; 0: never)")
         ->check(CLI::NonNegativeNumber);
+    app.add_flag("--moments-fp32", s.moments_fp32,
+                 "DES-LOC's moments in fp32, as before protocol 10 (bf16 on the wire otherwise, as the host and peers send them)");
     app.add_option("--max-staleness", s.max_staleness, "async: updates a pseudo-gradient may be behind")
         ->check(CLI::NonNegativeNumber);
     add_choice(app, "--stale", s.stale, rounds::stale_action_names(), "async: what happens to an older one");

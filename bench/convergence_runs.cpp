@@ -14,6 +14,7 @@
 #include <xmmintrin.h>
 
 #include "compression/codec.h"
+#include "core/bf16.h"
 #include "core/error.h"
 #include "core/gpt2.h"
 #include "core/rng.h"
@@ -100,21 +101,24 @@ std::vector<std::unique_ptr<IslandWorker>> make_islands(const Setup& s, const st
 
 // DES-LOC's moment sync: every island's AdamW m and v replaced by their mean over the islands,
 // weighted by the tokens of each island's Δ and summed in island order, as the host's MomentPool does.
-// Each island sends its m and v in fp32 with this sync's Δ and gets the means with its update: counted
-// in the sync's up and down bytes and the row's total.
+// Each island sends its m and v in bf16 with this sync's Δ and gets the means back in bf16 (protocol
+// 10; with fp32, as before it: each rounding left out and 4 bytes a value): counted in the sync's up
+// and down bytes and the row's total.
 void sync_adamw_moments(std::vector<std::unique_ptr<IslandWorker>>& islands, const std::vector<double>& tokens,
-                        double& up, double& down, Row& row) {
+                        bool fp32, double& up, double& down, Row& row) {
     const std::size_t n = islands.front()->num_params();
+    auto wire = [fp32](float x) { return fp32 ? x : bf16_to_float(float_to_bf16(x)); };
     std::vector<float> m(n), v(n), m_mean(n, 0.0f), v_mean(n, 0.0f);
     double total = 0;
     for (double t : tokens) total += t;
     for (std::size_t i = 0; i < islands.size(); ++i) {
         islands[i]->get_adamw_state(m, v);
         const float w = static_cast<float>(tokens[i] / total);
-        for (std::size_t k = 0; k < n; ++k) m_mean[k] += w * m[k], v_mean[k] += w * v[k];
+        for (std::size_t k = 0; k < n; ++k) m_mean[k] += w * wire(m[k]), v_mean[k] += w * wire(v[k]);
     }
+    for (std::size_t k = 0; k < n; ++k) m_mean[k] = wire(m_mean[k]), v_mean[k] = wire(v_mean[k]);
     for (auto& w : islands) w->set_adamw_state(m_mean, v_mean);
-    const double moments = 2.0 * static_cast<double>(n) * sizeof(float);
+    const double moments = 2.0 * static_cast<double>(n) * (fp32 ? 4 : 2);
     up += moments;
     down += moments;
     row.bytes += 2 * moments * static_cast<double>(islands.size());
@@ -284,7 +288,7 @@ Row run_diloco(const Setup& s, const std::string& name, const std::string& codec
         row.bytes += down * s.islands;
         // DES-LOC's moments would carry un-noised signal from every island: the dp rows leave them out,
         // as run.toml's [privacy] refuses them.
-        if (!dp && s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, up, down, row);
+        if (!dp && s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, s.moments_fp32, up, down, row);
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         const double comm = s.link.sync_s(up, down);
         row.wall_s += s.H * s.link.step_s + comm;
@@ -530,7 +534,7 @@ Row run_overlap(const Setup& s, const std::string& name, const std::string& code
         on_its_way = global.make_update(cs);
         double down = static_cast<double>(on_its_way->size());
         row.bytes += down * s.islands;
-        if (s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, up, down, row);
+        if (s.desloc > 0 && (r + 1) % s.desloc == 0) sync_adamw_moments(islands, weights, s.moments_fp32, up, down, row);
         row.peak_bytes_per_sync = std::max(row.peak_bytes_per_sync, up + down);
         const double compute = H * s.link.step_s;
         const double waited = r == 0 ? 0 : last_sync + (whole_round_late ? 0 : s.link.step_s);  // the update, then a step

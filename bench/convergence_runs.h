@@ -51,6 +51,7 @@ struct Setup {
     float alpha = 0.5f;             // streaming merge: θ_local <- α θ_local + (1 - α) θ_global
     diloco::StreamingMerge merge = diloco::StreamingMerge::mix;  // streaming: mix (by α), or carry: θ_local <- θ_global + the progress since sending
     int desloc = 0;                 // DiLoCo rows: average the islands' AdamW m and v every this many rounds (0: never)
+    bool moments_fp32 = false;      // DES-LOC's moments in fp32 (before protocol 10), not bf16
     int max_staleness = 4;          // async
     rounds::StaleAction stale = rounds::StaleAction::downweight;
     std::vector<double> speeds;     // async and the sync rows' heterogeneous clock: 1, 1, 0.5, 0.25

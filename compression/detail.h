@@ -61,7 +61,6 @@ void decode_fp16(ByteSpan payload, std::span<float> out);
 void decode_bf16(ByteSpan payload, std::span<float> out);
 std::uint16_t float_to_half(float f);  // round to nearest even, saturating at +-65504
 float half_to_float(std::uint16_t h);  // h must not be inf/NaN
-std::uint16_t float_to_bf16(float f);  // round to nearest even, saturating at +-max bf16
 
 // ---- blockwise absmax codecs: int8, int4, fp4, sign (blockwise.cpp) -----------------------------
 // subtract_from (error feedback, the same buffer as x): each block's decode is taken off it as the

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "compression/detail.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 namespace arch::compression::detail {
@@ -109,14 +110,6 @@ void decode_fp16(ByteSpan payload, std::span<float> out) {
 }
 
 // ---- bf16 ---------------------------------------------------------------------------------------
-std::uint16_t float_to_bf16(float f) {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-    const std::uint32_t r = x + 0x7fffu + ((x >> 16) & 1u);
-    std::uint16_t b = static_cast<std::uint16_t>(r >> 16);
-    if ((b & 0x7f80u) == 0x7f80u) b = static_cast<std::uint16_t>((x >> 16 & 0x8000u) | 0x7f7fu);
-    return b;
-}
-
 Bytes encode_bf16(std::span<const float> x) {
     require_finite(x, "bf16");
     const std::size_t n = x.size();
@@ -131,13 +124,13 @@ void decode_bf16(ByteSpan payload, std::span<float> out) {
     const std::size_t n = out.size();
     const std::byte* h = payload.data();
     for (std::size_t i = 0; i < n; ++i) {
-        if ((load_le<std::uint16_t>(h + 2 * i) & 0x7f80u) == 0x7f80u) {
+        if (!bf16_is_finite(load_le<std::uint16_t>(h + 2 * i))) {
             throw Error("corrupt payload: bf16 value " + std::to_string(i) + " is not finite");
         }
     }
 #pragma omp parallel for schedule(static) if (n > 4 * kChunk)
     for (std::size_t i = 0; i < n; ++i) {
-        out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(load_le<std::uint16_t>(h + 2 * i)) << 16);
+        out[i] = bf16_to_float(load_le<std::uint16_t>(h + 2 * i));
     }
 }
 

@@ -104,7 +104,7 @@ std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, 
 SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
                                std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update) {
     MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
-    if (moments_ && moments_round(options_.config, ended)) moments = moments_->take(all, ended);
+    if (moments_ && moments_round(options_.config, ended)) moments = moments_->choose(all, ended);
     for (const std::string& why : moments.left_out)
         log("round " + std::to_string(ended) + " left the AdamW moments of " + why + " out of the mean");
     ByteWriter w;
@@ -113,7 +113,7 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
     w.bytes(protocol::encode(meta));
     w.bytes(update);
     if (!moments.islands.empty()) {
-        protocol::encode_moments(ended, moments.m, moments.v, w.bytes_in_place(protocol::moments_bytes(moments.m.size())));
+        moments_->write(moments, ended, w.bytes_in_place(protocol::moments_bytes(global_->theta().size())));
         std::string which;
         for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
         log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/bf16.h"
+#include "core/bytes.h"
 #include "core/error.h"
 #include "core/inner_loop.h"
 #include "peers/diloco/global_model.h"
@@ -19,9 +21,15 @@ bool moments_round(int every, uint64_t round) {
 
 bool moments_round(const RunConfig& c, uint64_t round) { return moments_round(c.sync_moments_every, round); }
 
-std::string moments_hash(std::span<const float> m, std::span<const float> v) {
-    const std::string both = diloco::hash_floats(m) + diloco::hash_floats(v);
+namespace {
+std::string combined_hash(const std::string& m_sum, const std::string& v_sum) {
+    const std::string both = m_sum + v_sum;
     return diloco::hash_bytes(std::as_bytes(std::span(both.data(), both.size())));
+}
+}  // namespace
+
+std::string moments_hash(std::span<const float> m, std::span<const float> v) {
+    return combined_hash(diloco::hash_floats(m), diloco::hash_floats(v));
 }
 
 namespace {
@@ -44,13 +52,14 @@ MomentPool::MomentPool(const RunConfig& config, std::size_t params)
 }
 
 namespace {
-// What AdamW makes of any gradients (MomentPool's header), with room for fp32's rounding: a relative
-// 1e-3, and 1e-12 absolute for values whose v underflowed to 0.
-void check_adamw_made(const protocol::Moments& mv, double ratio, double clip) {
-    constexpr double kRounding = 1e-3, kTiny = 1e-12;
-    double m2 = 0, v1 = 0;
-    for (std::size_t i = 0; i < mv.m.size(); ++i) {
-        const double m = mv.m[i], v = mv.v[i];
+// What AdamW makes of any gradients (MomentPool's header), with room for the moments' rounding to bf16
+// (2^-8 on each: |m| may read 0.6% above its bound) and fp32's: a relative 1e-2, and 1e-12 absolute
+// for values whose v underflowed to 0. Returns ‖m‖ and ‖v‖, for the screens.
+std::pair<double, double> check_adamw_made(const protocol::MomentsView& mv, double ratio, double clip) {
+    constexpr double kRounding = 1e-2, kTiny = 1e-12;
+    double m2 = 0, v1 = 0, v2 = 0;
+    for (std::size_t i = 0; i < mv.count; ++i) {
+        const double m = mv.m_at(i), v = mv.v_at(i);
         if (ratio > 0 && std::fabs(m) > ratio * std::sqrt(v) * (1 + kRounding) + kTiny) {
             char figures[160];
             std::snprintf(figures, sizeof(figures), "m = %.3g with v = %.3g at value %zu: AdamW keeps |m| within %.3f sqrt(v)",
@@ -59,6 +68,7 @@ void check_adamw_made(const protocol::Moments& mv, double ratio, double clip) {
         }
         m2 += m * m;
         v1 += v;
+        v2 += v * v;
     }
     if (clip > 0 && (std::sqrt(m2) > clip * (1 + kRounding) || v1 > clip * clip * (1 + kRounding))) {
         char figures[160];
@@ -66,6 +76,7 @@ void check_adamw_made(const protocol::Moments& mv, double ratio, double clip) {
                       clip, clip * clip);
         throw Error(std::string("moments beyond what gradients clipped to the run's grad_clip allow: ") + figures);
     }
+    return {std::sqrt(m2), std::sqrt(v2)};
 }
 }  // namespace
 
@@ -83,35 +94,34 @@ void MomentPool::accept(const std::string& key, std::span<const std::byte> blob,
         throw Error("moments for round " + std::to_string(of) + " after its pseudo-gradient (they come before it)");
     if (const auto it = held_.find(key); it != held_.end() && it->second.round == of)
         throw Error("a second set of moments for round " + std::to_string(of));
-    protocol::Moments mv = protocol::decode_moments(blob, params_);  // exact size, finite, v >= 0
-    check_adamw_made(mv, ratio_, clip_);
-    held_[key] = Held{mv.round, std::move(mv.m), std::move(mv.v)};
+    const protocol::MomentsView mv = protocol::check_moments(blob, params_);  // exact size, finite, v >= 0
+    const auto [m_norm, v_norm] = check_adamw_made(mv, ratio_, clip_);
+    held_[key] = Held{of, std::vector<std::byte>(mv.m, mv.m + 4 * params_), m_norm, v_norm};
 }
 
 void MomentPool::drop(const std::string& key) { held_.erase(key); }
 
-MomentPool::Mean MomentPool::take(std::span<const rounds::Contribution> used, uint64_t round) {
+MomentPool::Mean MomentPool::choose(std::span<const rounds::Contribution> used, uint64_t round) {
     Mean mean;
     std::vector<const rounds::Contribution*> with;
-    double total = 0;
     for (const rounds::Contribution& c : used) {
         const auto it = held_.find(c.key);
         if (c.round != round || it == held_.end() || it->second.round != round) continue;
         with.push_back(&c);
-        total += c.tokens;
     }
     std::sort(with.begin(), with.end(), [](auto* a, auto* b) { return a->island < b->island; });
-    // Screen ‖m‖ and ‖v‖ against the round's (or recent rounds') median; the screens only read here.
-    std::vector<std::span<float>> ms, vs;
+    // Screen ‖m‖ and ‖v‖ against the round's (or recent rounds') median, as NormScreen::screen would.
+    std::vector<double> m_norms, v_norms;
     for (const rounds::Contribution* c : with) {
-        Held& h = held_.at(c->key);
-        ms.emplace_back(h.m);
-        vs.emplace_back(h.v);
+        m_norms.push_back(held_.at(c->key).m_norm);
+        v_norms.push_back(held_.at(c->key).v_norm);
     }
-    const std::vector<outer::ScreenVerdict> vm = screen_m_.screen(ms), vv = screen_v_.screen(vs);
+    const std::vector<outer::ScreenVerdict> vm = screen_m_.judge(m_norms), vv = screen_v_.judge(v_norms);
     std::vector<const rounds::Contribution*> kept;
-    total = 0;
+    double total = 0;
     for (std::size_t i = 0; i < with.size(); ++i) {
+        if (vm[i].outcome != outer::ScreenVerdict::Outcome::rejected) screen_m_.remember(vm[i].norm);
+        if (vv[i].outcome != outer::ScreenVerdict::Outcome::rejected) screen_v_.remember(vv[i].norm);
         const outer::ScreenVerdict* bad = vm[i].outcome != outer::ScreenVerdict::Outcome::kept   ? &vm[i]
                                           : vv[i].outcome != outer::ScreenVerdict::Outcome::kept ? &vv[i]
                                                                                                  : nullptr;
@@ -125,33 +135,54 @@ MomentPool::Mean MomentPool::take(std::span<const rounds::Contribution> used, ui
                       bad->norm, bad->limit);
         mean.left_out.push_back(why);
     }
-    with = std::move(kept);
-    if (!with.empty() && total > 0) {
-        // The sum is built in the first island's buffers (0 + w x first, as from zeros), and each other
-        // island's moments are let go of once added: beside the held moments no third set (2 P).
-        for (std::size_t i = 0; i < with.size(); ++i) {  // in island order: the same sum on any host
-            Held& h = held_.at(with[i]->key);
-            const float w = static_cast<float>(with[i]->tokens / total);
-            if (i == 0) {
-                mean.m = std::move(h.m);
-                mean.v = std::move(h.v);
-                for (std::size_t k = 0; k < params_; ++k) {
-                    mean.m[k] = 0.0f + w * mean.m[k];
-                    mean.v[k] = 0.0f + w * mean.v[k];
-                }
-            } else {
-                for (std::size_t k = 0; k < params_; ++k) {
-                    mean.m[k] += w * h.m[k];
-                    mean.v[k] += w * h.v[k];
-                }
-            }
-            held_.erase(with[i]->key);
-            mean.islands.push_back(with[i]->island);
+    if (total > 0)
+        for (const rounds::Contribution* c : kept) {
+            mean.islands.push_back(c->island);
+            mean.weights.emplace_back(c->key, static_cast<float>(c->tokens / total));
         }
-        mean.hash = moments_hash(mean.m, mean.v);
-    }
-    held_.clear();
+    if (mean.islands.empty()) held_.clear();
     return mean;
+}
+
+void MomentPool::write(Mean& mean, uint64_t round, std::span<std::byte> out) {
+    if (out.size() != protocol::moments_bytes(params_))
+        throw Error("moments: " + std::to_string(out.size()) + " bytes to write the mean of " + std::to_string(params_) +
+                    " values into");
+    std::vector<const std::byte*> from;
+    std::vector<float> w;
+    for (const auto& [key, weight] : mean.weights) {
+        from.push_back(held_.at(key).values.data());
+        w.push_back(weight);
+    }
+    store_le(out.data(), round);
+    store_le(out.data() + 8, static_cast<uint64_t>(params_));
+    // m's section, then v's: each value the sum 0 + w x over the islands in order, as from zeros, in
+    // fp32, rounded to bf16 once; the hash reads the rounded values back a slice at a time.
+    constexpr std::size_t kSlice = std::size_t{1} << 20;
+    std::vector<float> slice(std::min(kSlice, params_));
+    std::string sums[2];
+    const std::ptrdiff_t islands = static_cast<std::ptrdiff_t>(from.size());
+    for (int part = 0; part < 2; ++part) {
+        const std::size_t at = static_cast<std::size_t>(part) * 2 * params_;  // m, then v
+        std::byte* to = out.data() + 16 + at;
+        diloco::Checksum sum;
+        for (std::size_t first = 0; first < params_; first += kSlice) {
+            const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(std::min(kSlice, params_ - first));
+#pragma omp parallel for schedule(static) if (len > (1 << 16))
+            for (std::ptrdiff_t k = 0; k < len; ++k) {
+                float s = 0.0f;
+                for (std::ptrdiff_t i = 0; i < islands; ++i)
+                    s += w[i] * bf16_to_float(load_le<uint16_t>(from[i] + at + 2 * (first + k)));
+                const uint16_t b = float_to_bf16(s);
+                store_le(to + 2 * (first + k), b);
+                slice[k] = bf16_to_float(b);
+            }
+            sum.add(std::as_bytes(std::span(slice).first(static_cast<std::size_t>(len))));
+        }
+        sums[part] = sum.hex();
+    }
+    mean.hash = combined_hash(sums[0], sums[1]);
+    held_.clear();
 }
 
 }  // namespace arch

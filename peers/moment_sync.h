@@ -2,7 +2,8 @@
 // "DES-LOC"): in every K-th sync round each island sends its inner AdamW moments m and v just before
 // its Δ; the host keeps them until the round's update, which carries their token-weighted mean over
 // the islands whose Δ it used. It sees no network and no model: the host hands it checked facts and
-// blobs. Memory: one set of moments (2 model sizes of fp32) per admitted island, until the update.
+// blobs. Memory: one set of moments as they came (bf16: one model size of fp32, P) per admitted
+// island, until the update; their mean is written straight into the update, a slice at a time.
 // Finite moments can still lie. What AdamW itself guarantees is checked on arrival, with no reference
 // needed (core/inner_loop.h, adamw_moment_ratio_bound): every value's |m_i| ≤ k √v_i, so no mean of
 // such moments can make a step longer than AdamW's bound, and with gradients clipped to c, ‖m‖ ≤ c and
@@ -15,6 +16,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "outer_optimizer/screening.h"
@@ -29,7 +31,8 @@ struct RunConfig;  // peers/run_config.h
 bool moments_round(const RunConfig& c, uint64_t round);
 bool moments_round(int every, uint64_t round);  // the same with K given
 
-// BLAKE2b-256 of the hex BLAKE2b-256 hashes of m's and v's fp32 bytes: what host and islands log.
+// BLAKE2b-256 of the hex XXH3-128 hashes of m's and v's fp32 bytes (diloco::hash_floats): what host
+// and islands log, of the mean as an island holds it (its bf16 values widened to fp32).
 std::string moments_hash(std::span<const float> m, std::span<const float> v);
 
 class MomentPool {
@@ -47,18 +50,24 @@ public:
 
     struct Mean {
         std::vector<uint32_t> islands;  // whose moments it holds, increasing; empty: none arrived
-        std::vector<float> m, v;
-        std::string hash;               // moments_hash(m, v)
+        std::string hash;               // moments_hash of the mean, once written
         std::vector<std::string> left_out;  // "island I: ‖v‖ N above L": screened out, for the host's log
+        std::vector<std::pair<std::string, float>> weights;  // by key, in island order: what write() adds up
     };
-    // The update of `round` used `used` (after screening): the mean of the moments of those trained
-    // on `round` that sent theirs, weighted by the tokens each Δ counted for. Forgets everything held.
-    Mean take(std::span<const rounds::Contribution> used, uint64_t round);
+    // The update of `round` used `used` (after screening): which islands' moments its mean holds,
+    // those trained on `round` that sent theirs, each weighted by the tokens its Δ counted for, and
+    // screened. With none, forgets everything held.
+    Mean choose(std::span<const rounds::Contribution> used, uint64_t round);
+    // Writes their mean as the moments blob of `round` into `out` (protocol::moments_bytes(params)):
+    // summed in fp32 in island order, the same sum on any host, and rounded to bf16 once. Sets
+    // mean.hash and forgets everything held.
+    void write(Mean& mean, uint64_t round, std::span<std::byte> out);
 
 private:
     struct Held {
         uint64_t round = 0;
-        std::vector<float> m, v;
+        std::vector<std::byte> values;  // m then v, bf16, as the blob held them
+        double m_norm = 0, v_norm = 0;
     };
     int every_;  // K
     outer::NormScreen screen_m_, screen_v_;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/bf16.h"
+#include "core/bytes.h"
 #include "core/error.h"
 
 namespace arch::protocol {
@@ -335,67 +337,82 @@ Reason decode_reason(std::span<const std::byte> b) {
 
 namespace {
 void put_moments_header(std::span<std::byte> out, uint64_t round, uint64_t count) {
-    std::memcpy(out.data(), &round, 8);
-    std::memcpy(out.data() + 8, &count, 8);
+    store_le(out.data(), round);
+    store_le(out.data() + 8, count);
+}
+
+// fp32 values at `from` rounded to bf16 at `to`, front to back: `to` may be `from` itself (each value
+// is read before the two bytes it is written to are).
+void round_to_bf16(const std::byte* from, std::byte* to, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) store_le(to + 2 * i, float_to_bf16(load_le<float>(from + 4 * i)));
 }
 }  // namespace
 
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v) {
-    std::vector<std::byte> out(moments_bytes(m.size()));
-    encode_moments(round, m, v, out);
+    if (m.size() != v.size())
+        throw Error("moments: m of " + std::to_string(m.size()) + " values, v of " + std::to_string(v.size()));
+    const std::size_t n = m.size();
+    std::vector<std::byte> out(moments_bytes(n));
+    put_moments_header(out, round, n);
+    if (n == 0) return out;
+    round_to_bf16(reinterpret_cast<const std::byte*>(m.data()), out.data() + 16, n);
+    round_to_bf16(reinterpret_cast<const std::byte*>(v.data()), out.data() + 16 + 2 * n, n);
     return out;
-}
-
-void encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v, std::span<std::byte> out) {
-    if (m.size() != v.size() || out.size() != moments_bytes(m.size()))
-        throw Error("moments: m of " + std::to_string(m.size()) + " values, v of " + std::to_string(v.size()) + ", " +
-                    std::to_string(out.size()) + " bytes to write them into");
-    const uint64_t count = m.size();
-    put_moments_header(out, round, count);
-    if (count == 0) return;
-    std::memcpy(out.data() + 16, m.data(), 4 * count);
-    std::memcpy(out.data() + 16 + 4 * count, v.data(), 4 * count);
 }
 
 std::vector<std::byte> encode_moments(uint64_t round, std::size_t params,
                                       const std::function<void(std::span<float> m, std::span<float> v)>& fill) {
-    std::vector<std::byte> out(moments_bytes(params));
+    std::vector<std::byte> out(moments_bytes(params));  // 4 bytes a value: m's fp32 fits where m and v go
     put_moments_header(out, round, params);
-    // The buffer is aligned for any type (operator new), and m and v start 16 bytes in.
-    float* values = reinterpret_cast<float*>(out.data() + 16);
-    fill(std::span(values, params), std::span(values + params, params));
+    if (params == 0) return out;
+    std::vector<float> v(params);
+    // The buffer is aligned for any type (operator new), and m starts 16 bytes in.
+    fill(std::span(reinterpret_cast<float*>(out.data() + 16), params), v);
+    round_to_bf16(out.data() + 16, out.data() + 16, params);
+    round_to_bf16(reinterpret_cast<const std::byte*>(v.data()), out.data() + 16 + 2 * params, params);
     return out;
 }
 
 uint64_t moments_round(std::span<const std::byte> b) {
     if (b.size() < 16) throw Error("moments: " + std::to_string(b.size()) + " bytes, not even its header");
-    uint64_t round = 0;
-    std::memcpy(&round, b.data(), 8);
-    return round;
+    return load_le<uint64_t>(b.data());
+}
+
+float MomentsView::m_at(std::size_t i) const { return bf16_to_float(load_le<uint16_t>(m + 2 * i)); }
+float MomentsView::v_at(std::size_t i) const { return bf16_to_float(load_le<uint16_t>(v + 2 * i)); }
+
+MomentsView check_moments(std::span<const std::byte> b, std::size_t params) {
+    // The size first, so nothing is read in vain: exactly two sections of the model's size.
+    if (b.size() != moments_bytes(params))
+        throw Error("moments of " + std::to_string(b.size()) + " bytes, the model's take " +
+                    std::to_string(moments_bytes(params)) + " (m and v of " + std::to_string(params) + " bf16 values)");
+    MomentsView view;
+    view.round = moments_round(b);
+    const uint64_t count = load_le<uint64_t>(b.data() + 8);
+    if (count != params)
+        throw Error("moments of " + std::to_string(count) + " values, the model has " + std::to_string(params));
+    view.count = params;
+    view.m = b.data() + 16;
+    view.v = view.m + 2 * params;
+    for (std::size_t k = 0; k < params; ++k) {
+        if (!bf16_is_finite(load_le<uint16_t>(view.m + 2 * k))) throw Error("moments: m[" + std::to_string(k) + "] is not finite");
+        const uint16_t v = load_le<uint16_t>(view.v + 2 * k);
+        if (!bf16_is_finite(v) || bf16_to_float(v) < 0)
+            throw Error("moments: v[" + std::to_string(k) + "] = " + std::to_string(bf16_to_float(v)) +
+                        " (a second moment is finite and not negative)");
+    }
+    return view;
 }
 
 Moments decode_moments(std::span<const std::byte> b, std::size_t params) {
-    // The size first, so nothing is copied in vain: exactly two vectors of the model's size.
-    if (b.size() != moments_bytes(params))
-        throw Error("moments of " + std::to_string(b.size()) + " bytes, the model's take " +
-                    std::to_string(moments_bytes(params)) + " (m and v of " + std::to_string(params) + " fp32 values)");
+    const MomentsView view = check_moments(b, params);
     Moments out;
-    out.round = moments_round(b);
-    uint64_t count = 0;
-    std::memcpy(&count, b.data() + 8, 8);
-    if (count != params)
-        throw Error("moments of " + std::to_string(count) + " values, the model has " + std::to_string(params));
+    out.round = view.round;
     out.m.resize(params);
     out.v.resize(params);
-    if (params > 0) {
-        std::memcpy(out.m.data(), b.data() + 16, 4 * params);
-        std::memcpy(out.v.data(), b.data() + 16 + 4 * params, 4 * params);
-    }
     for (std::size_t k = 0; k < params; ++k) {
-        if (!std::isfinite(out.m[k])) throw Error("moments: m[" + std::to_string(k) + "] is not finite");
-        if (!std::isfinite(out.v[k]) || out.v[k] < 0)
-            throw Error("moments: v[" + std::to_string(k) + "] = " + std::to_string(out.v[k]) +
-                        " (a second moment is finite and not negative)");
+        out.m[k] = view.m_at(k);
+        out.v[k] = view.v_at(k);
     }
     return out;
 }

@@ -21,7 +21,7 @@ namespace arch::protocol {
 // 2: the welcome carries the data assignment; 3: round_start places the steps in the lr schedule and
 // names a Δ still held, an update names the contributions it applied; 4: DES-LOC's `moments`, and the
 // update's mean of them.
-constexpr uint32_t kProtocolVersion = 9;  // 9: an update is the change of θ, the state θ alone; 8: θ hashes are XXH3-128; 7: reject and bye carry a reason code; 6: transfers checksum with XXH3-128 (5: the welcome names the token width)
+constexpr uint32_t kProtocolVersion = 10;  // 10: DES-LOC's moments in bf16; 9: an update is the change of θ, the state θ alone; 8: θ hashes are XXH3-128; 7: reject and bye carry a reason code; 6: transfers checksum with XXH3-128 (5: the welcome names the token width)
 
 enum class Type : uint16_t {
     // net/message.h reserves types below 0x0100 for its transfers.
@@ -119,25 +119,37 @@ struct HashReport {
 };
 // DES-LOC (run.toml outer.sync_moments_every; peers/moment_sync.h): an island's inner AdamW moments
 // after the round it trained (peer -> host: a `moments` blob, sent just before that round's
-// pseudo-gradient), or their mean (host -> peer: the last section of the update). Raw fp32: v spans
-// many orders of magnitude within a block, an 8- or 4-bit block code would round its small values to
-// 0, and AdamW divides by sqrt(v).
+// pseudo-gradient), or their mean (host -> peer: the last section of the update). In bf16
+// (core/bf16.h, protocol 10): fp32's exponent, so v keeps its whole range (it spans many orders of
+// magnitude within a block: an 8- or 4-bit block code would round its small values to 0, and AdamW
+// divides by sqrt(v)), and 8 bits of precision, a relative 2^-8 at most on each value, half fp32's
+// bytes. The mean is taken in fp32 and rounded once.
 struct Moments {
     uint64_t round = 0;    // the round the island trained; in an update, the round the update ends
     std::vector<float> m, v;
 };
 // The exact encoded size for a model of `params` parameters: u64 round, u64 count, m, then v.
-constexpr uint64_t moments_bytes(uint64_t params) { return 16 + 8 * params; }
+constexpr uint64_t moments_bytes(uint64_t params) { return 16 + 4 * params; }
+// m and v rounded to bf16 (finite values: the caller's to check).
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v);
-// The same into `out` (moments_bytes(m.size()) bytes, e.g. ByteWriter::bytes_in_place), with no copy beside it.
-void encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v, std::span<std::byte> out);
-// The same blob for `params` values, m and v written in place by fill (an island's AdamW state read
-// straight into it: no copy of the moments beside the blob).
+// The same blob for `params` values, m and v given by fill in fp32 (an island's AdamW state): m is
+// read straight into the blob's own memory and v into a scratch, and each is rounded to bf16 where it
+// lies, so no more than one set (4 bytes a value) lies beside the blob.
 std::vector<std::byte> encode_moments(uint64_t round, std::size_t params,
                                       const std::function<void(std::span<float> m, std::span<float> v)>& fill);
+// A blob checked whole, not copied: its m and v sections (bf16, little-endian), borrowed from it.
+struct MomentsView {
+    uint64_t round = 0;
+    std::size_t count = 0;
+    const std::byte* m = nullptr;
+    const std::byte* v = nullptr;
+    float m_at(std::size_t i) const;
+    float v_at(std::size_t i) const;
+};
 // Refuses any size but moments_bytes(params), a count other than params, a non-finite m or v, and a
 // negative v (a second moment; AdamW would take its square root).
-Moments decode_moments(std::span<const std::byte> b, std::size_t params);
+MomentsView check_moments(std::span<const std::byte> b, std::size_t params);
+Moments decode_moments(std::span<const std::byte> b, std::size_t params);  // checked, then widened to fp32
 uint64_t moments_round(std::span<const std::byte> b);  // the round field alone, before decoding the rest
 
 // Why a reject or a bye was sent: a program acts on the code (a peer hellos again, or stops for

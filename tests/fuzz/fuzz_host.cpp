@@ -214,8 +214,8 @@ public:
         for (const Island& other : islands_)
             for (const Queued& q : other.blobs)
                 if (seen.insert(q.blob.get()).second) bytes += q.blob->size();
-        // DES-LOC: an update also carries the moments' mean, 2 model sizes (3 updates at most).
-        const std::size_t limit = (kIslands + 4 + (moments_every_ > 0 ? 6 : 0)) * model_bytes_;
+        // DES-LOC: an update also carries the moments' mean, one model size in bf16 (3 updates at most).
+        const std::size_t limit = (kIslands + 4 + (moments_every_ > 0 ? 3 : 0)) * model_bytes_;
         if (bytes >= limit) {
             std::string queues;
             for (int i = 0; i < kPeers; ++i) {

@@ -3,10 +3,12 @@
 // island whose finite moments are far above the round's median norm (outer.screen_factor), so one
 // island cannot swamp every island's m and v; outer.screen = off keeps them all. Moments no AdamW
 // could hold (|m| beyond k sqrt(v), or beyond what clipped gradients give) are refused on arrival.
+// The moments cross in bf16 (protocol 10): the mean is of the values as they came, rounded once.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
+#include "core/bf16.h"
 #include "peers/moment_sync.h"
 #include "peers/protocol.h"
 #include "peers/run_config.h"
@@ -37,15 +39,28 @@ IslandMoments island(uint32_t index, float scale, double tokens = 100) {
     return i;
 }
 
-MomentPool::Mean pooled(const RunConfig& c, const std::vector<IslandMoments>& islands) {
+struct Pooled {
+    MomentPool::Mean mean;
+    protocol::Moments moments;  // the mean as the update carries it, widened back to fp32
+};
+
+Pooled pooled(const RunConfig& c, const std::vector<IslandMoments>& islands) {
     MomentPool pool(c, kParams);
     std::vector<rounds::Contribution> used;
     for (const IslandMoments& i : islands) {
         pool.accept(i.c.key, protocol::encode_moments(0, i.m, i.v), true, 0, 0);
         used.push_back(i.c);
     }
-    return pool.take(used, 0);
+    Pooled p;
+    p.mean = pool.choose(used, 0);
+    if (p.mean.islands.empty()) return p;
+    std::vector<std::byte> out(protocol::moments_bytes(kParams));
+    pool.write(p.mean, 0, out);
+    p.moments = protocol::decode_moments(out, kParams);
+    return p;
 }
+
+float bf16(float x) { return bf16_to_float(float_to_bf16(x)); }  // as it crosses the wire
 
 // grad_clip = 0: no bound on the moments' size but the screen's (the median of the round).
 RunConfig every_round(const std::string& screen = "clip", double grad_clip = 0) {
@@ -58,36 +73,45 @@ RunConfig every_round(const std::string& screen = "clip", double grad_clip = 0) 
 
 TEST_CASE("the mean of the moments is weighted by tokens, in island order") {
     const std::vector<IslandMoments> islands = {island(0, 1.0f, 100), island(1, 1.0f, 300), island(2, 1.0f, 100)};
-    const MomentPool::Mean mean = pooled(every_round(), islands);
+    const auto [mean, moments] = pooled(every_round(), islands);
     CHECK(mean.islands == std::vector<uint32_t>{0, 1, 2});
     CHECK(mean.left_out.empty());
+    CHECK(moments.round == 0);
     for (std::size_t k = 0; k < kParams; ++k) {
-        const double m = 0.2 * islands[0].m[k] + 0.6 * islands[1].m[k] + 0.2 * islands[2].m[k];
-        CHECK(mean.m[k] == Approx(m).epsilon(1e-6));
+        // Each island's value as it came (bf16), summed in fp32 in island order, rounded once.
+        const float m = bf16(0.0f + 0.2f * bf16(islands[0].m[k]) + 0.6f * bf16(islands[1].m[k]) + 0.2f * bf16(islands[2].m[k]));
+        const float v = bf16(0.0f + 0.2f * bf16(islands[0].v[k]) + 0.6f * bf16(islands[1].v[k]) + 0.2f * bf16(islands[2].v[k]));
+        CHECK(moments.m[k] == m);
+        CHECK(moments.v[k] == v);
+        // And within bf16's rounding (2^-8 each way, and once more) of the exact mean.
+        const double exact = 0.2 * islands[0].m[k] + 0.6 * islands[1].m[k] + 0.2 * islands[2].m[k];
+        CHECK(moments.m[k] == Approx(exact).epsilon(3 * std::ldexp(1.0, -8)));
     }
+    // The hash the host logs is of the mean as an island holds it.
+    CHECK(mean.hash == moments_hash(moments.m, moments.v));
 }
 
 TEST_CASE("finite moments far above the round's median norm are left out of the mean, and said so") {
     std::vector<IslandMoments> islands = {island(0, 1.0f), island(1, 1.2f), island(2, 0.9f), island(3, 1.0f)};
     SECTION("a v a million times too large") {
         for (float& x : islands[2].v) x *= 1e6f;
-        const MomentPool::Mean mean = pooled(every_round(), islands);
+        const auto [mean, moments] = pooled(every_round(), islands);
         CHECK(mean.islands == std::vector<uint32_t>{0, 1, 3});
         REQUIRE(mean.left_out.size() == 1);
         CHECK_THAT(mean.left_out[0], Catch::Contains("island 2: |v|"));
-        for (std::size_t k = 0; k < kParams; ++k) CHECK(mean.v[k] < 1e-4f);
+        for (std::size_t k = 0; k < kParams; ++k) CHECK(moments.v[k] < 1e-4f);
     }
     SECTION("an m a thousand times too large (and v to match: AdamW's own bound holds)") {
         for (float& x : islands[1].m) x *= 1e3f;
         for (float& x : islands[1].v) x *= 1e6f;
-        const MomentPool::Mean mean = pooled(every_round(), islands);
+        const MomentPool::Mean mean = pooled(every_round(), islands).mean;
         CHECK(mean.islands == std::vector<uint32_t>{0, 2, 3});
         REQUIRE(mean.left_out.size() == 1);
         CHECK_THAT(mean.left_out[0], Catch::Contains("island 1: |m|"));
     }
     SECTION("outer.screen = off: kept") {
         for (float& x : islands[2].v) x *= 1e6f;
-        const MomentPool::Mean mean = pooled(every_round("off"), islands);
+        const MomentPool::Mean mean = pooled(every_round("off"), islands).mean;
         CHECK(mean.islands == std::vector<uint32_t>{0, 1, 2, 3});
         CHECK(mean.left_out.empty());
     }

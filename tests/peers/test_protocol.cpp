@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/bf16.h"
 #include "peers/protocol.h"
 
 using namespace arch;
@@ -97,32 +98,47 @@ TEST_CASE("a reject or a bye carries its reason as a code; an unknown code or a 
     CHECK_THROWS(decode_reason(std::span<const std::byte>(b).first(3)));
 }
 
-TEST_CASE("DES-LOC: moments are exactly m and v of the model's size, finite, v not negative; an update names whose it holds") {
-    const std::vector<float> m = {0.5f, -1e-3f, 0.0f}, v = {1e-8f, 0.0f, 2.0f};
+TEST_CASE("DES-LOC: moments are m and v of the model's size in bf16, finite, v not negative; an update names whose it holds") {
+    const std::vector<float> m = {0.5f, -1e-3f, 0.0f, 3.0e-5f}, v = {1e-8f, 0.0f, 2.0f, 7.7e-12f};
     const std::vector<std::byte> b = encode_moments(7, m, v);
-    CHECK(b.size() == moments_bytes(3));
+    CHECK(b.size() == moments_bytes(4));
+    CHECK(b.size() == 16 + 2 * 2 * 4);  // 2 bytes a value
     CHECK(moments_round(b) == 7);
-    const Moments back = decode_moments(b, 3);
+    const Moments back = decode_moments(b, 4);
     CHECK(back.round == 7);
-    CHECK(back.m == m);
-    CHECK(back.v == v);
-    // Written in place by whoever holds the moments: the same bytes.
-    CHECK(encode_moments(7, 3, [&](std::span<float> om, std::span<float> ov) {
+    for (std::size_t k = 0; k < m.size(); ++k) {  // rounded to nearest: within 2^-8 of each, relatively
+        CHECK(back.m[k] == bf16_to_float(float_to_bf16(m[k])));
+        CHECK(back.v[k] == bf16_to_float(float_to_bf16(v[k])));
+        CHECK(std::fabs(back.m[k] - m[k]) <= std::ldexp(std::fabs(m[k]), -8));
+        CHECK(std::fabs(back.v[k] - v[k]) <= std::ldexp(std::fabs(v[k]), -8));
+        CHECK(back.v[k] >= 0);
+    }
+    CHECK(back.m[0] == 0.5f);
+    CHECK(back.m[1] != m[1]);  // -1e-3 is not a bf16: it was rounded
+    // Written in place by whoever holds the moments (m in the blob's own memory, then rounded where
+    // it lies): the same bytes.
+    CHECK(encode_moments(7, 4, [&](std::span<float> om, std::span<float> ov) {
               std::copy(m.begin(), m.end(), om.begin());
               std::copy(v.begin(), v.end(), ov.begin());
           }) == b);
-    CHECK_THROWS_WITH(decode_moments(b, 4), Contains("moments of 40 bytes, the model's take 48"));
+    CHECK_THROWS_WITH(decode_moments(b, 5), Contains("moments of 32 bytes, the model's take 36"));
     std::vector<std::byte> longer = b;
     longer.push_back(std::byte{0});
-    CHECK_THROWS_WITH(decode_moments(longer, 3), Contains("the model's take 40"));
-    auto poke = [&](std::size_t value_index, float x) {  // m[0..2], then v[0..2]
+    CHECK_THROWS_WITH(decode_moments(longer, 4), Contains("the model's take 32"));
+    auto poke = [&](std::size_t value_index, uint16_t x) {  // m[0..3], then v[0..3]
         std::vector<std::byte> bad = b;
-        std::memcpy(bad.data() + 16 + 4 * value_index, &x, 4);
+        store_le(bad.data() + 16 + 2 * value_index, x);
         return bad;
     };
-    CHECK_THROWS_WITH(decode_moments(poke(1, std::nanf("")), 3), Contains("m[1] is not finite"));
-    CHECK_THROWS_WITH(decode_moments(poke(5, INFINITY), 3), Contains("v[2]"));
-    CHECK_THROWS_WITH(decode_moments(poke(3, -1e-9f), 3), Contains("v[0]"));
+    CHECK_THROWS_WITH(decode_moments(poke(1, 0x7fc0), 4), Contains("m[1] is not finite"));      // NaN
+    CHECK_THROWS_WITH(decode_moments(poke(6, 0x7f80), 4), Contains("v[2]"));                    // +infinity
+    CHECK_THROWS_WITH(decode_moments(poke(4, float_to_bf16(-1e-9f)), 4), Contains("v[0]"));     // negative
+    CHECK_THROWS_WITH(check_moments(poke(7, 0xff80), 4), Contains("v[3]"));                     // -infinity
+    CHECK(check_moments(b, 4).v_at(2) == 2.0f);
+    // A NaN or infinity stays one in bf16 (never rounded to a finite value): refused where it arrives.
+    CHECK_THROWS_WITH(decode_moments(encode_moments(7, std::vector<float>{0, std::nanf(""), 0, 0}, v), 4), Contains("m[1] is not finite"));
+    CHECK_THROWS_WITH(decode_moments(encode_moments(7, m, std::vector<float>{0, 0, -INFINITY, 0}), 4), Contains("v[2]"));
+    CHECK(decode_moments(encode_moments(7, std::vector<float>{3.4e38f, 0, 0, 0}, v), 4).m[0] == bf16_to_float(0x7f7f));  // saturates
     CHECK_THROWS_AS(moments_round(std::vector<std::byte>(15)), Error);
 
     const std::vector<Applied> used = {{0, 5}, {2, 5}, {3, 4}};
