@@ -378,9 +378,6 @@ uint64_t moments_round(std::span<const std::byte> b) {
     return load_le<uint64_t>(b.data());
 }
 
-float MomentsView::m_at(std::size_t i) const { return bf16_to_float(load_le<uint16_t>(m + 2 * i)); }
-float MomentsView::v_at(std::size_t i) const { return bf16_to_float(load_le<uint16_t>(v + 2 * i)); }
-
 MomentsView check_moments(std::span<const std::byte> b, std::size_t params) {
     // The size first, so nothing is read in vain: exactly two sections of the model's size.
     if (b.size() != moments_bytes(params))

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/bytes.h"
 #include "core/data_manifest.h"
 
@@ -143,8 +144,8 @@ struct MomentsView {
     std::size_t count = 0;
     const std::byte* m = nullptr;
     const std::byte* v = nullptr;
-    float m_at(std::size_t i) const;
-    float v_at(std::size_t i) const;
+    float m_at(std::size_t i) const { return bf16_to_float(load_le<uint16_t>(m + 2 * i)); }
+    float v_at(std::size_t i) const { return bf16_to_float(load_le<uint16_t>(v + 2 * i)); }
 };
 // Refuses any size but moments_bytes(params), a count other than params, a non-finite m or v, and a
 // negative v (a second moment; AdamW would take its square root).
