@@ -11,7 +11,9 @@
 // through Archipelago's own stack, HostLink to PeerLink: CURVE, chunks, checksums, credit); idle_s_per_sync (an island's last inner step to its next first
 // one, the median over rounds after the first; idle_s_max the longest, a DES-LOC round's when one is
 // among them: moments_every); cpu_s_per_round (every process's CPU seconds a round,
-// rounds after the first: on `cores` cores a round takes at least that over cores); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
+// rounds after the first: on `cores` cores a round takes at least that over cores); host_fresh_mb_per_round and
+// peer_fresh_mb_per_round (the fresh pages the kernel cleared for the host, and for a peer on average, a
+// round: memory allocated anew each round, rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
 // fp32 model's bytes); held_deltas_over_p (the islands' Δs as the host holds them, out of their zstd stage,
 // at the codec's most: the part of the host's bound beyond 4 P); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
 // model and batch: its DiLoCo state); peer_anon_over_p (a peer's largest anonymous memory, sampled:
@@ -90,19 +92,23 @@ double status_bytes(pid_t pid, const std::string& field) {
 }
 double peak_rss(pid_t pid) { return status_bytes(pid, "VmHWM"); }
 
-// The CPU seconds a process has used so far, every thread's (utime and stime of /proc/PID/stat);
-// 0 once it is gone.
-double cpu_seconds(pid_t pid) {
+// Fields first..last of /proc/PID/stat, summed; 0 once the process is gone.
+double stat_fields(pid_t pid, int first, int last) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     if (!std::getline(f, line) || line.rfind(')') == std::string::npos) return 0;
     std::istringstream rest(line.substr(line.rfind(')') + 2));  // from field 3, the state
     std::string field;
-    double ticks = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i)
-        if (i >= 14) ticks += std::stod(field);  // utime, stime
-    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    double sum = 0;
+    for (int i = 3; i <= last && rest >> field; ++i)
+        if (i >= first) sum += std::stod(field);
+    return sum;
 }
+// The CPU seconds a process has used so far, every thread's (utime and stime).
+double cpu_seconds(pid_t pid) { return stat_fields(pid, 14, 15) / static_cast<double>(::sysconf(_SC_CLK_TCK)); }
+// The MB of pages the kernel has handed it so far, cleared (minor faults, field 10, of 4 KiB pages:
+// its heap has no huge pages): fresh memory a round touches, the page clearing a round costs.
+double fresh_mb(pid_t pid) { return stat_fields(pid, 10, 10) * 4096.0 / 1e6; }
 
 // Every match of `pattern` in text: its first capture group as a number.
 std::vector<double> numbers(const std::string& text, const std::string& pattern) {
@@ -324,6 +330,13 @@ nlohmann::ordered_json measure(const Options& o) {
         return s;
     };
     double cpu_first = 0, cpu_last = 0;
+    // The same for fresh pages, the host's and the peers' (their mean).
+    auto peers_fresh = [&] {
+        double mb = 0;
+        for (auto& p : peers) mb += fresh_mb(p->pid());
+        return mb / static_cast<double>(std::max<std::size_t>(peers.size(), 1));
+    };
+    double host_fresh_first = 0, host_fresh_last = 0, peer_fresh_first = 0, peer_fresh_last = 0;
     std::size_t shown = 0;
     const auto end = Clock::real().now() + std::chrono::duration<double>(o.timeout_s);
     while (host.running() && Clock::real().now() < end) {
@@ -335,8 +348,9 @@ nlohmann::ordered_json measure(const Options& o) {
         const std::vector<double> done = numbers(host.log(), R"(round (\d+) host seconds)");
         if (done.size() > shown) {
             shown = done.size();
-            if (shown == 1) cpu_first = all_cpu();
-            if (shown == static_cast<std::size_t>(o.rounds)) cpu_last = all_cpu();
+            if (shown == 1) cpu_first = all_cpu(), host_fresh_first = fresh_mb(host.pid()), peer_fresh_first = peers_fresh();
+            if (shown == static_cast<std::size_t>(o.rounds))
+                cpu_last = all_cpu(), host_fresh_last = fresh_mb(host.pid()), peer_fresh_last = peers_fresh();
             std::fprintf(stderr, "  round %zu/%d done after %.0f s; host peak RSS %.2f P, peer %.2f P\n", shown, o.rounds,
                          seconds_since(started), host_peak / P, peer_peak / P);
         }
@@ -392,6 +406,9 @@ nlohmann::ordered_json measure(const Options& o) {
     row["idle_s_max"] = bench::rounded(idle.empty() ? -1 : *std::max_element(idle.begin(), idle.end()), 2);
     row["cpu_s_per_round"] = bench::rounded(o.rounds > 1 && cpu_last > 0 ? (cpu_last - cpu_first) / (o.rounds - 1) : -1, 2);
     row["cores"] = static_cast<int>(std::thread::hardware_concurrency());
+    const bool counted = o.rounds > 1 && cpu_last > 0;
+    row["host_fresh_mb_per_round"] = bench::rounded(counted ? (host_fresh_last - host_fresh_first) / (o.rounds - 1) : -1, 0);
+    row["peer_fresh_mb_per_round"] = bench::rounded(counted ? (peer_fresh_last - peer_fresh_first) / (o.rounds - 1) : -1, 0);
     row["host_start_s"] = bench::rounded(host_start, 2);
     row["receive_s"] = bench::rounded(phase("receive"), 2);
     row["decode_s"] = bench::rounded(phase("decode"), 2);

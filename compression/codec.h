@@ -143,6 +143,8 @@ struct Payload {
         return info.zstd ? std::span<const std::byte>(decompressed) : body;
     }
 };
-Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count);
+// reuse: memory the zstd stage's payload is put in (its capacity kept: a caller that opens one
+// payload a round and hands the last one's buffer back clears no fresh pages for it).
+Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count, std::vector<std::byte> reuse = {});
 
 }  // namespace arch::compression

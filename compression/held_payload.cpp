@@ -20,11 +20,11 @@ std::uint64_t slice_length(std::uint64_t alignment) {
     return alignment >= kSlice ? alignment : alignment * (kSlice / alignment);
 }
 
-HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep) {
-    Payload p = open_payload(encoded, count);  // header, sizes, zstd frames, scales: all checked
+HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep, std::vector<std::byte> reuse) {
+    Payload p = open_payload(encoded, count, std::move(reuse));  // header, sizes, zstd frames, scales: all checked
     info_ = p.info;
-    if (info_.zstd) payload_ = std::move(p.decompressed);
-    else if (keep == Keep::copy) payload_.assign(p.body.begin(), p.body.end());
+    payload_ = std::move(p.decompressed);  // out of the zstd stage, or the memory given, unused so far
+    if (!info_.zstd && keep == Keep::copy) payload_.assign(p.body.begin(), p.body.end());
     body_ = info_.zstd || keep == Keep::copy ? std::span<const std::byte>(payload_) : p.body;
     if (info_.codec == CodecId::topk) {
         whole_.resize(count);
@@ -32,6 +32,12 @@ HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count
         payload_ = {};
         body_ = {};
     }
+}
+
+std::vector<std::byte> HeldPayload::release_buffer() {
+    body_ = {};
+    whole_ = {};
+    return std::move(payload_);
 }
 
 std::uint64_t HeldPayload::alignment() const { return detail::slice_alignment(info_.codec, info_.block); }

@@ -24,8 +24,11 @@ public:
     // Validates `encoded` exactly as decode(encoded, out) with out.size() == count does (throws
     // arch::Error naming the fault) and keeps its payload, out of the zstd stage. borrow: a payload
     // without a zstd stage is read where it lies, so `encoded` must outlive this object.
+    // reuse: memory for the kept payload (release_buffer() of an earlier one): its pages are already
+    // the process's, so no fresh ones are cleared for a payload made again and again at one size.
     enum class Keep { copy, borrow };
-    HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep = Keep::copy);
+    HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep = Keep::copy,
+                std::vector<std::byte> reuse = {});
 
     std::uint64_t count() const { return info_.count; }
     // A slice must start at a multiple of this: a blockwise codec's block, else 1.
@@ -37,6 +40,8 @@ public:
     // Floats [first, first + out.size()) of the decoded buffer. Throws arch::Error for a slice that is
     // not aligned or runs past count(). Not thread-safe (a per-object scratch).
     void decode(std::uint64_t first, std::span<float> out) const;
+    // The kept payload's memory, for the next one; this object holds nothing after it.
+    std::vector<std::byte> release_buffer();
 
 private:
     WireInfo info_{};

@@ -227,12 +227,13 @@ void decode(std::span<const std::byte> bytes, std::span<float> out, std::vector<
     }
 }
 
-Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count) {
+Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count, std::vector<std::byte> reuse) {
     Payload p;
     p.info = inspect(bytes);
     require_count(p.info, count);
     p.body = bytes.subspan(kWireHeaderBytes);
-    if (p.info.zstd) p.decompressed = detail::zstd_decompress(p.body, p.info.payload_bytes);
+    p.decompressed = std::move(reuse);
+    if (p.info.zstd) detail::zstd_decompress(p.body, p.info.payload_bytes, p.decompressed);
     detail::check_payload(p.info.codec, p.info.block, p.bytes(), count);
     return p;
 }

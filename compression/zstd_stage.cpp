@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "compression/detail.h"
 #include "core/error.h"
@@ -27,7 +28,14 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     const std::uint64_t size = payload.size();
     const std::uint64_t chunks = (size + kZstdChunk - 1) / kZstdChunk;
     if (chunks > 0xffffffffu) throw Error("zstd: payload of " + std::to_string(size) + " bytes is too large");
-    std::vector<Bytes> parts(chunks);
+    // Each chunk is compressed straight into the buffer that is sent, at a slot of zstd's bound for it
+    // (at least its raw size), and the chunks are then moved together: no buffer per chunk beside it.
+    const std::uint64_t table = prefix + 8 + 4 * chunks;
+    std::vector<std::uint64_t> slot(chunks + 1);
+    slot[0] = table;
+    for (std::uint64_t c = 0; c < chunks; ++c)
+        slot[c + 1] = slot[c] + ZSTD_compressBound(std::min<std::uint64_t>(kZstdChunk, size - c * kZstdChunk));
+    Bytes out(slot[chunks]);
     std::vector<std::uint32_t> sizes(chunks);
     int failed = 0;
 #pragma omp parallel if (chunks > 1)
@@ -38,39 +46,35 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
         for (std::int64_t c = 0; c < static_cast<std::int64_t>(chunks); ++c) {
             const std::uint64_t first = std::uint64_t(c) * kZstdChunk;
             const std::size_t len = std::min<std::uint64_t>(kZstdChunk, size - first);
-            Bytes& part = parts[c];
-            part.resize(ZSTD_compressBound(len));
-            const std::size_t r = ctx ? ZSTD_compress2(ctx, part.data(), part.size(),
-                                                       payload.data() + first, len)
-                                      : 0;
+            std::byte* to = out.data() + slot[c];
+            const std::size_t room = slot[c + 1] - slot[c];
+            const std::size_t r = ctx ? ZSTD_compress2(ctx, to, room, payload.data() + first, len) : 0;
             if (!ctx || ZSTD_isError(r)) {
 #pragma omp atomic write
                 failed = 1;
                 continue;
             }
-            if (r >= len) {  // zstd did not help: store the chunk raw
-                part.assign(payload.begin() + first, payload.begin() + first + len);
+            if (r >= len) {  // zstd did not help: store the chunk raw (the bound is at least len)
+                std::copy(payload.begin() + first, payload.begin() + first + len, to);
                 sizes[c] = static_cast<std::uint32_t>(len) | kRawBit;
             } else {
-                part.resize(r);
                 sizes[c] = static_cast<std::uint32_t>(r);
             }
         }
         ZSTD_freeCCtx(ctx);
     }
     if (failed) throw Error("zstd: compression failed (out of memory?)");
-    std::uint64_t total = prefix + 8 + 4 * chunks;
-    for (const Bytes& p : parts) total += p.size();
-    Bytes out(total);
     std::byte* body = out.data() + prefix;
     store_le(body, kZstdChunk);
     store_le(body + 4, static_cast<std::uint32_t>(chunks));
-    std::uint64_t at = 8 + 4 * chunks;
+    std::uint64_t at = table;  // where the next chunk goes: never past its slot, so a forward move
     for (std::uint64_t c = 0; c < chunks; ++c) {
         store_le(body + 8 + 4 * c, sizes[c]);
-        std::copy(parts[c].begin(), parts[c].end(), body + at);
-        at += parts[c].size();
+        const std::uint64_t stored = sizes[c] & ~kRawBit;
+        if (at != slot[c]) std::memmove(out.data() + at, out.data() + slot[c], stored);
+        at += stored;
     }
+    out.resize(at);
     return out;
 }
 

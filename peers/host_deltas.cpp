@@ -41,7 +41,13 @@ HostDeltas::HostDeltas(const RunConfig& config, const ModelConfig& model, const 
 
 void HostDeltas::take_in(std::span<const std::byte> payload, std::size_t values, rounds::Contribution& c) {
     if (holds_encoded()) {
-        c.held = std::make_shared<const compression::HeldPayload>(payload, values);  // validated whole
+        std::vector<std::byte> memory;  // a payload's from an earlier round: no fresh pages to clear
+        if (!spare_payloads_.empty()) {
+            memory = std::move(spare_payloads_.back());
+            spare_payloads_.pop_back();
+        }
+        c.held = std::make_shared<compression::HeldPayload>(payload, values, compression::HeldPayload::Keep::copy,
+                                                            std::move(memory));  // validated whole
         c.limit = value_limit();
         c.norm = held_norm(*c.held, 1.0f, c.limit, &c.beyond);
         return;
@@ -67,8 +73,11 @@ std::string HostDeltas::vet(std::vector<rounds::Contribution>& all, uint64_t rou
 
 void HostDeltas::recycle(std::vector<rounds::Contribution>& all) {
     const std::size_t most = static_cast<std::size_t>(std::max(config_.islands, 1));
-    for (rounds::Contribution& c : all)
+    for (rounds::Contribution& c : all) {
         if (spare_.size() < most && c.delta.capacity() > 0) spare_.push_back(std::move(c.delta));
+        if (spare_payloads_.size() < most && c.held && c.held.use_count() == 1)
+            spare_payloads_.push_back(c.held->release_buffer());
+    }
 }
 
 bool HostDeltas::holds_encoded() const {

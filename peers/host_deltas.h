@@ -78,6 +78,7 @@ private:
     uint64_t limit_at_ = UINT64_MAX;
     std::unique_ptr<privacy::NoiseSource> noise_;  // central mode: the host's noise
     std::vector<std::vector<float>> spare_;        // decoded Δs' buffers (at most one a run's island)
+    std::vector<std::vector<std::byte>> spare_payloads_;  // held Δs' payload buffers, the same
     std::vector<std::byte> decode_scratch_;        // a payload, out of its zstd stage
     std::vector<float> norm_slice_;                // a slice of a held Δ, decoded for its norm
 };

@@ -221,7 +221,8 @@ std::vector<std::byte> GlobalModel::step_and_encode(int p, std::span<float> aggr
 void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     const Fragment& f = fragment(p);
     // Validated whole (header, sizes, zstd frames, scales) before θ is touched, and read where it lies.
-    const compression::HeldPayload change(update, f.size, compression::HeldPayload::Keep::borrow);
+    // Its zstd stage's payload goes in the last update's memory: no round clears fresh pages for it.
+    compression::HeldPayload change(update, f.size, compression::HeldPayload::Keep::borrow, std::move(update_payload_));
     const std::size_t slice = static_cast<std::size_t>(compression::slice_length(change.alignment()));
     // A refused update changes nothing. Where the largest |θ| and the largest value the change can
     // decode to (its scales say) cannot reach fp32's range, θ stays finite: one pass adds it. Otherwise
@@ -261,6 +262,7 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     }
     // Still at least the largest |θ|: the runs left alone are within the old bound.
     theta_bound_ = f.size == theta_->size() ? largest : std::max(theta_bound_, largest);
+    update_payload_ = change.release_buffer();
     ++applied_[static_cast<std::size_t>(p)];
     hash_.clear();
     theta_->release();

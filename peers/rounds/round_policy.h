@@ -103,7 +103,7 @@ struct Contribution {
     // A sync round's Δ as the host holds it: encoded, aggregated slice by slice (no policy reads it
     // whole), with its L2 norm taken on arrival for the screen, and the screen's clip (a factor
     // applied as it is aggregated).
-    std::shared_ptr<const compression::HeldPayload> held;
+    std::shared_ptr<compression::HeldPayload> held;
     double norm = 0;
     float scale = 1.0f;
     // The per-value bound (peers/host_deltas.h): each value is clamped to ±limit (0: none), as it is

@@ -32,7 +32,8 @@ ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "check
           "state_on_disk": bool, "host_rss_over_p": float, "held_deltas_over_p": float,
           "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "peer_anon_over_p": float, "peer_compute_s": float,
           "state_mb_per_s": float, "state_all_mb_per_s": float,
-          "curve_ceiling_mb_per_s": float, "link_mb_per_s": float, "idle_s_per_sync": float, "idle_s_max": float, "cpu_s_per_round": float, "cores": int, "host_start_s": float, "receive_s": float,
+          "curve_ceiling_mb_per_s": float, "link_mb_per_s": float, "idle_s_per_sync": float, "idle_s_max": float, "cpu_s_per_round": float, "cores": int,
+          "host_fresh_mb_per_round": float, "peer_fresh_mb_per_round": float, "host_start_s": float, "receive_s": float,
           "decode_s": float, "aggregate_encode_s": float, "outer_step_s": float, "checkpoint_s": float,
           "eval_s": float, "send_s": float}
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU case on a machine without a usable GPU

@@ -2,7 +2,8 @@
 // codec, with and without zstd, on sizes that leave a short last block, every slice (of sizes that
 // are multiples of the codec's alignment, and the odd tail) decodes bit for bit to what decode()
 // gives for those positions; a misaligned or overlong slice and a corrupt buffer are refused; error
-// feedback, which subtracts its decode a slice at a time, leaves exactly x + r - decode(encode(x + r)).
+// feedback, which subtracts its decode a slice at a time, leaves exactly x + r - decode(encode(x + r));
+// a payload put in an earlier one's memory (release_buffer) decodes the same, in that memory.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -54,6 +55,31 @@ TEST_CASE("every slice of a held payload decodes to the floats decode() gives th
             else if (name.rfind("uint8", 0) != 0) CHECK(bound <= 128.0f * most + 1e-30f);  // uint8: its codebook's reach
             if (align > 1 && n > align) CHECK_THROWS_AS(held.decode(align / 2, std::span(sliced).first(8)), Error);
             if (n >= 2) CHECK_THROWS_AS(held.decode(n - 1, std::span(sliced).first(2)), Error);  // past the end
+        }
+    }
+}
+
+TEST_CASE("a held payload put in an earlier one's memory decodes the same, and takes no fresh memory") {
+    // A buffer kept from one round's payload to the next's (the host's held Δs, a peer's update).
+    for (const char* spec : {"fp4:block=32+zstd:1", "int8:block=256+zstd:1", "int8:block=256", "topk:frac=0.05+zstd:1"}) {
+        INFO(spec);
+        const std::size_t n = 70001;
+        std::vector<std::byte> memory;
+        const std::byte* first_memory = nullptr;
+        for (std::uint32_t round = 0; round < 3; ++round) {
+            const std::vector<float> x = testing::gaussian(n, 11 + round);
+            const std::vector<std::byte> bytes = make_codec(spec)->encode(x);
+            std::vector<float> whole(n), sliced(n);
+            decode(bytes, whole);
+            HeldPayload held(bytes, n, HeldPayload::Keep::copy, std::move(memory));
+            held.decode(0, sliced);
+            CHECK(std::memcmp(sliced.data(), whole.data(), n * sizeof(float)) == 0);
+            memory = held.release_buffer();
+            const bool kept = std::string(spec).rfind("topk", 0) != 0;  // topk is decoded whole: nothing to keep
+            CHECK(memory.empty() != kept);
+            if (!kept) continue;
+            if (round == 0) first_memory = memory.data();
+            else CHECK(memory.data() == first_memory);  // the same memory every round, not a new buffer
         }
     }
 }
