@@ -229,6 +229,7 @@ MemoryPlan plan_memory(const PlanRequest& request) {
     h.theta_replica = h.pseudo_gradient = P * f;
     h.ef_residual = q.error_feedback ? P * f : 0;
     h.overlap_carry = q.overlap ? 2 * P * f : 0;
+    h.moments = q.desloc ? 3 * P * f : 0;
     h.update = static_cast<std::size_t>(static_cast<double>(P) * q.update_bytes_per_param);
 
     auto fits = [&](const DeviceBytes& d) {

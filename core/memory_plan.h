@@ -37,6 +37,7 @@ struct PlanRequest {
     bool fused_attention = true;      // CUDA: the fused kernel (the default) or the unfused one
     bool error_feedback = true;  // the peer's uplink codec keeps an error-feedback residual (+ef)
     bool overlap = false;        // run.mode = "overlap": θ_i at the send and the merge's scratch
+    bool desloc = false;         // outer.sync_moments_every > 0: DES-LOC's rounds carry the AdamW moments
     double update_bytes_per_param = 4;  // the downlink codec's bytes (fp32: 4, int8: about 1)
 };
 
@@ -65,8 +66,11 @@ struct HostBytes {
     std::size_t ef_residual = 0;      // the error-feedback residual (+ef)
     std::size_t update = 0;           // an update as it arrives (the downlink codec's bytes)
     std::size_t overlap_carry = 0;    // overlap mode: θ_i at the last send, and a scratch for the merge
+    // DES-LOC's rounds, while the peer takes the islands' mean: the update's moments (bf16 m and v,
+    // P) and the same widened to fp32 for its engine (2 P), beside the rest (peers/peer.cpp)
+    std::size_t moments = 0;
     std::size_t offload() const { return offloaded_optimizer + offload_staging; }
-    std::size_t diloco() const { return theta_replica + pseudo_gradient + ef_residual + update + overlap_carry; }
+    std::size_t diloco() const { return theta_replica + pseudo_gradient + ef_residual + update + overlap_carry + moments; }
     // With --state-on-disk θ and the residual are memory-mapped files: disk, not RAM.
     std::size_t diloco_on_disk() const { return theta_replica + ef_residual; }
     std::size_t total() const { return offload() + diloco(); }

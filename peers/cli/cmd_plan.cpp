@@ -27,7 +27,7 @@ struct PlanFlags {
                                            recompute = "none", offload = "none",
                                            attention = "fused";
     int layers = 0, channels = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_seq_len = 0;
-    int devices = 1, batch = 1, seq_len = 0;
+    int devices = 1, batch = 1, seq_len = 0, desloc = 4;
     bool no_error_feedback = false, overlap = false, json = false;
     std::string down_codec = "fp32", host_memory;
 };
@@ -99,6 +99,7 @@ nlohmann::json host_json(const HostBytes& h) {
             {"ef_residual", h.ef_residual},
             {"update", h.update},
             {"overlap_carry", h.overlap_carry},
+            {"moments", h.moments},
             {"offload", h.offload()},
             {"diloco", h.diloco()},
             {"total", h.total()},
@@ -139,12 +140,15 @@ void print_table(const std::vector<MemoryPlan>& plans, std::size_t ram, const ch
                     format_bytes(h.total_state_on_disk()).c_str());
     }
     const HostBytes& h = first.host;
-    std::printf("  diloco = theta replica %s + pseudo-gradient %s + error-feedback residual %s + update as it arrives %s%s\n"
+    std::printf("  diloco = theta replica %s + pseudo-gradient %s + error-feedback residual %s + update as it arrives %s%s%s\n"
                 "  state on disk (archipelago peer --state-on-disk): the theta replica and the residual are memory-mapped "
                 "files, %s of disk\n",
                 format_bytes(h.theta_replica).c_str(), format_bytes(h.pseudo_gradient).c_str(),
                 format_bytes(h.ef_residual).c_str(), format_bytes(h.update).c_str(),
                 h.overlap_carry ? (" + overlap mode's carry " + format_bytes(h.overlap_carry)).c_str() : "",
+                h.moments ? (" + DES-LOC's moments in the rounds that carry them " + format_bytes(h.moments) +
+                             " (--desloc 0: a run without them)").c_str()
+                          : "",
                 format_bytes(h.diloco_on_disk()).c_str());
     std::printf("  offload is a GPU mode (--device cuda): a CPU device's optimizer state is in RAM already\n");
     if (ram == 0) return;
@@ -169,6 +173,7 @@ void run_plan(const PlanFlags& f) {
     q.fused_attention = f.attention == "fused";
     q.error_feedback = !f.no_error_feedback;
     q.overlap = f.overlap;
+    q.desloc = f.desloc > 0;
     // The update as it arrives: the codec's bytes per parameter (over a million), twice with a zstd
     // stage (the message, at worst as large, and its payload out of it).
     constexpr std::uint64_t kSample = 1 << 20;
@@ -277,6 +282,11 @@ void add_plan(CLI::App& app, int& exit_code) {
                   "the peer's uplink codec keeps no error-feedback residual")
         ->group("Mode");
     cmd->add_flag("--overlap", f->overlap, "the run is in overlap mode: the peer also keeps θ_i at its send and a scratch (2 P)")
+        ->group("Mode");
+    cmd->add_option("--desloc", f->desloc,
+                    "the run's outer.sync_moments_every (DES-LOC, 4 by default in sync mode): in those rounds the peer "
+                    "also holds the islands' mean of the AdamW moments, in bf16 and widened to fp32 (3 P); 0: none")
+        ->check(CLI::NonNegativeNumber)
         ->group("Mode");
     cmd->add_option("--down-codec", f->down_codec, "the run's wire.down_codec: the size of an update as it arrives")
         ->group("Mode");

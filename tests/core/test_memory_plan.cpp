@@ -247,6 +247,19 @@ TEST_CASE("an 8B Llama's DiLoCo peer: θ, Δ, the residual and the update in RAM
     overlap.overlap = true;
     CHECK(plan_memory(overlap).host.overlap_carry == 2 * P);
     CHECK(plan_memory(overlap).host.diloco() == 5 * P + h.update);
+    // DES-LOC (outer.sync_moments_every > 0, the default in sync mode): in its rounds the peer also
+    // holds the mean of the moments as it arrives (bf16, P) and widened for its engine (2 P), in RAM
+    // whatever is on disk: the 8B peer is then well past 64 GiB even with its state on disk.
+    PlanRequest desloc = q;
+    desloc.desloc = true;
+    const HostBytes& d = plan_memory(desloc).host;
+    CHECK(h.moments == 0);
+    CHECK(d.moments == 3 * P);
+    CHECK(d.diloco() == 6 * P + h.update);
+    CHECK(d.diloco_on_disk() == 2 * P);
+    std::printf("  with DES-LOC's moments: %s in RAM, %s with --state-on-disk\n", format_bytes(d.diloco()).c_str(),
+                format_bytes(d.diloco() - d.diloco_on_disk()).c_str());
+    CHECK(d.diloco() - d.diloco_on_disk() > parse_bytes("64GiB"));
 }
 
 TEST_CASE("an HF config.json plans the same model as explicit sizes") {

@@ -269,8 +269,10 @@ TEST_CASE("plan prints every mode with its categories, as a table or JSON, and r
                             "--seq-len 2048 --devices 4 --down-codec int8 --host-memory 256GiB");
     INFO(home.out);
     CHECK(home.exit_code == 0);
-    for (const char* s : {"state on disk", "--state-on-disk", "this machine's RAM (--host-memory): 256.00 GiB", "fits"})
+    for (const char* s : {"state on disk", "--state-on-disk", "this machine's RAM (--host-memory): 256.00 GiB", "fits",
+                          "DES-LOC's moments in the rounds that carry them"})  // --desloc 4, run.toml's default
         CHECK(home.out.find(s) != std::string::npos);
+    CHECK(run("plan --config tiny --desloc 0").out.find("DES-LOC") == std::string::npos);
     expect_error(run("plan --config tiny --down-codec int9"), "int9");
     const Result json = run("plan --config tiny --device cpu --devices 2 --batch 4 --json");
     INFO(json.out);
