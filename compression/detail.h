@@ -94,7 +94,6 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0);
 std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes);
 // The payload, into `out` (resized to payload_bytes; a buffer kept from call to call is reused).
 void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& out);
-Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes);
 
 // ---- slices (held_payload.cpp) -------------------------------------------------------------------
 // Floats [first, first + out.size()) of a validated payload of `count` floats: the codec's own decoder

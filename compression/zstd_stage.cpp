@@ -78,12 +78,6 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     return out;
 }
 
-Bytes zstd_decompress(ByteSpan body, std::uint64_t payload_bytes) {
-    Bytes payload;
-    zstd_decompress(body, payload_bytes, payload);
-    return payload;
-}
-
 void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload) {
     if (body.size() < 8) throw Error("corrupt zstd stage: body of " + std::to_string(body.size()) + " bytes has no chunk table");
     const auto chunk = load_le<std::uint32_t>(body.data());
