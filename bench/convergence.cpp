@@ -1,6 +1,6 @@
 // bench/convergence.cpp: bench_convergence: the same tokens trained by one island, by data-parallel
-// islands, and by DiLoCo islands (fp32, int8, 4-bit with error feedback, overlapped in int8 and 4-bit
-// with H fixed or from the link, Streaming DiLoCo in 4-bit, asynchronous at speeds 1, 1, 0.5, 0.25),
+// islands, and by DiLoCo islands (fp32, int8, 4-bit with error feedback, top-k with error feedback,
+// overlapped in int8, 4-bit and top-k with H fixed or from the link, Streaming DiLoCo in 4-bit, asynchronous at speeds 1, 1, 0.5, 0.25),
 // printing each run's val loss, bytes, peak bytes per sync, speed-up over one island in steps and in
 // time, epochs read, and a simulated wall-clock over a link. The islands' data is
 // cut as the host cuts it (convergence_data.h); the runs are in convergence_runs.h; docs/results.md
@@ -103,11 +103,13 @@ int main(int argc, char** argv) {
                                             "diloco-int8",      "diloco-fp4-ef",     "overlap-int8", "overlap-fp4",
                                             "overlap-fp4-late", "overlap-int8-auto", "overlap-fp4-auto", "streaming-fp4", "streaming-fp4-auto",
                                             "async"};
-    // Rows run only when --only names them: ablations of the default rows, and diloco-fp32 with
-    // island-level differential privacy (docs/privacy.md) at two budgets in both trust modes.
-    const std::vector<std::string> extra = {"diloco-fp4", "overlap-int8-late", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
+    // Rows run only when --only names them: ablations of the default rows, the sparse codec (top-k with
+    // error feedback both ways, docs/results.md), and diloco-fp32 with island-level differential
+    // privacy (docs/privacy.md) at two budgets in both trust modes.
+    const std::vector<std::string> extra = {"diloco-fp4", "overlap-int8-late", "diloco-topk-ef", "overlap-topk", "overlap-topk-auto", "dp-central-eps8", "dp-central-eps2", "dp-distributed-eps8",
                                             "dp-distributed-eps2"};
     std::string streaming_codec = "fp4+zstd";
+    std::string topk_codec = "topk:frac=0.01+ef+zstd:1";
     app.add_flag("--json", json, "one JSON object per row instead of the table");
     app.add_option("--rounds", s.rounds, "DiLoCo rounds; every run trains rounds*H*islands*B*T tokens")
         ->check(at_least_one());
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
     add_choice(app, "--merge", s.merge, diloco::streaming_merge_names(),
                "streaming: mix (by --alpha) or carry (θ_global plus the island's progress since it sent)");
     app.add_option("--dp-clip", s.dp_clip, "dp-* rows: the L2 clip of each pseudo-gradient")->check(CLI::PositiveNumber);
+    app.add_option("--topk-codec", topk_codec, "the *-topk rows: the sparse codec both ways, with error feedback on each side");
     app.add_option("--streaming-codec", streaming_codec, "streaming: the codec both ways (the paper's: fp4, no error feedback)");
     return run_main(app, argc, argv, [&] {
         const PreparedCorpus prepared = corpus == "bench" ? ensure_bench_corpus() : ensure_bundled_corpus();
@@ -247,6 +250,9 @@ int main(int argc, char** argv) {
             emit(run_overlap(s, "overlap-int8-late", "int8:block=256+zstd:1", false, true));
         if (want("overlap-int8-auto")) emit(run_overlap(s, "overlap-int8-auto", "int8:block=256+zstd:1", true));
         if (want("overlap-fp4-auto")) emit(run_overlap(s, "overlap-fp4-auto", "fp4+ef+zstd", true));
+        if (!only.empty() && want("diloco-topk-ef")) emit(run_diloco(s, "diloco-topk-ef", topk_codec));
+        if (!only.empty() && want("overlap-topk")) emit(run_overlap(s, "overlap-topk", topk_codec, false));
+        if (!only.empty() && want("overlap-topk-auto")) emit(run_overlap(s, "overlap-topk-auto", topk_codec, true));
         if (!only.empty() && want("diloco-fp4")) emit(run_diloco(s, "diloco-fp4", "fp4+zstd"));
         if (want("streaming-fp4")) emit(run_streaming(s, streaming_codec == "fp4+zstd" ? "streaming-fp4" : "streaming " + streaming_codec, streaming_codec));
         if (want("streaming-fp4-auto"))

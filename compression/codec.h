@@ -115,7 +115,7 @@ CodecSpec parse_codec_spec(std::string_view spec);
 std::string canonical_spec(const CodecSpec& s);  // parse_codec_spec(canonical_spec(s)) == s
 std::unique_ptr<Codec> make_codec(std::string_view spec);
 // The most bytes the codec of `spec` takes for `count` floats, out of any zstd stage (what a receiver
-// holds at worst). Throws arch::Error for a bad spec.
+// holds at worst; topk: for the k its fraction keeps). Throws arch::Error for a bad spec.
 std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count);
 // The most bytes a buffer encoded with `spec` takes for `count` floats, as sent: its header, the
 // payload and the zstd stage's chunk table (what a receiver may be asked to take in). Throws

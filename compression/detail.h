@@ -82,8 +82,24 @@ void decode_uint8_sigma(ByteSpan payload, std::span<float> out);
 
 // ---- top-k (topk.cpp) ---------------------------------------------------------------------------
 std::uint64_t topk_count(std::uint64_t n, double fraction);
-Bytes encode_topk(std::span<const float> x, double fraction);
+// subtract_from (error feedback, the same buffer as x): each kept value is taken off it as it is
+// written, which leaves 0 there, the rest as it was.
+Bytes encode_topk(std::span<const float> x, double fraction, float* subtract_from = nullptr);
 void decode_topk(ByteSpan payload, std::span<float> out);
+// Where to pick up the index list: the element `entry`'s gap starts at byte `pos`, and its index is at
+// least `next` (the index before it plus one). One every kTopkMarkEvery elements.
+struct TopkMark {
+    std::uint64_t entry = 0;
+    std::size_t pos = 0;
+    std::uint64_t next = 0;
+};
+constexpr std::uint64_t kTopkMarkEvery = 4096;
+// The checks decode_topk makes before writing (k <= n, sizes, finite values, every index in range, no
+// trailing bytes), alone; returns k, and the marks where `marks` is given.
+std::uint64_t check_topk(ByteSpan payload, std::uint64_t n, std::vector<TopkMark>* marks);
+// Floats [first, first + out.size()) of a payload check_topk passed, from the marks it made: the same
+// floats decode_topk gives there, walking at most kTopkMarkEvery elements before the slice's.
+void decode_topk_slice(ByteSpan payload, std::span<const TopkMark> marks, std::uint64_t first, std::span<float> out);
 
 // ---- zstd stage (zstd_stage.cpp) ----------------------------------------------------------------
 // Body = [u32 chunk_bytes][u32 chunks][u32 stored size per chunk; top bit: stored raw][chunks...]
@@ -110,7 +126,7 @@ struct Format {
 };
 Bytes encode_payload(const Format& f, std::span<const float> x);
 // The payload of y, and y minus its decode (error feedback's residual) in the same pass where the codec
-// is blockwise; nullopt for the others (the caller decodes and subtracts).
+// is blockwise or topk; nullopt for the others (the caller decodes and subtracts).
 std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
 // Validates a payload exactly as decode_payload does, without writing any output.

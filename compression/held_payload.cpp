@@ -1,7 +1,8 @@
 // compression/held_payload.cpp: HeldPayload. Each codec's slice is the same decoder run on the part of
 // the payload those positions use: blockwise codecs ([block scales][codes], blocks a multiple of 8
 // elements, so a block's codes start on a byte) take the slice's scales and codes; fp32, fp16 and
-// bf16 their values; uint8 its codebook and codes.
+// bf16 their values; uint8 its codebook and codes; topk walks its index list from the mark before the
+// slice.
 #include "compression/held_payload.h"
 
 #include <algorithm>
@@ -26,17 +27,12 @@ HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count
     payload_ = std::move(p.decompressed);  // out of the zstd stage, or the memory given, unused so far
     if (!info_.zstd && keep == Keep::copy) payload_.assign(p.body.begin(), p.body.end());
     body_ = info_.zstd || keep == Keep::copy ? std::span<const std::byte>(payload_) : p.body;
-    if (info_.codec == CodecId::topk) {
-        whole_.resize(count);
-        detail::decode_payload(info_.codec, info_.block, body_, whole_);
-        payload_ = {};
-        body_ = {};
-    }
+    if (info_.codec == CodecId::topk) (void)detail::check_topk(body_, count, &topk_marks_);  // checked once more, marked
 }
 
 std::vector<std::byte> HeldPayload::release_buffer() {
     body_ = {};
-    whole_ = {};
+    topk_marks_ = {};
     return std::move(payload_);
 }
 
@@ -56,11 +52,7 @@ float HeldPayload::magnitude_bound() const {
         case CodecId::fp4: return 6.0f * largest(body_.data(), blocks);
         case CodecId::sign: return largest(body_.data(), blocks);
         case CodecId::uint8_sigma: return largest(body_.data(), 256);  // the codebook's bin means
-        case CodecId::topk: {
-            float most = 0.0f;
-            for (const float x : whole_) most = std::max(most, std::fabs(x));
-            return most;
-        }
+        case CodecId::topk: return largest(body_.data() + 8, load_le<std::uint64_t>(body_.data()));  // its kept values
         case CodecId::fp32:
         case CodecId::fp16:
         case CodecId::bf16: break;
@@ -76,11 +68,7 @@ void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
     if (first % alignment() != 0)
         throw Error("a slice at " + std::to_string(first) + " does not start on a block of " + std::to_string(alignment()));
     if (n == 0) return;
-    if (info_.codec == CodecId::topk) {
-        std::copy(whole_.begin() + static_cast<std::ptrdiff_t>(first),
-                  whole_.begin() + static_cast<std::ptrdiff_t>(first + n), out.begin());
-        return;
-    }
+    if (info_.codec == CodecId::topk) return detail::decode_topk_slice(body_, topk_marks_, first, out);
     detail::decode_payload_slice(info_.codec, info_.block, info_.count, body_, first, out, slice_);
 }
 

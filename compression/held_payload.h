@@ -2,8 +2,8 @@
 // holds each island's pseudo-gradient this way until the round's update and aggregates them slice by
 // slice (outer::Aggregator on slices of every Δ), so it never holds N decoded fp32 Δs at once. A
 // slice decodes to exactly the floats decode() gives for those positions (the same decoders run on
-// the slice's part of the payload). topk, whose positions are delta-coded from the start, is decoded
-// whole once and held so.
+// the slice's part of the payload). topk, whose positions are delta-coded from the start, keeps marks
+// into its index list (one every 4096 kept values) to start a slice's walk from.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compression/codec.h"
+#include "compression/detail.h"
 
 namespace arch::compression {
 
@@ -47,7 +48,7 @@ private:
     WireInfo info_{};
     std::vector<std::byte> payload_;         // kept: a copy, or out of the zstd stage
     std::span<const std::byte> body_;         // the payload: payload_, or borrowed
-    std::vector<float> whole_;                // topk: decoded once
+    std::vector<detail::TopkMark> topk_marks_;  // topk: where to pick up its index list
     mutable std::vector<std::byte> slice_;    // a slice's part of the payload, put together
 };
 

@@ -219,19 +219,16 @@ private:
         return detail::wrap(format_, y.size(), std::move(*payload), spec_.zstd, spec_.zstd_level);
     }
 
-    // r -= decode(payload), a slice at a time (topk, whose positions are coded from the start: whole),
-    // so error feedback keeps no decoded copy the size of the model.
+    // r -= decode(payload), a slice at a time, so error feedback keeps no decoded copy the size of the
+    // model (the codecs that subtract as they encode never come here).
     void subtract_decoded(const Bytes& payload, std::span<float> r) {
         const std::size_t n = r.size();
-        const std::size_t slice = spec_.codec == CodecId::topk
-                                      ? n
-                                      : static_cast<std::size_t>(slice_length(detail::slice_alignment(spec_.codec, spec_.block)));
+        const std::size_t slice = static_cast<std::size_t>(slice_length(detail::slice_alignment(spec_.codec, spec_.block)));
         for (std::size_t first = 0; first < n; first += slice) {
             const std::size_t len = std::min(slice, n - first);
             if (decoded_.size() < len) decoded_.resize(len);
             const std::span<float> d = std::span(decoded_).first(len);
-            if (spec_.codec == CodecId::topk) detail::decode_payload(spec_.codec, spec_.block, payload, d);
-            else detail::decode_payload_slice(spec_.codec, spec_.block, n, payload, first, d, slice_scratch_);
+            detail::decode_payload_slice(spec_.codec, spec_.block, n, payload, first, d, slice_scratch_);
             float* rs = r.data() + first;
 #pragma omp parallel for schedule(static) if (len > (1 << 18))
             for (std::size_t i = 0; i < len; ++i) rs[i] = rs[i] - d[i];
@@ -247,14 +244,25 @@ private:
 
 }  // namespace
 
-std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count) {
-    const CodecSpec s = parse_codec_spec(spec);
+namespace {
+// topk: what k = ceil(frac · count) values and their index gaps can take, where any k a decoder
+// accepts could take 3.5 times fp32's bytes.
+std::uint64_t spec_payload_limit(const CodecSpec& s, std::uint64_t count) {
+    if (s.codec == CodecId::topk) {
+        const std::uint64_t k = detail::topk_count(count, s.fraction);
+        return detail::payload_bytes_limit(s.codec, s.block, k);
+    }
     return detail::payload_bytes_limit(s.codec, s.block, count);
+}
+}  // namespace
+
+std::uint64_t payload_bytes_limit(std::string_view spec, std::uint64_t count) {
+    return spec_payload_limit(parse_codec_spec(spec), count);
 }
 
 std::uint64_t wire_bytes_limit(std::string_view spec, std::uint64_t count) {
     const CodecSpec s = parse_codec_spec(spec);
-    const std::uint64_t payload = detail::payload_bytes_limit(s.codec, s.block, count);
+    const std::uint64_t payload = spec_payload_limit(s, count);
     return kWireHeaderBytes + payload + (s.zstd ? detail::zstd_stage_overhead(payload) : 0);
 }
 

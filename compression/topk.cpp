@@ -73,7 +73,7 @@ std::uint64_t topk_count(std::uint64_t n, double fraction) {
     return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(k), 1, n);
 }
 
-Bytes encode_topk(std::span<const float> x, double fraction) {
+Bytes encode_topk(std::span<const float> x, double fraction, float* subtract_from) {
     require_finite(x, "topk");
     const std::uint64_t n = x.size(), k = topk_count(n, fraction);
     Bytes out = payload_buffer(8 + 4 * k, 2 * k);
@@ -91,6 +91,7 @@ Bytes encode_topk(std::span<const float> x, double fraction) {
         if (b < t || (b == t && ties_left == 0)) continue;
         if (b == t) --ties_left;
         store_le(out.data() + 8 + 4 * j, x[i]);
+        if (subtract_from) subtract_from[i] = x[i] - x[i];  // what decode gives back, taken off: 0, exactly
         put_varint(out, i - prev_plus_one);
         prev_plus_one = i + 1;
         ++j;
@@ -98,8 +99,7 @@ Bytes encode_topk(std::span<const float> x, double fraction) {
     return out;
 }
 
-void decode_topk(ByteSpan payload, std::span<float> out) {
-    const std::uint64_t n = out.size();
+std::uint64_t check_topk(ByteSpan payload, std::uint64_t n, std::vector<TopkMark>* marks) {
     if (payload.size() < 8) throw Error("corrupt payload: topk payload is shorter than its count");
     const auto k = load_le<std::uint64_t>(payload.data());
     if (k > n) {
@@ -111,12 +111,13 @@ void decode_topk(ByteSpan payload, std::span<float> out) {
                     " bytes cannot hold " + std::to_string(k) + " values and indices");
     }
     require_finite_payload(payload.data() + 8, k, "topk value");
-    // Validate every index before writing anything.
+    if (marks) marks->clear();
     const std::byte* p = payload.data();
     const std::size_t end = payload.size();
     std::size_t pos = 8 + 4 * k;
     std::uint64_t next = 0;  // smallest index the next element may have
     for (std::uint64_t j = 0; j < k; ++j) {
+        if (marks && j % kTopkMarkEvery == 0) marks->push_back({j, pos, next});
         const std::uint64_t gap = get_varint(p, pos, end);
         if (gap >= n - next) {
             throw Error("corrupt payload: topk index " + std::to_string(j) + " is out of range (n = " +
@@ -128,12 +129,37 @@ void decode_topk(ByteSpan payload, std::span<float> out) {
         throw Error("corrupt payload: topk payload has " + std::to_string(end - pos) +
                     " trailing bytes");
     }
+    return k;
+}
+
+void decode_topk(ByteSpan payload, std::span<float> out) {
+    const std::uint64_t k = check_topk(payload, out.size(), nullptr);  // every index, before anything is written
     std::fill(out.begin(), out.end(), 0.0f);
-    pos = 8 + 4 * k;
-    next = 0;
+    const std::byte* p = payload.data();
+    std::size_t pos = 8 + 4 * k;
+    std::uint64_t next = 0;
     for (std::uint64_t j = 0; j < k; ++j) {
-        const std::uint64_t i = next + get_varint(p, pos, end);
+        const std::uint64_t i = next + get_varint(p, pos, payload.size());
         out[i] = load_le<float>(p + 8 + 4 * j);
+        next = i + 1;
+    }
+}
+
+void decode_topk_slice(ByteSpan payload, std::span<const TopkMark> marks, std::uint64_t first, std::span<float> out) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    if (marks.empty()) return;  // k = 0
+    const std::uint64_t k = load_le<std::uint64_t>(payload.data()), last = first + out.size();
+    // The last mark whose element cannot come before `first`'s: every element before it lies before the slice.
+    const auto after = std::upper_bound(marks.begin(), marks.end(), first,
+                                        [](std::uint64_t at, const TopkMark& m) { return at < m.next; });
+    const TopkMark& from = after == marks.begin() ? marks.front() : *std::prev(after);
+    const std::byte* p = payload.data();
+    std::size_t pos = from.pos;
+    std::uint64_t next = from.next;
+    for (std::uint64_t j = from.entry; j < k; ++j) {
+        const std::uint64_t i = next + get_varint(p, pos, payload.size());
+        if (i >= last) return;
+        if (i >= first) out[i - first] = load_le<float>(p + 8 + 4 * j);
         next = i + 1;
     }
 }

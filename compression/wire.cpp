@@ -89,12 +89,17 @@ std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float
         case CodecId::int4: return encode_int4(y, f.block, y.data());
         case CodecId::fp4: return encode_fp4(y, f.block, y.data());
         case CodecId::sign: return encode_sign(y, f.block, y.data());
+        case CodecId::topk: return encode_topk(y, f.fraction, y.data());
         default: return std::nullopt;
     }
 }
 
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count) {
     if (is_blockwise(id)) return check_blockwise(id, payload, block, count);
+    if (id == CodecId::topk) {
+        (void)check_topk(payload, count, nullptr);
+        return;
+    }
     std::vector<float> scratch(count);  // the other decoders validate everything before writing
     decode_payload(id, block, payload, scratch);
 }

@@ -627,8 +627,8 @@ bool Host::barrier_passed(Link& link) const {
 void Host::accept_blobs(Link& link) {
     // Peers send the host two kinds of blob: a pseudo-gradient, encoded with the run's wire.codec, so at
     // most that codec's wire size for θ (compression::wire_bytes_limit: an fp4 Δ is about P/8) after
-    // its metadata (a length and at most 4096 bytes); and with DES-LOC its moments: exactly m and v in
-    // fp32 and a 16-byte header. A transfer declaring more is refused unread.
+    // its metadata (a length and at most 4096 bytes; topk: for the k its fraction keeps); and with
+    // DES-LOC its moments: exactly m and v in bf16 and a 16-byte header. A transfer declaring more is refused unread.
     const uint64_t delta = compression::wire_bytes_limit(options_.config.codec, global_->theta().size());
     std::map<Type, uint64_t> accepted{{Type::pseudo_grad, 8 + 4096 + delta}};
     if (moments_) accepted[Type::moments] = protocol::moments_bytes(global_->theta().size());

@@ -214,11 +214,17 @@ TEST_CASE("zstd stage is lossless and stores incompressible chunks raw", "[codec
 TEST_CASE("wire_bytes_limit bounds every codec's encoded size, and is reached by what zstd cannot shrink", "[codec][zstd]") {
     const auto x = gaussian((1 << 20) + 333, 9);
     for (const char* spec : {"fp32", "fp32+zstd", "bf16+zstd", "int8+zstd:3", "int4:block=64", "fp4+ef+zstd:1",
-                             "uint8+zstd", "sign+zstd", "topk:frac=0.5+zstd", "topk:frac=1"}) {
+                             "uint8+zstd", "sign+zstd", "topk:frac=0.5+zstd", "topk:frac=1", "topk:frac=0.01+zstd",
+                             "topk:frac=0.001"}) {
         INFO(spec);
         const std::vector<std::byte> bytes = make_codec(spec)->encode(x);
         CHECK(bytes.size() <= wire_bytes_limit(spec, x.size()));
     }
+    // topk's limit is for the k its fraction keeps (values and their longest gaps), not for any k a
+    // decoder takes: a receiver bounds a topk run's Δ at a fraction of fp32's size.
+    const std::uint64_t k = (x.size() + 99) / 100;
+    CHECK(payload_bytes_limit("topk:frac=0.01", x.size()) == 8 + 14 * k);
+    CHECK(wire_bytes_limit("topk:frac=0.01", x.size()) < wire_bytes_limit("fp32", x.size()) / 25);
     // fp32 of Gaussian values: zstd takes little more than their exponents' redundancy off, so the
     // limit is not loose.
     const std::vector<std::byte> raw = make_codec("fp32+zstd")->encode(x);
