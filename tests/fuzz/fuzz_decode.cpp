@@ -25,9 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (!std::isfinite(v)) std::abort();
         }
         const arch::compression::HeldPayload held(bytes, info.count);
-        const std::uint64_t slice = held.alignment() * (1 + static_cast<std::uint64_t>(data[size - 1]));  // the last byte picks it
+        // The last byte picks the slice: a number of blocks, at most the buffer (a block can be longer).
+        const std::uint64_t slice = std::min<std::uint64_t>(held.alignment() * (1 + static_cast<std::uint64_t>(data[size - 1])), info.count);
         std::vector<float> part(slice);
-        for (std::uint64_t first = 0; first < info.count; first += slice) {
+        for (std::uint64_t first = 0; slice > 0 && first < info.count; first += slice) {
             const std::uint64_t len = std::min<std::uint64_t>(slice, info.count - first);
             held.decode(first, std::span(part).first(len));
             if (std::memcmp(part.data(), out.data() + first, len * sizeof(float)) != 0) std::abort();
