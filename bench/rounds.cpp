@@ -3,7 +3,7 @@
 // limit), each with its own folder, run a few rounds of a preset's model; the figures come from the
 // processes' own log lines and /proc. The islands train for real (H steps of B x T tokens; keep them
 // small so the round's overheads, not its compute, are what is measured).
-// Columns: params; islands; codec; host_threads (the host's OpenMP threads; each peer has one); host_start_s (start to listening); state_mb_per_s (a joiner's state:
+// Columns: params; islands; codec; joins (together, or one by one: --one-by-one); host_threads (the host's OpenMP threads; each peer has one); host_start_s (start to listening); state_mb_per_s (a joiner's state:
 // its size over the time from asking for it, by its hello or a hash report, to holding it; the median
 // joiner); state_all_mb_per_s (every joiner's state together: their bytes over the time from the first
 // asking to the last holding, what the host sent while they shared it);
@@ -71,6 +71,9 @@ struct Options {
     // that a model whose engine would not fit this machine can be measured; everything else is real.
     bool synthetic = false;
     bool state_on_disk = false;  // the peers run with --state-on-disk
+    // Each peer starts once the one before it holds its state, so each joiner's state crosses alone,
+    // as a late joiner's does; otherwise every joiner asks at once and they share the host.
+    bool one_by_one = false;
 };
 
 double seconds_since(Clock::time_point t) { return Clock::real().seconds_since(t); }
@@ -320,6 +323,13 @@ nlohmann::ordered_json measure(const Options& o) {
         if (o.state_on_disk) args.push_back("--state-on-disk");
         peers.push_back(std::make_unique<test::Process>(args, dir.file(name + ".log"), env, dir.file(name),
                                                         o.synthetic ? "bench_rounds_peer" : "archipelago"));
+        if (!o.one_by_one) continue;
+        const auto deadline = Clock::real().now() + std::chrono::duration<double>(o.timeout_s);
+        while (peers.back()->log().find("a state of") == std::string::npos) {
+            if (!peers.back()->running() || Clock::real().now() > deadline)
+                throw Error("bench_rounds: " + name + " got no state: " + peers.back()->log().substr(0, 4000));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
     }
     double host_peak = 0, peer_peak = 0, peer_anon = 0;  // peer_anon: sampled every 100 ms
     // Every process's CPU seconds when the first round is done and when the last is: what a round
@@ -390,6 +400,7 @@ nlohmann::ordered_json measure(const Options& o) {
     row["moments_every"] = o.moments_every >= 0 ? o.moments_every : RunConfig{}.sync_moments_every;
     row["inner_steps"] = o.synthetic ? "synthetic" : "real";
     row["state_on_disk"] = o.state_on_disk;
+    row["joins"] = o.one_by_one ? "one by one" : "together";
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
     // What the host's bound allows beyond its 4 P: the round's Δs, held out of their zstd stage.
     row["held_deltas_over_p"] =
@@ -443,6 +454,8 @@ int main(int argc, char** argv) {
     app.add_option("--codec", o.codec, "uplink codec (pseudo-gradients)");
     app.add_option("--down-codec", o.down_codec, "downlink codec (updates)");
     app.add_flag("--state-on-disk", o.state_on_disk, "the peers keep θ's replica and the residual in memory-mapped files");
+    app.add_flag("--one-by-one", o.one_by_one,
+                 "each peer starts once the last holds its state: a joiner's state crosses alone, as a late joiner's");
     app.add_option("--ceiling-mb", o.ceiling_mb, "MB sent to measure CURVE's ceiling")->check(CLI::PositiveNumber);
     app.add_option("--timeout-s", o.timeout_s, "give up on a process after this long")->check(CLI::PositiveNumber);
     app.add_flag("--json", o.json, "one JSON object per row instead of the table");
