@@ -29,7 +29,7 @@ PREPARE = {"tool": str, "threads": int, "mb": float, "seconds": float, "mb_per_s
            "same_ids": bool}
 ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "checkpoint_every": int, "host_threads": int, "moments_every": int,
           "inner_steps": str,
-          "state_on_disk": bool, "host_rss_over_p": float, "held_deltas_over_p": float,
+          "state_on_disk": bool, "joins": str, "host_rss_over_p": float, "held_deltas_over_p": float,
           "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "peer_anon_over_p": float, "peer_compute_s": float,
           "state_mb_per_s": float, "state_all_mb_per_s": float,
           "curve_ceiling_mb_per_s": float, "link_mb_per_s": float, "idle_s_per_sync": float, "idle_s_max": float, "cpu_s_per_round": float, "cores": int,
@@ -190,15 +190,16 @@ def case_rounds(bin_dir):
                            "host_start_s", "receive_s", "send_s"] if not row[k] > 0]
     if missing or row["idle_s_per_sync"] < 0 or row["params"] != 7248640 or row["inner_steps"] != "real":
         fail(f"not measured: {missing}; row {row}")
-    # The same with synthetic inner steps (bench_rounds_peer) and the peers' state on disk: labelled so,
-    # and every figure measured.
-    p = run(bin_dir, ["bench_rounds", "--json", "--synthetic", "--state-on-disk", "--config", "tiny", "--islands", "2",
-                      "--rounds", "2", "--ceiling-mb", "50"])
+    # The same with synthetic inner steps (bench_rounds_peer), the peers' state on disk and joining one
+    # by one: labelled so, and every figure measured.
+    p = run(bin_dir, ["bench_rounds", "--json", "--synthetic", "--state-on-disk", "--one-by-one", "--config", "tiny",
+                      "--islands", "2", "--rounds", "2", "--ceiling-mb", "50"])
     row = json_rows(p.stdout, ROUNDS)[0]
     missing = [k for k in ["host_rss_over_p", "peer_rss_over_p", "peer_anon_over_p", "state_mb_per_s",
                            "host_start_s", "receive_s", "send_s"]
                if not row[k] > 0]
-    if missing or row["idle_s_per_sync"] < 0 or row["inner_steps"] != "synthetic" or not row["state_on_disk"]:
+    if (missing or row["idle_s_per_sync"] < 0 or row["inner_steps"] != "synthetic" or not row["state_on_disk"]
+            or row["joins"] != "one by one"):
         fail(f"synthetic: not measured: {missing}; row {row}")
 
 
