@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "compression/codec.h"
 #include "core/data_manifest.h"
 #include "core/error.h"
 #include "core/float_store.h"
@@ -148,12 +149,14 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
 }
 
 void Peer::accept_blobs(Link& link) const {
-    // A state: θ's replica state and its header. An update: its header, θ's change (at most twice its
-    // fp32 size: topk's indices beside the values) and, with DES-LOC, the moments' mean. A data reply:
-    // the most tokens one carries, 4 bytes each, and their headers. Anything else, or larger, is
-    // refused at its begin, before any memory is taken for it.
+    // A state: θ's replica state and its header. An update: its header, θ's change (at most the run's
+    // wire.down_codec's wire size, or fp32's, which the host sends where the codec could overflow θ)
+    // and, with DES-LOC, the moments' mean. A data reply: the most tokens one carries, 4 bytes each,
+    // and their headers. Anything else, or larger, is refused at its begin, before any memory is taken
+    // for it.
     const uint64_t n = replica_->theta().size(), headers = 64u << 10;
-    uint64_t update = 2 * headers + 2 * sizeof(float) * n;
+    uint64_t update = 2 * headers + std::max(compression::wire_bytes_limit(config_->outer.down_codec, n),
+                                             compression::wire_bytes_limit("fp32", n));
     if (config_->sync_moments_every > 0) update += protocol::moments_bytes(n);
     const uint64_t data = 4 * std::max<uint64_t>(protocol::kMaxReplyTokens, kMaxChunkTokens) +
                           16 * protocol::kMaxRequestChunks + headers;
