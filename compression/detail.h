@@ -30,10 +30,12 @@ void require_finite(std::span<const float> x, std::string_view codec);
 void require_finite_payload(const std::byte* p, std::size_t n, std::string_view what);
 
 // A payload of `bytes` with capacity for the wire header (+ `extra`), so wrap() can prepend the
-// header in place instead of copying the payload into a fresh buffer.
+// header in place instead of copying the payload into a fresh buffer, and for a message's own header
+// in front of that (kMessageHeadroom: the host puts its update's there, in place too).
+constexpr std::size_t kMessageHeadroom = 256;
 inline Bytes payload_buffer(std::size_t bytes, std::size_t extra = 0) {
     Bytes b;
-    b.reserve(kWireHeaderBytes + bytes + extra);
+    b.reserve(kWireHeaderBytes + kMessageHeadroom + bytes + extra);
     b.resize(bytes);
     return b;
 }

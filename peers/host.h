@@ -116,7 +116,7 @@ private:
     std::vector<std::byte> step(const std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds);
     // The update's message: its meta, the encoded aggregate and, in a DES-LOC round, the moments' mean.
     SharedBlob encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
-                             std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update);
+                             std::vector<protocol::Applied> applied, float val, std::vector<std::byte> update);
     void finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val);  // the round's RoundRow
     // The updates this run makes: run_updates(), or fewer when the privacy budget covers fewer.
     uint64_t last_update() const;

@@ -57,7 +57,7 @@ void Host::make_update(Link& link) {
         applied.push_back({c.island, c.round});
         loss += c.loss / static_cast<double>(all.size());
     }
-    const SharedBlob blob = encode_update(ended, all, std::move(applied), val, update);
+    const SharedBlob blob = encode_update(ended, all, std::move(applied), val, std::move(update));
     for (auto& [key, p] : roster_.peers())
         if (p.welcomed) send_update(link, key, ended, blob);
     log(ledger_.update_sent(ended, seconds));
@@ -102,7 +102,7 @@ std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, 
 }
 
 SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
-                               std::vector<protocol::Applied> applied, float val, std::span<const std::byte> update) {
+                               std::vector<protocol::Applied> applied, float val, std::vector<std::byte> update) {
     MomentPool::Mean moments;  // DES-LOC: the mean of the moments of the islands this update used
     if (moments_ && moments_round(options_.config, ended)) moments = moments_->choose(all, ended);
     for (const std::string& why : moments.left_out)
@@ -111,18 +111,24 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
     protocol::UpdateMeta meta{ended, global_->hash(), static_cast<uint32_t>(all.size()), val, std::move(applied),
                               moments.islands};
     w.bytes(protocol::encode(meta));
-    w.bytes(update);
-    if (!moments.islands.empty()) {
-        moments_->write(moments, ended, w.bytes_in_place(protocol::moments_bytes(global_->theta().size())));
-        std::string which;
-        for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
-        log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
-            " (weighted by tokens), moments " + moments.hash.substr(0, 16));
-        emit({.kind = "moments_averaged", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(moments.islands.size()),
-              .hash = moments.hash.substr(0, 16), .detail = which});
-    } else if (moments_ && moments_round(options_.config, ended)) {
-        log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
+    if (moments.islands.empty()) {
+        // The meta goes in front of the update in the update's own memory, which the codec leaves room
+        // in: the update is not copied into fresh pages every round.
+        w.u64(update.size());  // its length, as ByteWriter::bytes writes it
+        const std::vector<std::byte> head = w.take();
+        update.insert(update.begin(), head.begin(), head.end());
+        if (moments_ && moments_round(options_.config, ended))
+            log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
+        return std::make_shared<const std::vector<std::byte>>(std::move(update));
     }
+    w.bytes(update);
+    moments_->write(moments, ended, w.bytes_in_place(protocol::moments_bytes(global_->theta().size())));
+    std::string which;
+    for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);
+    log("round " + std::to_string(ended) + " averaged the AdamW moments of islands " + which +
+        " (weighted by tokens), moments " + moments.hash.substr(0, 16));
+    emit({.kind = "moments_averaged", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(moments.islands.size()),
+          .hash = moments.hash.substr(0, 16), .detail = which});
     return std::make_shared<const std::vector<std::byte>>(w.take());
 }
 

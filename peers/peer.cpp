@@ -396,16 +396,17 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const float loss = config_->privacy.distributed() ? 0.0f : result.mean_loss;
     // steps: those trained since the round_start (fewer than asked when some were overlapped before it).
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, static_cast<uint32_t>(result.steps), steps_per_s_}));
+    const std::size_t payload_bytes = result.payload.size();
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
-    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +
+    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(payload_bytes) + " bytes" +
         (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
         (result.steps != static_cast<int>(m.steps) || replica_->fragments() > 1
              ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) + " steps, loss " +
                    std::to_string(result.mean_loss) + ")"
              : std::string()));
     emit({.kind = "sent", .round = static_cast<int64_t>(m.round), .steps = static_cast<int>(result.steps),
-          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(result.payload.size())});
+          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(payload_bytes)});
     sent_at_ = Clock::real().now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });

@@ -456,7 +456,12 @@ TEST_CASE("a pseudo-gradient that spends its norm on a few values is clamped val
     CHECK(p1->wait(30) == 0);
     INFO(host->log());
     CHECK(sent >= (async ? 1 : 3));
-    CHECK(host->count({.kind = "screened", .peer = "liar", .type = "clamped"}) == sent);
+    // Async: the honest island's Δ can make the run's last update while the liar's last one is on its
+    // way; the run then ends without reading it, so that one is not screened.
+    const int clamped = host->count({.kind = "screened", .peer = "liar", .type = "clamped"});
+    if (async) CHECK((clamped == sent || clamped == sent - 1));
+    else CHECK(clamped == sent);
+    CHECK(clamped >= 1);
     CHECK(host->count({.kind = "screened", .peer = "liar", .type = "clipped"}) == 0);  // the norm alone passed
     CHECK(host->count({.kind = "screened", .peer = "peer-1"}) == 0);  // an honest Δ is inside every bound
     CHECK(host->log().find("16 values beyond") != std::string::npos);
