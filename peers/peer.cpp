@@ -150,13 +150,14 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
 
 void Peer::accept_blobs(Link& link) const {
     // A state: θ's replica state and its header. An update: its header, θ's change (at most the run's
-    // wire.down_codec's wire size, or fp32's, which the host sends where the codec could overflow θ)
-    // and, with DES-LOC, the moments' mean. A data reply: the most tokens one carries, 4 bytes each,
-    // and their headers. Anything else, or larger, is refused at its begin, before any memory is taken
-    // for it.
+    // wire.down_codec's wire size, or fp32's, which the host sends where the codec could overflow θ;
+    // never more than twice fp32's, whatever codec the host's config names) and, with DES-LOC, the
+    // moments' mean. A data reply: the most tokens one carries, 4 bytes each, and their headers.
+    // Anything else, or larger, is refused at its begin, before any memory is taken for it.
     const uint64_t n = replica_->theta().size(), headers = 64u << 10;
-    uint64_t update = 2 * headers + std::max(compression::wire_bytes_limit(config_->outer.down_codec, n),
-                                             compression::wire_bytes_limit("fp32", n));
+    const uint64_t change = std::max(compression::wire_bytes_limit(config_->outer.down_codec, n),
+                                     compression::wire_bytes_limit("fp32", n));
+    uint64_t update = 2 * headers + std::min<uint64_t>(change, 2 * sizeof(float) * n);
     if (config_->sync_moments_every > 0) update += protocol::moments_bytes(n);
     const uint64_t data = 4 * std::max<uint64_t>(protocol::kMaxReplyTokens, kMaxChunkTokens) +
                           16 * protocol::kMaxRequestChunks + headers;
@@ -396,17 +397,16 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const float loss = config_->privacy.distributed() ? 0.0f : result.mean_loss;
     // steps: those trained since the round_start (fewer than asked when some were overlapped before it).
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, static_cast<uint32_t>(result.steps), steps_per_s_}));
-    const std::size_t payload_bytes = result.payload.size();
     w.bytes(result.payload);
     link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
-    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(payload_bytes) + " bytes" +
+    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +
         (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
         (result.steps != static_cast<int>(m.steps) || replica_->fragments() > 1
              ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) + " steps, loss " +
                    std::to_string(result.mean_loss) + ")"
              : std::string()));
     emit({.kind = "sent", .round = static_cast<int64_t>(m.round), .steps = static_cast<int>(result.steps),
-          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(payload_bytes)});
+          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(result.payload.size())});
     sent_at_ = Clock::real().now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
