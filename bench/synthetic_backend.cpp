@@ -33,6 +33,11 @@ public:
         std::memcpy(params_.data(), host.data(), host.size_bytes());
     }
     void get_params(std::span<float> host) override { std::memcpy(host.data(), params_.data(), params_.size() * sizeof(float)); }
+    bool get_params_slice(std::size_t offset, std::span<float> out) override {
+        if (offset > params_.size() || out.size() > params_.size() - offset) throw Error("synthetic model: slice past the end");
+        std::memcpy(out.data(), params_.data() + offset, out.size_bytes());
+        return true;
+    }
     void get_grads(std::span<float> host) override { std::fill(host.begin(), host.end(), 0.0f); }
     float forward(const int*, const int*, int, int) override { return loss_; }
     void backward(float) override {}

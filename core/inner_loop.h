@@ -87,6 +87,8 @@ public:
 
     virtual void init_weights(std::uint64_t seed) = 0;  // the family's init, as on one device
     virtual void get_params(std::span<float> full) = 0;
+    // A slice of get_params's values with no copy of the whole; false where the devices cannot.
+    virtual bool get_params_slice(std::size_t offset, std::span<float> out) { return false; }
     virtual void set_params(std::span<const float> full) = 0;
     // The inner AdamW moments m and v. set keeps the step count: DES-LOC replaces the moments in the
     // middle of a run (peers/moment_sync.h).

@@ -62,7 +62,7 @@ struct HostBytes {
     std::size_t offloaded_optimizer = 0;  // every device's fp32 master, m and v shards
     std::size_t offload_staging = 0;  // pinned buffers the gradients stream through to the CPU step
     std::size_t theta_replica = 0;    // the peer's copy of the global θ: the round's start
-    std::size_t pseudo_gradient = 0;  // Δ = θ − θ_i, the residual added, then the residual it leaves
+    std::size_t pseudo_gradient = 0;  // Δ whole (no +ef, or an engine that gives θ_i only whole); else in the residual
     std::size_t ef_residual = 0;      // the error-feedback residual (+ef)
     std::size_t update = 0;           // an update as it arrives (the downlink codec's bytes)
     std::size_t overlap_carry = 0;    // overlap mode: θ_i at the last send, and a scratch for the merge

@@ -30,6 +30,9 @@ public:
     virtual void init_weights(uint64_t seed) = 0;
     virtual void set_params(std::span<const float> host) = 0;  // num_params() values, layout order
     virtual void get_params(std::span<float> host) = 0;
+    // The values [offset, offset + out.size()) of get_params, with no copy of the whole; false where
+    // this model cannot read a slice (its caller then takes them whole).
+    virtual bool get_params_slice(std::size_t offset, std::span<float> out) { return false; }
     virtual void get_grads(std::span<float> host) = 0;
 
     // Mean loss over B*T when targets are given (else 0; logits only). Host token ids.

@@ -107,6 +107,15 @@ void Transformer::get_params(std::span<float> host) {
     backend_.download(host.data(), params(), host.size_bytes());
 }
 
+bool Transformer::get_params_slice(std::size_t offset, std::span<float> out) {
+    if (offset > layout_.num_params() || out.size() > layout_.num_params() - offset)
+        throw Error("get_params_slice: the slice runs past the parameters");
+    auto* whole = dynamic_cast<FlatParamStore*>(store_);
+    if (whole == nullptr) return false;  // a shard's store: the caller gathers the whole
+    backend_.download(out.data(), whole->all_params() + offset, out.size_bytes());
+    return true;
+}
+
 void Transformer::get_grads(std::span<float> host) {
     if (host.size() != layout_.num_params()) throw Error("get_grads: wrong buffer size");
     backend_.download(host.data(), grads(), host.size_bytes());

@@ -51,6 +51,7 @@ public:
     void init_weights(uint64_t seed) override;  // init_params(config, seed)
     void set_params(std::span<const float> host) override;  // size num_params(); FlatParamStore only
     void get_params(std::span<float> host) override;
+    bool get_params_slice(std::size_t offset, std::span<float> out) override;
     void get_grads(std::span<float> host) override;
     void zero_grad() override { store_->zero_grads(); }
 

@@ -289,7 +289,7 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     round_ = meta.round + 1;
     if (worker_)
         for (const protocol::Applied& a : meta.applied)
-            if (a.island == island_) worker_->settle(a.round, true);
+            if (a.island == island_) worker_->settle(a.round);
     // Streaming and overlap: θ_i takes the update when its island says (overlap_turn).
     if (rounds_) rounds_->updated(fragment);
     if (worker_ && moments_round(*config_, meta.round)) take_moments(meta, moments);
@@ -474,16 +474,15 @@ void Peer::stepped(double seconds) {
 
 void Peer::settle_dropped(std::optional<uint64_t> held) {
     // A round_start settles every Δ this island sent that no update named, except the one the host
-    // says it still holds: newest first, so each is put back exactly.
-    const std::vector<uint64_t> open = worker_->unsettled();
-    for (auto it = open.rbegin(); it != open.rend(); ++it) {
-        if (held && *it == *held) continue;
-        const bool exact = worker_->settle(*it, false);
-        log("round " + std::to_string(*it) + ": the host did not apply this island's pseudo-gradient; " +
-            (exact ? std::string("its error-feedback residual is put back as it was before it")
-                   : std::string("a later one was encoded on top of it, so the residual stays as it is")));
-        emit({.kind = "not_applied", .round = static_cast<int64_t>(*it)});
-        if (exact) residual_event(ResidualEvent::restored, *it);
+    // says it still holds. The residual keeps what each one's rounding left, as for an applied one.
+    for (const uint64_t round : worker_->unsettled()) {
+        if (held && round == *held) continue;
+        worker_->settle(round);
+        log("round " + std::to_string(round) +
+            ": the host did not apply this island's pseudo-gradient; its error-feedback residual keeps what "
+            "that Δ's rounding left");
+        emit({.kind = "not_applied", .round = static_cast<int64_t>(round)});
+        residual_event(ResidualEvent::dropped, round);
     }
 }
 

@@ -35,7 +35,7 @@ class RunStatus;  // peers/control/run_status.h
 // What happened to the island's error-feedback residual (codecs with +ef), for PeerOptions::on_residual.
 enum class ResidualEvent {
     encoding,  // the residual a round's Δ is about to be encoded on
-    restored,  // put back as it was before that round's Δ: the host did not apply it
+    dropped,   // the host did not apply that round's Δ: the residual keeps what its rounding left
     reset,     // dropped: the island got the full state
 };
 

@@ -92,42 +92,62 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, st
     const bool on_devices = !share_ && !ef;  // a privacy share is added here, to the whole Δ; a residual is kept here
     if (on_devices && encode_on_devices(theta, r)) return;
     r.encoded_on = share_ ? "on the host, clipped and noised" : "on the host";
-    if (pending_) {  // a later Δ is encoded on top of the last one: that one now counts as applied
-        commit_pending();
-        assumed_.push_back(*pending_);
-        pending_.reset();
-        while (assumed_.size() + 1 > kMaxUnsettled) assumed_.pop_front();  // with the pending one: at most kMaxUnsettled
-    }
-    if (delta_.size() != num_params_) delta_ = FloatStore(std::vector<float>(num_params_));  // none yet, or swapped with none
-    const std::span<float> delta = delta_.values();
-    get_params(delta);
-    // Δ = θ - θ_i and, with error feedback (no privacy share to add to Δ first), the residual added in
-    // the same pass: the same two roundings as two passes, one pass over memory fewer.
-    const bool residual_now = ef && !share_ && residual_.size() != 0;
-    if (residual_now) {
-        const float* e = residual_.data();
-        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = (theta[i] - delta[i]) + e[i];
-        residual_.release();
-    } else {
-        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = theta[i] - delta[i];
-    }
     if (!ef) {
-        r.payload = encode(delta, 0);
+        r.payload = encode(pseudo_gradient(theta), 0);
         return;
     }
-    if (!residual_now) {
+    if (residual_.size() != num_params_) fresh_residual();
+    // y = Δ + residual, in the residual's own memory: the same two roundings as Δ first, then the sum.
+    const std::span<float> y = residual_.values();
+    if (share_) {
+        const std::span<float> delta = pseudo_gradient(theta);
         add_share(delta);
-        if (residual_.size() == 0) {  // none yet: a residual of zeros, as the codec's own error feedback starts
-            for (float& x : delta) x = x + 0.0f;
-        } else {
-            const float* e = residual_.data();
-            for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = delta[i] + e[i];
-            residual_.release();
-        }
+        for (std::size_t i = 0; i < y.size(); ++i) y[i] = delta[i] + y[i];
+    } else {
+        add_pseudo_gradient(theta, y);
     }
-    r.payload = codec_->encode_feedback(delta);  // throws for a non-finite Δ: nothing sent, residual_ as it was
-    if (round) pending_ = *round;
-    else commit_pending();  // applied at once
+    try {
+        r.payload = codec_->encode_feedback(y);  // y becomes what the Δ's rounding left out
+    } catch (...) {
+        // A non-finite Δ: nothing is sent, and the residual, which holds it by now, starts afresh.
+        fresh_residual();
+        open_.clear();
+        throw;
+    }
+    residual_.release();
+    if (!round) return;
+    open_.push_back(*round);
+    while (open_.size() > kMaxUnsettled) open_.pop_front();
+}
+
+std::span<float> IslandWorker::pseudo_gradient(std::span<const float> theta) {
+    if (scratch_.size() != num_params_) scratch_ = FloatStore(std::vector<float>(num_params_));
+    const std::span<float> delta = scratch_.values();
+    get_params(delta);
+    for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = theta[i] - delta[i];
+    return delta;
+}
+
+void IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<float> y) {
+    constexpr std::size_t kSlice = std::size_t{1} << 18;  // 1 MiB of θ_i at a time
+    std::vector<float> slice(std::min(kSlice, y.size()));
+    for (std::size_t at = 0; at < y.size(); at += kSlice) {
+        const std::size_t n = std::min(kSlice, y.size() - at);
+        const std::span<float> p(slice.data(), n);
+        if (!inner_->get_params_slice(at, p)) {  // the devices give θ_i whole only
+            if (scratch_.size() != num_params_) scratch_ = FloatStore(std::vector<float>(num_params_));
+            get_params(scratch_.values());
+            const float* whole = scratch_.data();
+            for (std::size_t i = 0; i < y.size(); ++i) y[i] = (theta[i] - whole[i]) + y[i];
+            return;
+        }
+        for (std::size_t i = 0; i < n; ++i) y[at + i] = (theta[at + i] - p[i]) + y[at + i];
+    }
+}
+
+void IslandWorker::fresh_residual() {
+    residual_ = residual_path_.empty() ? FloatStore(std::vector<float>(num_params_))
+                                       : FloatStore::on_disk(residual_path_, num_params_);
 }
 
 bool IslandWorker::encode_on_devices(std::span<const float> theta, RoundResult& r) {
@@ -138,17 +158,6 @@ bool IslandWorker::encode_on_devices(std::span<const float> theta, RoundResult& 
     r.payload = std::move(*payload);
     r.encoded_on = island ? "per shard on " + std::to_string(island->devices()) + " GPUs" : "on the GPU";
     return true;
-}
-
-void IslandWorker::commit_pending() {
-    if (residual_path_.empty()) {
-        std::swap(residual_, delta_);
-    } else if (residual_.size() != delta_.size()) {
-        residual_ = FloatStore::on_disk(residual_path_, delta_.values());
-    } else {
-        std::copy(delta_.data(), delta_.data() + delta_.size(), residual_.data());
-        residual_.release();
-    }
 }
 
 void IslandWorker::keep_residual_on_disk(const std::string& path) {
@@ -165,30 +174,20 @@ RoundResult IslandWorker::run_round(std::span<const float> theta, const RoundPla
     return r;
 }
 
-bool IslandWorker::settle(uint64_t round, bool applied) {
-    if (pending_ == round) {
-        if (applied) commit_pending();  // its residual stands
-        pending_.reset();               // dropped: residual_ is as before it
-        return true;
-    }
-    // Counted as applied when a later Δ was encoded on top of it: a drop cannot be undone exactly.
-    const auto it = std::find(assumed_.begin(), assumed_.end(), round);
-    if (it == assumed_.end()) return true;  // nothing kept for it (no error feedback, or settled already)
-    assumed_.erase(it);
-    return applied;
+void IslandWorker::settle(uint64_t round) {
+    const auto it = std::find(open_.begin(), open_.end(), round);
+    if (it != open_.end()) open_.erase(it);
 }
 
 std::vector<uint64_t> IslandWorker::unsettled() const {
-    std::vector<uint64_t> rounds(assumed_.begin(), assumed_.end());
-    if (pending_) rounds.push_back(*pending_);
-    return rounds;
+    return {open_.begin(), open_.end()};
 }
 
 void IslandWorker::reset_residual() {
     codec_->reset(0);
     residual_ = FloatStore();
-    pending_.reset();
-    assumed_.clear();
+    if (!residual_path_.empty()) fresh_residual();
+    open_.clear();
 }
 
 }  // namespace arch::diloco

@@ -1,7 +1,7 @@
 // peers/diloco/island_worker.h: one island's side of a DiLoCo round: start from the global θ, run H
 // inner AdamW steps on the island's own data, and encode the pseudo-gradient Δ = θ − θ_i with the
-// uplink codec (its error-feedback residual persists across rounds, and stays as it was when the host
-// did not apply a Δ: settle()). Inner AdamW state stays here, except that DES-LOC rounds
+// uplink codec (its error-feedback residual persists across rounds, in place: what each Δ's rounding
+// left, whether the host applied that Δ or not). Inner AdamW state stays here, except that DES-LOC rounds
 // replace its moments with the islands' mean (get/set_adamw_state). The inner loop (core/inner_loop.h)
 // is the plain Trainer on one device, on the CPU or one GPU ("cuda:N"), or an Island of several (CPU
 // threads or GPUs: DDP or ZeRO-3, core/island.h) that trains each step together; the pseudo-gradient
@@ -55,25 +55,22 @@ public:
     // Runs `steps` inner steps from theta; on_step (optional) sees each step's stats.
     RoundResult run_round(std::span<const float> theta, int steps,
                           const std::function<void(const StepStats&)>& on_step = {});
-    // The same as the host asked for it: the learning rates placed by plan.schedule, and the
-    // Δ's error-feedback residual held under plan.round until settle().
+    // The same as the host asked for it: the learning rates placed by plan.schedule, and the Δ open
+    // under plan.round until settle().
     RoundResult run_round(std::span<const float> theta, const RoundPlan& plan,
                           const std::function<void(const StepStats&)>& on_step = {});
 
-    // Error feedback that matches what the host applied (docs/rounds.md; codecs without +ef keep
-    // nothing). settle: the host applied the Δ of that round (the residual it leaves stands) or dropped
-    // it (the residual stays as it was before that Δ was encoded: as if it had never been sent).
-    // Returns false when a dropped Δ could not be undone exactly because a later one was encoded on
-    // top of it (a folded straggler): the residual is then left as it is.
-    bool settle(uint64_t round, bool applied);
+    // The Δs sent and not yet settled, for the peer to say which ones the host did not apply (codecs
+    // with +ef; docs/rounds.md). Applied or dropped, a Δ leaves the residual its rounding left: the
+    // island keeps one residual, in place, and no copy of it to put back.
+    void settle(uint64_t round);
     std::vector<uint64_t> unsettled() const;  // rounds of the Δs run_round(plan) encoded, not settled, oldest first
     void reset_residual();                    // a resync: error feedback starts afresh, nothing unsettled
-    // The residual the next Δ is encoded on as things stand: the newest Δ's counts as applied until settled.
-    std::span<const float> residual() const { return pending_ ? delta_.values() : residual_.values(); }
+    std::span<const float> residual() const { return residual_.values(); }  // the next Δ is encoded on it
     // The residual moves to a file created at path, memory-mapped (core/float_store.h), and stays there:
-    // RAM the kernel can take back, for a copy of Δ's buffer into it each time a Δ counts as applied.
+    // RAM the kernel can take back.
     void keep_residual_on_disk(const std::string& path);
-    static constexpr std::size_t kMaxUnsettled = 4;  // rounds named by unsettled(); beyond it the oldest counts as applied
+    static constexpr std::size_t kMaxUnsettled = 4;  // rounds named by unsettled(); beyond it the oldest is forgotten
     // Streaming DiLoCo's pieces: run on from the island's current θ_i (no reset to θ), set θ_i, and
     // encode a fragment's Δ with the uplink codec (stream: the fragment, so each keeps its residual).
     RoundResult run_steps(int steps, const std::function<void(const StepStats&)>& on_step = {});  // no payload
@@ -81,7 +78,7 @@ public:
     RoundResult run_steps(int steps, const rounds::ScheduleSpan& placed, const std::function<void(const StepStats&)>& on_step = {});
     void set_params(std::span<const float> theta);
     // Δ = θ − θ_i of the island's current θ_i encoded into r, as run_round ends; with error feedback,
-    // round names the Δ for settle() (none: applied at once). Overlapped rounds send with it.
+    // round names the Δ for settle() (none: nothing to settle). Overlapped rounds send with it.
     void encode_round(std::span<const float> theta, RoundResult& r, std::optional<uint64_t> round);
     // delta is clipped and noised in place first when a privacy share is on.
     std::vector<std::byte> encode(std::span<float> delta, uint64_t stream);
@@ -105,21 +102,24 @@ private:
     // Δ = θ − θ_i formed and encoded where θ_i lives, on one GPU or per shard on an island of them;
     // false where the devices or the codec cannot (then the host encodes it).
     bool encode_on_devices(std::span<const float> theta, RoundResult& r);
+    std::span<float> pseudo_gradient(std::span<const float> theta);         // Δ = θ − θ_i, in scratch_
+    void add_pseudo_gradient(std::span<const float> theta, std::span<float> y);  // y += θ − θ_i, a slice at a time
+    void fresh_residual();  // zeros, where error feedback starts (in RAM, or on disk)
 
     std::unique_ptr<InnerLoop> inner_;  // a Trainer on one device, or an Island of several
     std::unique_ptr<compression::Codec> codec_;
     std::size_t num_params_ = 0;
-    // Error feedback of the rounds (codecs with +ef), kept here and not in the codec, so that a Δ the
-    // host drops is undone exactly with no copy of the residual: residual_ is what the Δs the host
-    // applied left out; delta_ holds Δ, then Δ plus residual_, then, once encoded, the residual that
-    // Δ leaves, which replaces residual_ when the host applies it (settle) or a later Δ is encoded on
-    // top of it. A peer's DiLoCo state is then θ, residual_ and delta_: 3 P (docs/rounds.md).
-    FloatStore delta_;
-    FloatStore residual_;              // none yet: empty
-    std::string residual_path_;       // on disk (keep_residual_on_disk), else empty
-    void commit_pending();            // delta_'s residual becomes residual_
-    std::optional<uint64_t> pending_;  // the round whose residual delta_ holds, until settled
-    std::deque<uint64_t> assumed_;     // rounds counted as applied when a later Δ was encoded, not yet settled
+    // Error feedback of the rounds (codecs with +ef), kept here and not in the codec: residual_ gets
+    // Δ added in place, a slice of θ_i at a time where the engine reads slices, and the encode leaves
+    // in it what the Δ's rounding left out. A peer's DiLoCo state is then θ and residual_: 2 P
+    // (docs/rounds.md, docs/run-config.md "Memory").
+    FloatStore residual_;         // none yet: empty
+    std::string residual_path_;  // on disk (keep_residual_on_disk), else empty
+    // Δ whole, where it is needed: a codec without error feedback, a privacy share (clipped as a
+    // whole), or an engine that cannot read θ_i a slice at a time (then it holds θ_i). Kept between
+    // rounds, so that no round clears fresh pages for it.
+    FloatStore scratch_;
+    std::deque<uint64_t> open_;  // rounds of the Δs sent with error feedback, not yet settled
     struct PrivacyShare {
         double clip, sigma;
         int honest;

@@ -243,6 +243,14 @@ TEST_CASE("an 8B Llama's DiLoCo peer: θ, Δ, the residual and the update in RAM
     PlanRequest plain = q;
     plain.error_feedback = false;
     CHECK(plan_memory(plain).host.diloco() == 2 * P + h.update);
+    PlanRequest cpu = q;  // one CPU device reads θ_i in slices: Δ goes into the residual in place
+    cpu.device = PlanDevice::cpu;
+    cpu.devices = 1;
+    cpu.parallel = Parallel::ddp;
+    cpu.offload = Offload::none;
+    cpu.recompute = Recompute::none;
+    CHECK(plan_memory(cpu).host.pseudo_gradient == 0);
+    CHECK(plan_memory(cpu).host.diloco() == 2 * P + h.update);
     PlanRequest overlap = q;  // run.mode = "overlap": θ_i at the send and the merge's scratch
     overlap.overlap = true;
     CHECK(plan_memory(overlap).host.overlap_carry == 2 * P);

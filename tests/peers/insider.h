@@ -70,13 +70,17 @@ inline bool send_raw(net::PeerSocket& socket, uint16_t type, std::span<const std
 }
 
 // SIGTERM to the host, then to each peer: every one ends cleanly (exit 0) within a minute.
+// A failure shows the end of that node's log, written after the signal (what libzmq or glibc said).
 inline void stop_cleanly(Process& host, std::vector<std::unique_ptr<Process>>& peers) {
-    host.kill(SIGTERM);
-    CHECK(host.wait(60) == 0);
-    for (auto& p : peers) {
-        p->kill(SIGTERM);
-        CHECK(p->wait(60) == 0);
-    }
+    const auto stop = [](Process& p) {
+        p.kill(SIGTERM);
+        const int code = p.wait(60);
+        const std::string log = p.log();
+        INFO("the end of its log:\n" << log.substr(log.size() > 6000 ? log.size() - 6000 : 0));
+        CHECK(code == 0);
+    };
+    stop(host);
+    for (auto& p : peers) stop(*p);
 }
 
 }  // namespace arch::test

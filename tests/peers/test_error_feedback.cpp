@@ -1,8 +1,9 @@
 // tests/peers/test_error_feedback.cpp: error feedback that matches what was applied, at the codec and
 // at the island. A residual saved before an encode and put back makes the next encode as if the first
-// had never happened; a residual kept outside the codec gives the codec's own bytes; an island whose Δ is dropped ends with its residual bit-identical to an
-// island that never sent it; a resync starts afresh; and a round's steps follow the lr placement the
-// host sends.
+// had never happened; a residual kept outside the codec gives the codec's own bytes; an island's
+// residual, kept in place, is Δ plus the last one less what its payload carries (checked against a
+// second implementation), applied or dropped; a resync starts afresh; and a round's steps follow the
+// lr placement the host sends.
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -66,56 +67,60 @@ TEST_CASE("codec: error feedback kept by the caller gives the codec's own bytes 
     }
 }
 
-TEST_CASE("island: a dropped Δ leaves the residual bit-identical to an island that never sent it") {
+TEST_CASE("island: the residual is Δ plus the last one, less what the payload carries, applied or dropped") {
     test::TinyIsland tiny;
-    diloco::IslandWorker sent(tiny.model, tiny.train, "fp4+ef+zstd");
-    diloco::IslandWorker never(tiny.model, tiny.train, "fp4+ef+zstd");
-    const std::vector<float> theta = tiny.theta();
-    // Round 0: both send it and the host applies it.
-    const diloco::RoundPlan r0{0, 4, {}};
-    CHECK(sent.run_round(theta, r0).payload == never.run_round(theta, r0).payload);
-    CHECK(sent.unsettled() == std::vector<uint64_t>{0});
-    CHECK(sent.settle(0, true));
-    never.settle(0, true);
-    REQUIRE_FALSE(sent.residual().empty());
-    const std::vector<float> after_round0 = copy(never.residual());
-    // Round 1: one island sends a Δ the host drops (a straggler, screened out, too stale).
-    sent.run_round(theta, diloco::RoundPlan{1, 4, {}});
-    REQUIRE_FALSE(same_bits(sent.residual(), after_round0));
-    CHECK(sent.settle(1, false));
-    CHECK(same_bits(sent.residual(), never.residual()));
-    CHECK(sent.unsettled().empty());
-    // Settling what was never kept changes nothing.
-    CHECK(sent.settle(7, false));
-    CHECK(same_bits(sent.residual(), after_round0));
+    for (const char* spec : {"fp4+ef+zstd", "int8:block=64+ef", "topk:frac=0.05+ef"}) {
+        INFO(spec);
+        diloco::IslandWorker w(tiny.model, tiny.train, spec);
+        auto own = compression::make_codec(spec);
+        const std::vector<float> theta = tiny.theta();
+        std::vector<float> last;  // none yet: zeros
+        for (uint64_t round = 0; round < 3; ++round) {
+            const diloco::RoundResult r = w.run_round(theta, diloco::RoundPlan{round, 2, {}});
+            // A second implementation: Δ = θ − θ_i taken whole, the last residual added, the payload's
+            // own decode taken off.
+            std::vector<float> theta_i(theta.size()), sent(theta.size()), expected(theta.size());
+            w.get_params(theta_i);
+            compression::decode(r.payload, sent);
+            std::vector<float> delta(theta.size());
+            for (std::size_t i = 0; i < theta.size(); ++i) {
+                delta[i] = theta[i] - theta_i[i];
+                const float y = delta[i] + (last.empty() ? 0.0f : last[i]);
+                expected[i] = y - sent[i];
+            }
+            CHECK(same_bits(w.residual(), expected));
+            // The bytes are the codec's own error feedback's, bit for bit.
+            CHECK(r.payload == own->encode(delta, 0));
+            CHECK(same_bits(w.residual(), copy(own->residual(0))));
+            CHECK(w.unsettled() == std::vector<uint64_t>{round});
+            w.settle(round);  // applied or dropped: the residual stands either way
+            CHECK(w.unsettled().empty());
+            CHECK(same_bits(w.residual(), expected));
+            last = expected;
+        }
+    }
+}
 
-    // Two Δs out (a folded straggler): dropping the newest is exact. The older one counted as applied
-    // once the newer was encoded on top of it (no copy of the residual is kept), so dropping it after
-    // cannot be undone: the residual stays.
-    sent.run_round(theta, diloco::RoundPlan{2, 2, {}});
-    const std::vector<float> after_2 = copy(sent.residual());
-    sent.run_round(theta, diloco::RoundPlan{3, 2, {}});
-    CHECK(sent.unsettled() == std::vector<uint64_t>{2, 3});
-    CHECK(sent.settle(3, false));
-    CHECK(same_bits(sent.residual(), after_2));
-    CHECK_FALSE(sent.settle(2, false));
-    CHECK(same_bits(sent.residual(), after_2));
-    CHECK(sent.unsettled().empty());
-    // Dropping the older while the newer stands cannot be undone exactly: the residual stays.
-    sent.run_round(theta, diloco::RoundPlan{4, 2, {}});
-    sent.run_round(theta, diloco::RoundPlan{5, 2, {}});
-    const std::vector<float> now = copy(sent.residual());
-    CHECK_FALSE(sent.settle(4, false));
-    CHECK(same_bits(sent.residual(), now));
-    CHECK(sent.settle(5, true));
-    // A resync starts afresh.
-    sent.run_round(theta, diloco::RoundPlan{6, 2, {}});
-    sent.reset_residual();
-    CHECK(sent.residual().empty());
-    CHECK(sent.unsettled().empty());
-    // What is kept is bounded, whatever a host does.
-    for (uint64_t r = 10; r < 20; ++r) sent.run_round(theta, diloco::RoundPlan{r, 1, {}});
-    CHECK(sent.unsettled().size() == diloco::IslandWorker::kMaxUnsettled);
+TEST_CASE("island: what is open is bounded, a resync starts afresh, and a non-finite Δ sends nothing") {
+    test::TinyIsland tiny;
+    diloco::IslandWorker w(tiny.model, tiny.train, "fp4+ef+zstd");
+    const std::vector<float> theta = tiny.theta();
+    for (uint64_t r = 10; r < 20; ++r) w.run_round(theta, diloco::RoundPlan{r, 1, {}});
+    CHECK(w.unsettled() == std::vector<uint64_t>{16, 17, 18, 19});  // kMaxUnsettled, the newest
+    w.settle(7);  // never sent: nothing changes
+    CHECK(w.unsettled().size() == diloco::IslandWorker::kMaxUnsettled);
+    w.reset_residual();
+    CHECK(w.residual().empty());
+    CHECK(w.unsettled().empty());
+    // A θ with an Inf makes Δ non-finite: the encode throws, and error feedback starts afresh.
+    w.run_round(theta, diloco::RoundPlan{20, 1, {}});
+    std::vector<float> bad = theta;
+    bad[3] = std::numeric_limits<float>::infinity();
+    diloco::RoundResult r;
+    CHECK_THROWS_AS(w.encode_round(bad, r, 21), Error);
+    CHECK(r.payload.empty());
+    CHECK(w.unsettled().empty());
+    for (float e : w.residual()) REQUIRE(e == 0.0f);
 }
 
 TEST_CASE("island: a codec without error feedback keeps nothing to settle") {
@@ -123,7 +128,7 @@ TEST_CASE("island: a codec without error feedback keeps nothing to settle") {
     diloco::IslandWorker w(tiny.model, tiny.train, "int8:block=256+zstd:1");
     w.run_round(tiny.theta(), diloco::RoundPlan{0, 2, {}});
     CHECK(w.unsettled().empty());
-    CHECK(w.settle(0, false));
+    w.settle(0);
     CHECK(w.residual().empty());
 }
 

@@ -2,7 +2,7 @@
 // driven by hand. After its send it trains the next round's steps (at most H − 1 of them); the update
 // is merged the moment it lands, θ_i ← θ_{t+1} + (θ_i − θ_i at the send), bit for bit; the next round
 // trains only the steps left and its Δ is θ_{t+1} − θ_i; a round_start ends the overlap; a round out of
-// step with θ_i starts from θ; with error feedback a Δ the host dropped puts the residual back; and with
+// step with θ_i starts from θ; with error feedback a dropped Δ's residual stands; and with
 // overlap.proxy_scale s the next round starts from θ + s × (θ_i − θ), its Δ untouched.
 #include <catch2/catch.hpp>
 
@@ -98,13 +98,13 @@ TEST_CASE("overlap island: a round out of step starts from θ, and the overlap s
     CHECK(island.run_round(replica, plan(1), 0, false, {}).steps == kH);
 }
 
-TEST_CASE("overlap island: with error feedback, a Δ the host dropped puts the residual back before the next send") {
+TEST_CASE("overlap island: with error feedback, a dropped Δ's residual stands while the island trains on") {
     test::TinyIsland tiny;
     IslandWorker w(tiny.model, tiny.train, "int8:block=64+ef");
     GlobalModel replica(tiny.theta(), OuterConfig{});
     OverlapIsland island(w, 1.0f);  // the plain carry
     const RoundResult r0 = island.run_round(replica, plan(0), 0, true, {});
-    w.settle(0, true);  // update 0 named it
+    w.settle(0);  // update 0 named it
     const std::vector<float> after_0(w.residual().begin(), w.residual().end());
     REQUIRE_FALSE(after_0.empty());
     island.overlap_step();
@@ -113,10 +113,13 @@ TEST_CASE("overlap island: with error feedback, a Δ the host dropped puts the r
     island.merge(replica);
     island.next_round_known();
     island.run_round(replica, plan(1), 0, true, {});
-    CHECK_FALSE(same_bits(std::vector<float>(w.residual().begin(), w.residual().end()), after_0));
-    island.overlap_step();      // trains on while round 1's Δ travels
-    CHECK(w.settle(1, false));  // update 1 did not name it: undone exactly, nothing was encoded on top of it
-    CHECK(same_bits(std::vector<float>(w.residual().begin(), w.residual().end()), after_0));
+    const std::vector<float> after_1(w.residual().begin(), w.residual().end());
+    CHECK_FALSE(same_bits(after_1, after_0));
+    CHECK(w.unsettled() == std::vector<uint64_t>{1});
+    island.overlap_step();  // trains on while round 1's Δ travels
+    w.settle(1);            // update 1 did not name it: what its rounding left stands
+    CHECK(w.unsettled().empty());
+    CHECK(same_bits(std::vector<float>(w.residual().begin(), w.residual().end()), after_1));
 }
 
 TEST_CASE("overlap island: a round whose H changed trains what is left of it, at least one step") {

@@ -1,6 +1,7 @@
 // tests/peers/test_rounds_run.cpp: a real Host and real Peers in one process (tests/peers/local_cluster.h),
 // so the test sees every message and each island's error-feedback residual. Sync: a straggler's Δ
-// that the host drops is not named by the update, and the island puts its residual back bit for bit;
+// that the host drops is not named by the update, and the island encodes its next Δ on the residual
+// that one left;
 // async with islands at different speeds: stale Δs refused (the island restarted from the current θ)
 // or downweighted, Dynamic Local Updates give the slow island fewer steps, and every island ends each
 // update with the host's θ.
@@ -28,14 +29,14 @@ bool named(const protocol::UpdateMeta& u, uint32_t island, uint64_t round) {
 
 }  // namespace
 
-TEST_CASE("sync: a straggler's dropped Δ is not named by the update, and its island puts the residual back bit for bit") {
+TEST_CASE("sync: a straggler's dropped Δ is not named by the update, and its island encodes the next on what that Δ left") {
     Cluster c(3, 5, "mode = \"sync\"", "int8:block=64+ef", 2.0);
     ManualClock clock;  // the host's: its round deadline passes when this test says so
     c.set_host_clock(clock);
     c.add_peer("peer-1");
     c.add_peer("peer-2");
     // peer-3 is slow in round 1 only: its Δ arrives after the round closed at its deadline and is
-    // dropped (deadlines.straggler = "drop"); its residual must then be as if it had never been sent.
+    // dropped (deadlines.straggler = "drop"); its residual then holds what that Δ's rounding left.
     // It holds its Δ until the host has the other two of round 1 (3 of round 0 before them), moves
     // the host's clock past round_timeout_s (2 s), and lets go once round 1's update is out.
     std::atomic<bool> slowed{false};
@@ -60,25 +61,25 @@ TEST_CASE("sync: a straggler's dropped Δ is not named by the update, and its is
     CHECK_FALSE(named(updates[1], slow, 1));  // the update names what it used, and not the straggler
     for (const protocol::UpdateMeta& u : updates) CHECK(u.islands == u.applied.size());
 
-    // peer-3: the residual it encoded round 1's Δ on, put back when a later round_start settled that
-    // Δ as dropped, and the very residual its next Δ was encoded on.
+    // peer-3: the residual it encoded round 1's Δ on; the one that Δ left, when a later round_start
+    // settled it as dropped; and the very residual its next Δ was encoded on.
     const std::vector<ResidualSeen> seen = c.residuals("peer-3");
     const auto encoded = std::find_if(seen.begin(), seen.end(),
                                       [](const ResidualSeen& s) { return s.what == ResidualEvent::encoding && s.round == 1; });
-    const auto restored = std::find_if(seen.begin(), seen.end(),
-                                       [](const ResidualSeen& s) { return s.what == ResidualEvent::restored && s.round == 1; });
+    const auto dropped = std::find_if(seen.begin(), seen.end(),
+                                      [](const ResidualSeen& s) { return s.what == ResidualEvent::dropped && s.round == 1; });
     REQUIRE(encoded != seen.end());
-    REQUIRE(restored != seen.end());
+    REQUIRE(dropped != seen.end());
     CHECK_FALSE(encoded->residual.empty());  // round 0's Δ was applied: there is error to carry
-    CHECK(same_bits(restored->residual, encoded->residual));
-    const auto next = std::find_if(restored, seen.end(), [](const ResidualSeen& s) { return s.what == ResidualEvent::encoding; });
+    CHECK_FALSE(same_bits(dropped->residual, encoded->residual));  // round 1's Δ left its own
+    const auto next = std::find_if(dropped, seen.end(), [](const ResidualSeen& s) { return s.what == ResidualEvent::encoding; });
     REQUIRE(next != seen.end());
     CHECK(next->round > 1);
-    CHECK(same_bits(next->residual, encoded->residual));
+    CHECK(same_bits(next->residual, dropped->residual));
     CHECK(c.count("peer-3", {.kind = "not_applied", .round = 1}) == 1);
-    // The others' Δs were all applied: nothing of theirs was put back.
+    // The others' Δs were all applied: none of theirs was dropped.
     for (const char* other : {"peer-1", "peer-2"})
-        for (const ResidualSeen& s : c.residuals(other)) CHECK(s.what != ResidualEvent::restored);
+        for (const ResidualSeen& s : c.residuals(other)) CHECK(s.what != ResidualEvent::dropped);
     check_in_sync(c, 3);
 }
 
@@ -117,12 +118,12 @@ TEST_CASE("async, stale = refuse: a Δ past max_staleness is refused by name and
     bool restarted = false;
     for (const protocol::RoundStart& m : c.round_starts("slow")) restarted = restarted || m.round == from;
     CHECK(restarted);
-    // The refused Δ was never applied, so its residual went back.
+    // The refused Δ was never applied: the island says so, and keeps what its rounding left.
     CHECK(c.count("slow", {.kind = "not_applied", .round = 0}) == 1);
     const std::vector<ResidualSeen> seen = c.residuals("slow");
     REQUIRE(seen.size() >= 2);
-    CHECK(seen[1].what == ResidualEvent::restored);
-    CHECK(seen[1].residual.empty());  // as before its first Δ: none
+    CHECK(seen[1].what == ResidualEvent::dropped);
+    CHECK_FALSE(seen[1].residual.empty());
     for (const protocol::UpdateMeta& u : c.updates()) {
         CHECK(u.applied.size() == 1);  // one Δ per update
         CHECK_FALSE(named(u, slow, 0));
@@ -151,9 +152,9 @@ TEST_CASE("async, stale = downweight: a Δ past max_staleness is scaled by (1+ma
     REQUIRE(down.kind == "stale");
     CHECK(down.stale >= 3);
     CHECK(down.scale == Approx(2.0 / (1.0 + static_cast<double>(down.stale))).epsilon(1e-6));  // (1 + max) / (1 + s)
-    // Nothing was dropped, so no island put a residual back; each update named its one Δ, in order.
+    // Nothing was dropped; each update named its one Δ, in order.
     for (const char* name : {"fast", "slow"})
-        for (const ResidualSeen& s : c.residuals(name)) CHECK(s.what != ResidualEvent::restored);
+        for (const ResidualSeen& s : c.residuals(name)) CHECK(s.what != ResidualEvent::dropped);
     const std::vector<protocol::UpdateMeta> updates = c.updates();
     REQUIRE(updates.size() == 12);
     bool slow_applied = false;
