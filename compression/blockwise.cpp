@@ -133,14 +133,22 @@ inline void sign_values(const std::byte* codes, std::uint64_t first, std::uint64
 }  // namespace
 
 void check_blockwise(CodecId id, ByteSpan payload, std::uint32_t block, std::uint64_t n) {
-    const std::uint64_t nb = blocks_of(n, block);
+    // The codes start after the scales; a 4-bit codec's padding is in code byte n / 2, a sign codec's in n / 8.
+    const std::uint64_t codes = 4 * blocks_of(n, block);
+    const bool four_bit = id == CodecId::int4 || id == CodecId::fp4;
+    const bool padded = (four_bit && (n & 1)) || (id == CodecId::sign && (n & 7));
+    const std::byte last = padded ? payload[codes + (four_bit ? n / 2 : n / 8)] : std::byte{0};
+    check_blockwise_parts(id, payload, last, block, n);
+}
+
+void check_blockwise_parts(CodecId id, ByteSpan scales, std::byte last, std::uint32_t block, std::uint64_t n) {
     const std::string_view codec = codec_name(id);
-    check_scales(payload, nb, codec);
-    const auto* c = reinterpret_cast<const std::uint8_t*>(payload.data() + 4 * nb);
-    if ((id == CodecId::int4 || id == CodecId::fp4) && (n & 1) && (c[n / 2] >> 4) != 0) {
+    check_scales(scales, blocks_of(n, block), codec);
+    const auto padded = static_cast<std::uint8_t>(last);  // the codes' last byte, where they pad
+    if ((id == CodecId::int4 || id == CodecId::fp4) && (n & 1) && (padded >> 4) != 0) {
         throw Error("corrupt payload: " + std::string(codec) + " padding nibble is not 0");
     }
-    if (id == CodecId::sign && (n & 7) && (c[n / 8] >> (n & 7)) != 0) {
+    if (id == CodecId::sign && (n & 7) && (padded >> (n & 7)) != 0) {
         throw Error("corrupt payload: sign padding bits are not 0");
     }
 }

@@ -77,6 +77,9 @@ void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_sign(ByteSpan payload, std::uint32_t block, std::span<float> out);
 // The checks decode_<id> makes before writing (scales finite and >= 0, padding bits 0), alone.
 void check_blockwise(CodecId id, ByteSpan payload, std::uint32_t block, std::uint64_t count);
+// The same from its parts: the scales (the payload's front, at least 4 bytes a block) and the
+// payload's last byte (a 4-bit or sign codec's padding), for a payload held in zstd frames.
+void check_blockwise_parts(CodecId id, ByteSpan scales, std::byte last, std::uint32_t block, std::uint64_t count);
 
 // ---- uint8 over mean +- 3 sigma with a codebook (sigma_codebook.cpp) ----------------------------
 Bytes encode_uint8_sigma(std::span<const float> x);
@@ -112,6 +115,28 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0);
 std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes);
 // The payload, into `out` (resized to payload_bytes; a buffer kept from call to call is reused).
 void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& out);
+// A zstd stage's chunks one at a time, for a reader that never holds the whole payload
+// (HeldPayload::Keep::frames). Made, it has checked the table and every frame's header (its declared
+// size, exactly one frame, no trailing bytes), as zstd_decompress does first; a frame that does not
+// decompress shows when it is taken. `body` must outlive it.
+class ZstdChunks {
+public:
+    ZstdChunks(ByteSpan body, std::uint64_t payload_bytes);  // throws arch::Error naming the fault
+    std::uint32_t count() const { return static_cast<std::uint32_t>(offset_.size() - 1); }
+    std::uint32_t chunk_bytes() const { return chunk_; }       // each chunk's raw length but the last's
+    std::uint64_t raw_length(std::uint32_t c) const;
+    // Chunk c, out of the stage, into dst (raw_length(c) bytes); throws arch::Error if it does not decompress.
+    void take(std::uint32_t c, std::byte* dst) const;
+    // The same with a ZSTD_DCtx of the caller's (a thread's own); false if it does not decompress.
+    bool take(std::uint32_t c, std::byte* dst, void* zstd_context) const;
+
+private:
+    bool raw(std::uint32_t c) const;
+    ByteSpan body_;
+    std::uint64_t payload_bytes_ = 0;
+    std::uint32_t chunk_ = 0;
+    std::vector<std::uint64_t> offset_;  // of each chunk in body_, and the end
+};
 
 // ---- slices (held_payload.cpp) -------------------------------------------------------------------
 // Floats [first, first + out.size()) of a validated payload of `count` floats: the codec's own decoder
@@ -131,6 +156,8 @@ Bytes encode_payload(const Format& f, std::span<const float> x);
 // is blockwise or topk; nullopt for the others (the caller decodes and subtracts).
 std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
+// Throws arch::Error unless the buffer holds `count` floats (the destination's).
+void require_count(const WireInfo& info, std::uint64_t count);
 // Validates a payload exactly as decode_payload does, without writing any output.
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count);
 // Prepends the header to the payload (in place when not compressing) or to its zstd body.

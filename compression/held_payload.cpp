@@ -22,6 +22,14 @@ std::uint64_t slice_length(std::uint64_t alignment) {
 }
 
 HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep, std::vector<std::byte> reuse) {
+    if (keep == Keep::frames) {
+        const WireInfo info = inspect(encoded);
+        if (info.zstd && detail::is_blockwise(info.codec)) {  // `reuse` is let go: no copy is made
+            open_frames(encoded, count);
+            return;
+        }
+        keep = Keep::borrow;
+    }
     Payload p = open_payload(encoded, count, std::move(reuse));  // header, sizes, zstd frames, scales: all checked
     info_ = p.info;
     payload_ = std::move(p.decompressed);  // out of the zstd stage, or the memory given, unused so far
@@ -30,8 +38,58 @@ HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count
     if (info_.codec == CodecId::topk) (void)detail::check_topk(body_, count, &topk_marks_);  // checked once more, marked
 }
 
+HeldPayload::HeldPayload(HeldPayload&&) noexcept = default;
+HeldPayload& HeldPayload::operator=(HeldPayload&&) noexcept = default;
+HeldPayload::~HeldPayload() = default;
+
+void HeldPayload::open_frames(std::span<const std::byte> encoded, std::uint64_t count) {
+    info_ = inspect(encoded);
+    detail::require_count(info_, count);
+    body_ = encoded.subspan(kWireHeaderBytes);
+    frames_ = std::make_unique<detail::ZstdChunks>(body_, info_.payload_bytes);
+    // Every chunk once, as decode would: what does not decompress is refused before anything uses it.
+    const std::uint64_t scale_bytes = 4 * detail::blocks_of(count, info_.block);
+    if (scale_bytes > info_.payload_bytes) throw Error("corrupt payload: shorter than its scales");
+    scales_.resize(scale_bytes);
+    chunk_.resize(frames_->chunk_bytes() < info_.payload_bytes ? frames_->chunk_bytes() : info_.payload_bytes);
+    std::byte last{0};
+    for (std::uint32_t c = 0; c < frames_->count(); ++c) {
+        const std::uint64_t from = std::uint64_t(c) * frames_->chunk_bytes(), len = frames_->raw_length(c);
+        frames_->take(c, chunk_.data());
+        if (from < scale_bytes) std::copy_n(chunk_.data(), std::min(len, scale_bytes - from), scales_.data() + from);
+        last = chunk_[len - 1];
+        chunk_at_ = c;
+    }
+    detail::check_blockwise_parts(info_.codec, scales_, last, info_.block, count);
+}
+
+void HeldPayload::decode_frames(std::uint64_t first, std::span<float> out) const {
+    const std::uint64_t n = out.size(), block = info_.block;
+    const auto code_bytes = [&](std::uint64_t m) {
+        return detail::payload_bytes_limit(info_.codec, info_.block, m) - 4 * detail::blocks_of(m, info_.block);
+    };
+    const std::uint64_t b0 = first / block, nb = detail::blocks_of(n, info_.block);
+    slice_.assign(scales_.begin() + 4 * b0, scales_.begin() + 4 * (b0 + nb));
+    // The slice's codes, out of the chunks they lie in: read in order, each chunk is taken out once.
+    std::uint64_t at = 4 * detail::blocks_of(info_.count, info_.block) + code_bytes(first), left = code_bytes(n);
+    while (left > 0) {
+        const auto c = static_cast<std::uint32_t>(at / frames_->chunk_bytes());
+        if (chunk_at_ != c) {
+            frames_->take(c, chunk_.data());
+            chunk_at_ = c;
+        }
+        const std::uint64_t from = at - std::uint64_t(c) * frames_->chunk_bytes();
+        const std::uint64_t len = std::min(left, frames_->raw_length(c) - from);
+        slice_.insert(slice_.end(), chunk_.begin() + from, chunk_.begin() + from + len);
+        at += len;
+        left -= len;
+    }
+    detail::decode_payload(info_.codec, info_.block, slice_, out);
+}
+
 std::vector<std::byte> HeldPayload::release_buffer() {
     body_ = {};
+    frames_.reset();
     topk_marks_ = {};
     return std::move(payload_);
 }
@@ -45,12 +103,13 @@ float HeldPayload::magnitude_bound() const {
         return most;
     };
     const std::uint64_t blocks = info_.block ? detail::blocks_of(info_.count, info_.block) : 0;
+    const std::byte* scale = scales();
     // Each decoder gives code × scale, clamped to ±FLT_MAX: the largest code's magnitude per codec.
     switch (info_.codec) {
-        case CodecId::int8: return 128.0f * largest(body_.data(), blocks);
-        case CodecId::int4: return 8.0f * largest(body_.data(), blocks);
-        case CodecId::fp4: return 6.0f * largest(body_.data(), blocks);
-        case CodecId::sign: return largest(body_.data(), blocks);
+        case CodecId::int8: return 128.0f * largest(scale, blocks);
+        case CodecId::int4: return 8.0f * largest(scale, blocks);
+        case CodecId::fp4: return 6.0f * largest(scale, blocks);
+        case CodecId::sign: return largest(scale, blocks);
         case CodecId::uint8_sigma: return largest(body_.data(), 256);  // the codebook's bin means
         case CodecId::topk: return largest(body_.data() + 8, load_le<std::uint64_t>(body_.data()));  // its kept values
         case CodecId::fp32:
@@ -69,6 +128,7 @@ void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
         throw Error("a slice at " + std::to_string(first) + " does not start on a block of " + std::to_string(alignment()));
     if (n == 0) return;
     if (info_.codec == CodecId::topk) return detail::decode_topk_slice(body_, topk_marks_, first, out);
+    if (frames_) return decode_frames(first, out);
     detail::decode_payload_slice(info_.codec, info_.block, info_.count, body_, first, out, slice_);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -27,7 +28,12 @@ public:
     // without a zstd stage is read where it lies, so `encoded` must outlive this object.
     // reuse: memory for the kept payload (release_buffer() of an earlier one): its pages are already
     // the process's, so no fresh ones are cleared for a payload made again and again at one size.
-    enum class Keep { copy, borrow };
+    // frames: borrow, and a blockwise codec's zstd stage stays as it came: every chunk is taken out
+    // once here (a frame that does not decompress is refused now), the scales are kept, and each
+    // slice takes its codes out of the chunks again (one chunk kept between slices read in order).
+    // No copy of the payload is held: an update applied as it lies (peers' and host's GlobalModel).
+    // Other codecs, or no zstd stage: as borrow.
+    enum class Keep { copy, borrow, frames };
     HeldPayload(std::span<const std::byte> encoded, std::uint64_t count, Keep keep = Keep::copy,
                 std::vector<std::byte> reuse = {});
 
@@ -43,13 +49,25 @@ public:
     void decode(std::uint64_t first, std::span<float> out) const;
     // The kept payload's memory, for the next one; this object holds nothing after it.
     std::vector<std::byte> release_buffer();
+    HeldPayload(HeldPayload&&) noexcept;
+    HeldPayload& operator=(HeldPayload&&) noexcept;
+    ~HeldPayload();
 
 private:
+    void open_frames(std::span<const std::byte> encoded, std::uint64_t count);
+    void decode_frames(std::uint64_t first, std::span<float> out) const;  // a blockwise slice, held in frames
+    const std::byte* scales() const { return frames_ ? scales_.data() : body_.data(); }
+
     WireInfo info_{};
     std::vector<std::byte> payload_;         // kept: a copy, or out of the zstd stage
     std::span<const std::byte> body_;         // the payload: payload_, or borrowed
     std::vector<detail::TopkMark> topk_marks_;  // topk: where to pick up its index list
     mutable std::vector<std::byte> slice_;    // a slice's part of the payload, put together
+    // Keep::frames: the zstd stage's chunks, the scales out of them, and the last chunk taken out.
+    std::unique_ptr<detail::ZstdChunks> frames_;
+    std::vector<std::byte> scales_;
+    mutable std::vector<std::byte> chunk_;
+    mutable std::int64_t chunk_at_ = -1;
 };
 
 }  // namespace arch::compression

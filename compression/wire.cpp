@@ -203,17 +203,13 @@ WireInfo inspect(std::span<const std::byte> bytes) {
     return info;
 }
 
-namespace {
-
-void require_count(const WireInfo& info, std::uint64_t count) {
+void detail::require_count(const WireInfo& info, std::uint64_t count) {
     if (info.count != count) {
         throw Error(std::string(codec_name(info.codec)) + " buffer holds " +
                     std::to_string(info.count) + " elements, the destination expects " +
                     std::to_string(count));
     }
 }
-
-}  // namespace
 
 void decode(std::span<const std::byte> bytes, std::span<float> out) {
     std::vector<std::byte> scratch;
@@ -222,7 +218,7 @@ void decode(std::span<const std::byte> bytes, std::span<float> out) {
 
 void decode(std::span<const std::byte> bytes, std::span<float> out, std::vector<std::byte>& scratch) {
     const WireInfo info = inspect(bytes);
-    require_count(info, out.size());
+    detail::require_count(info, out.size());
     const std::span<const std::byte> body = bytes.subspan(kWireHeaderBytes);
     if (info.zstd) {
         detail::zstd_decompress(body, info.payload_bytes, scratch);
@@ -235,7 +231,7 @@ void decode(std::span<const std::byte> bytes, std::span<float> out, std::vector<
 Payload open_payload(std::span<const std::byte> bytes, std::uint64_t count, std::vector<std::byte> reuse) {
     Payload p;
     p.info = inspect(bytes);
-    require_count(p.info, count);
+    detail::require_count(p.info, count);
     p.body = bytes.subspan(kWireHeaderBytes);
     p.decompressed = std::move(reuse);
     if (p.info.zstd) detail::zstd_decompress(p.body, p.info.payload_bytes, p.decompressed);

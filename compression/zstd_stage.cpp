@@ -78,14 +78,14 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     return out;
 }
 
-void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload) {
+ZstdChunks::ZstdChunks(ByteSpan body, std::uint64_t payload_bytes) : body_(body), payload_bytes_(payload_bytes) {
     if (body.size() < 8) throw Error("corrupt zstd stage: body of " + std::to_string(body.size()) + " bytes has no chunk table");
-    const auto chunk = load_le<std::uint32_t>(body.data());
+    chunk_ = load_le<std::uint32_t>(body.data());
     const auto chunks = load_le<std::uint32_t>(body.data() + 4);
-    if (chunk == 0 || chunk > kMaxChunk) {
-        throw Error("corrupt zstd stage: chunk size " + std::to_string(chunk) + " is out of range");
+    if (chunk_ == 0 || chunk_ > kMaxChunk) {
+        throw Error("corrupt zstd stage: chunk size " + std::to_string(chunk_) + " is out of range");
     }
-    const std::uint64_t expect_chunks = (payload_bytes + chunk - 1) / chunk;
+    const std::uint64_t expect_chunks = (payload_bytes + chunk_ - 1) / chunk_;
     if (chunks != expect_chunks) {
         throw Error("corrupt zstd stage: " + std::to_string(chunks) + " chunks, expected " +
                     std::to_string(expect_chunks) + " for " + std::to_string(payload_bytes) +
@@ -93,22 +93,21 @@ void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload)
     }
     if (body.size() < 8 + 4ull * chunks) throw Error("corrupt zstd stage: chunk table is truncated");
     // Validate the whole table and every frame header before decompressing anything.
-    std::vector<std::uint64_t> offset(chunks + 1);
-    offset[0] = 8 + 4ull * chunks;
+    offset_.resize(std::size_t{chunks} + 1);
+    offset_[0] = 8 + 4ull * chunks;
     for (std::uint32_t c = 0; c < chunks; ++c) {
-        const auto s = load_le<std::uint32_t>(body.data() + 8 + 4ull * c);
-        const std::uint64_t raw_len = std::min<std::uint64_t>(chunk, payload_bytes - std::uint64_t(c) * chunk);
-        const std::uint64_t stored = s & ~kRawBit;
-        if (offset[c] + stored > body.size()) {
+        const std::uint64_t stored = load_le<std::uint32_t>(body.data() + 8 + 4ull * c) & ~kRawBit;
+        const std::uint64_t raw_len = raw_length(c);
+        if (offset_[c] + stored > body.size()) {
             throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " runs past the end of the buffer");
         }
-        if (s & kRawBit) {
+        if (raw(c)) {
             if (stored != raw_len) {
                 throw Error("corrupt zstd stage: raw chunk " + std::to_string(c) + " holds " +
                             std::to_string(stored) + " bytes, expected " + std::to_string(raw_len));
             }
         } else {
-            const std::byte* f = body.data() + offset[c];
+            const std::byte* f = body.data() + offset_[c];
             const unsigned long long content = ZSTD_getFrameContentSize(f, stored);
             if (content != raw_len) {
                 throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " frame declares " +
@@ -121,11 +120,38 @@ void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload)
                 throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " is not exactly one zstd frame");
             }
         }
-        offset[c + 1] = offset[c] + stored;
+        offset_[c + 1] = offset_[c] + stored;
     }
-    if (offset[chunks] != body.size()) {
-        throw Error("corrupt zstd stage: " + std::to_string(body.size() - offset[chunks]) + " trailing bytes");
+    if (offset_[chunks] != body.size()) {
+        throw Error("corrupt zstd stage: " + std::to_string(body.size() - offset_[chunks]) + " trailing bytes");
     }
+}
+
+std::uint64_t ZstdChunks::raw_length(std::uint32_t c) const {
+    return std::min<std::uint64_t>(chunk_, payload_bytes_ - std::uint64_t(c) * chunk_);
+}
+
+bool ZstdChunks::raw(std::uint32_t c) const { return (load_le<std::uint32_t>(body_.data() + 8 + 4ull * c) & kRawBit) != 0; }
+
+bool ZstdChunks::take(std::uint32_t c, std::byte* dst, void* context) const {
+    const std::byte* src = body_.data() + offset_[c];
+    const std::size_t stored = offset_[c + 1] - offset_[c], raw_len = raw_length(c);
+    if (raw(c)) {
+        std::copy(src, src + stored, dst);
+        return true;
+    }
+    const std::size_t r = context ? ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(context), dst, raw_len, src, stored)
+                                  : ZSTD_decompress(dst, raw_len, src, stored);
+    return !ZSTD_isError(r) && r == raw_len;
+}
+
+void ZstdChunks::take(std::uint32_t c, std::byte* dst) const {
+    if (!take(c, dst, nullptr)) throw Error("corrupt zstd stage: chunk " + std::to_string(c) + " does not decompress");
+}
+
+void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload) {
+    const ZstdChunks stage(body, payload_bytes);
+    const std::uint32_t chunks = stage.count();
     payload.resize(payload_bytes);  // every byte is written below
     int failed = -1;
 #pragma omp parallel if (chunks > 1)
@@ -133,16 +159,8 @@ void zstd_decompress(ByteSpan body, std::uint64_t payload_bytes, Bytes& payload)
         ZSTD_DCtx* ctx = ZSTD_createDCtx();
 #pragma omp for schedule(dynamic)
         for (std::int64_t c = 0; c < static_cast<std::int64_t>(chunks); ++c) {
-            const std::uint64_t first = std::uint64_t(c) * chunk;
-            const std::size_t raw_len = std::min<std::uint64_t>(chunk, payload_bytes - first);
-            const std::size_t stored = offset[c + 1] - offset[c];
-            const std::byte* src = body.data() + offset[c];
-            if (load_le<std::uint32_t>(body.data() + 8 + 4 * c) & kRawBit) {
-                std::copy(src, src + stored, payload.begin() + first);
-                continue;
-            }
-            const std::size_t r = ctx ? ZSTD_decompressDCtx(ctx, payload.data() + first, raw_len, src, stored) : 0;
-            if (!ctx || ZSTD_isError(r) || r != raw_len) {
+            const std::uint32_t at = static_cast<std::uint32_t>(c);
+            if (!ctx || !stage.take(at, payload.data() + std::uint64_t(at) * stage.chunk_bytes(), ctx)) {
 #pragma omp critical(arch_zstd_fail)
                 failed = static_cast<int>(c);
             }

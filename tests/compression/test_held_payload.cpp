@@ -4,7 +4,8 @@
 // gives for those positions; a misaligned or overlong slice and a corrupt buffer are refused; error
 // feedback, which subtracts its decode a slice at a time, leaves exactly x + r - decode(encode(x + r));
 // a payload put in an earlier one's memory (release_buffer) decodes the same, in that memory; topk
-// slices start from marks into its index list, wherever the slice lies.
+// slices start from marks into its index list, wherever the slice lies; a blockwise payload held in
+// its zstd frames (Keep::frames) gives the same slices and is refused whole when a frame is corrupt.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -120,6 +121,68 @@ TEST_CASE("a held topk payload decodes any slice from its marks, past many of th
     const float not_a_number = std::nanf("");
     std::memcpy(nan.data() + kWireHeaderBytes + 8, &not_a_number, 4);  // the first kept value
     CHECK_THROWS_AS(HeldPayload(nan, n), Error);
+}
+
+TEST_CASE("a blockwise payload held in its zstd frames gives every slice decode() gives, and is checked whole first") {
+    // 2.5M values: several 1 MiB chunks, slices that straddle them, a short last block, odd counts' padding.
+    const std::size_t n = 2'500'003;
+    const std::vector<float> x = testing::gaussian(n, 11);
+    for (const char* spec : {"int8:block=256+zstd:1", "fp4:block=32+zstd:1", "int4:block=64+zstd:3", "sign:block=128+zstd:1",
+                             "int8:block=256", "topk:frac=0.01+zstd:1", "fp32+zstd:1"}) {
+        INFO(spec);
+        const std::vector<std::byte> bytes = make_codec(spec)->encode(x);
+        std::vector<float> whole(n);
+        decode(bytes, whole);
+        const HeldPayload held(bytes, n, HeldPayload::Keep::frames);
+        const std::uint64_t slice = slice_length(held.alignment());
+        std::vector<float> sliced(n, 7.0f);
+        for (std::uint64_t first = 0; first < n; first += slice)
+            held.decode(first, std::span(sliced).subspan(first, std::min<std::uint64_t>(slice, n - first)));
+        CHECK(std::memcmp(sliced.data(), whole.data(), n * sizeof(float)) == 0);
+        // Out of order, and a slice that starts in one chunk and ends in the next.
+        const std::uint64_t align = held.alignment();
+        for (const std::uint64_t at : {n - n % align - align, std::uint64_t{0}, (n / 2) / align * align, std::uint64_t{0}}) {
+            std::vector<float> part(std::min<std::uint64_t>(3 * slice / 2, n - at));
+            held.decode(at, part);
+            CHECK(std::memcmp(part.data(), whole.data() + at, part.size() * sizeof(float)) == 0);
+        }
+        CHECK(held.magnitude_bound() == HeldPayload(bytes, n).magnitude_bound());
+    }
+    // A frame that does not decompress, in the middle of the stage, is refused when the payload is
+    // taken, as decode() refuses it: before any slice.
+    std::vector<std::byte> bad = make_codec("int8:block=256+zstd:1")->encode(x);
+    {  // the stage: [u32 chunk bytes][u32 chunks][u32 stored size each, top bit raw][chunks]
+        const std::byte* body = bad.data() + kWireHeaderBytes;
+        std::uint32_t chunks = 0;
+        std::memcpy(&chunks, body + 4, 4);
+        REQUIRE(chunks >= 3);
+        std::size_t at = 8 + 4 * std::size_t{chunks};
+        std::uint32_t stored[2] = {};
+        std::memcpy(stored, body + 8, 8);
+        REQUIRE((stored[1] & 0x80000000u) == 0);  // chunk 1 is a zstd frame, not stored raw
+        at += stored[0];
+        // Past its magic and frame header (at most 18 bytes): every block header made a reserved type.
+        std::fill(bad.begin() + static_cast<std::ptrdiff_t>(kWireHeaderBytes + at + 18),
+                  bad.begin() + static_cast<std::ptrdiff_t>(kWireHeaderBytes + at + stored[1]), std::byte{0xff});
+    }
+    std::vector<float> out(n);
+    REQUIRE_THROWS_AS(decode(bad, out), Error);
+    CHECK_THROWS_AS(HeldPayload(bad, n, HeldPayload::Keep::frames), Error);
+    // A scale that is not finite, and an odd count's padding nibble set, each in a zstd stage.
+    const std::vector<float> small = testing::gaussian(1001, 12);  // odd: the last code byte pads
+    const std::vector<std::byte> plain = make_codec("fp4:block=32")->encode(small);
+    const auto payload = [&] { return std::vector<std::byte>(plain.begin() + kWireHeaderBytes, plain.end()); };
+    const char* packed = "fp4:block=32+zstd:1";
+    CHECK_NOTHROW(HeldPayload(wrap_payload(packed, 1001, payload()), 1001, HeldPayload::Keep::frames));
+    std::vector<std::byte> nan_scale = payload();
+    std::memset(nan_scale.data(), 0xff, 4);  // the first block's scale a NaN
+    CHECK_THROWS_WITH(HeldPayload(wrap_payload(packed, 1001, nan_scale), 1001, HeldPayload::Keep::frames),
+                      Catch::Contains("scale"));
+    std::vector<std::byte> padded = payload();
+    padded.back() |= std::byte{0xf0};
+    CHECK_THROWS_WITH(HeldPayload(wrap_payload(packed, 1001, padded), 1001, HeldPayload::Keep::frames),
+                      Catch::Contains("padding"));
+    CHECK_THROWS_AS(HeldPayload(wrap_payload(packed, 1001, payload()), 1000, HeldPayload::Keep::frames), Error);  // the count the caller expects
 }
 
 TEST_CASE("a corrupt or wrongly sized buffer is refused before anything is held") {
