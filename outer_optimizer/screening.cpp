@@ -26,10 +26,36 @@ const EnumNames<ScreenPolicy::Action>& screen_action_names() {
 
 ScreenPolicy::Action parse_screen_action(const std::string& name) { return parse_named(screen_action_names(), name, "screening"); }
 
-double l2_norm(std::span<const float> x) {
+void SquareSum::add(std::span<const float> x, float scale) {
+    const std::size_t n = x.size();
+    std::size_t i = 0;
+    const auto one = [&](std::size_t k) {
+        const float y = x[k] * scale;
+        lane_[(at_ + k) % 8] += static_cast<double>(y) * y;
+    };
+    for (; i < n && (at_ + i) % 8 != 0; ++i) one(i);  // up to the next lane 0
+    double lane[8];
+    std::copy(lane_, lane_ + 8, lane);
+    for (; i + 8 <= n; i += 8)
+        for (std::size_t j = 0; j < 8; ++j) {
+            const float y = x[i + j] * scale;
+            lane[j] += static_cast<double>(y) * y;
+        }
+    std::copy(lane, lane + 8, lane_);
+    for (; i < n; ++i) one(i);
+    at_ += n;
+}
+
+double SquareSum::total() const {
     double sum = 0;
-    for (float v : x) sum += static_cast<double>(v) * v;
-    return std::sqrt(sum);
+    for (const double v : lane_) sum += v;
+    return sum;
+}
+
+double l2_norm(std::span<const float> x) {
+    SquareSum sum;
+    sum.add(x);
+    return std::sqrt(sum.total());
 }
 
 NormScreen::NormScreen(ScreenPolicy policy, std::size_t history) : policy_(policy), capacity_(history) {

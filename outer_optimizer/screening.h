@@ -61,7 +61,21 @@ private:
     std::deque<double> history_;
 };
 
-double l2_norm(std::span<const float> x);  // in double, so 1e30-sized values do not overflow
+// The sum of squares behind l2_norm, in double (so 1e30-sized values do not overflow), in eight lanes
+// by position (value i goes to lane i % 8) added up lane by lane at the end: the same bits however the
+// values come in slices, and a sum the compiler vectorizes, where one running sum waits on every
+// addition (124M values: 0.41 s that way, 0.03 s in lanes, here; the host takes a norm of every Δ,
+// between a round's last Δ and its update).
+class SquareSum {
+public:
+    void add(std::span<const float> x, float scale = 1.0f);  // the next values, each times scale (in float) first
+    double total() const;
+
+private:
+    double lane_[8] = {};
+    std::uint64_t at_ = 0;  // values added so far
+};
+double l2_norm(std::span<const float> x);  // sqrt(SquareSum's total of x)
 
 // The per-value bound: each value of x brought within [-limit, limit] (a norm can be spent on a few
 // values: one norm's gain vector). Returns how many were beyond it. limit <= 0: none is touched.

@@ -89,22 +89,19 @@ bool HostDeltas::holds_encoded() const {
 }
 
 double HostDeltas::held_norm(const compression::HeldPayload& held, float scale, float limit, uint64_t* beyond) {
-    // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, in
-    // the same order, a slice at a time.
+    // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, a
+    // slice at a time.
     const uint64_t n = held.count(), slice = compression::slice_length(held.alignment());
-    double sum = 0;
+    outer::SquareSum sum;
     for (uint64_t first = 0; first < n; first += slice) {
         const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
         if (norm_slice_.size() < len) norm_slice_.resize(len);
         const std::span<float> values = std::span(norm_slice_).first(len);
         held.decode(first, values);
         if (beyond) *beyond += outer::count_beyond(values, limit);
-        for (const float x : values) {
-            const float y = x * scale;
-            sum += static_cast<double>(y) * y;
-        }
+        sum.add(values, scale);
     }
-    return std::sqrt(sum);
+    return std::sqrt(sum.total());
 }
 
 

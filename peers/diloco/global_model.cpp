@@ -220,10 +220,13 @@ std::vector<std::byte> GlobalModel::step_and_encode(int p, std::span<float> aggr
 
 void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     const Fragment& f = fragment(p);
-    // Validated whole (header, sizes, zstd frames, scales) before θ is touched, and read where it lies:
-    // a blockwise codec's zstd stage stays as it came, a slice's codes taken out of it as they are
-    // added (no copy of the payload); another codec's zstd stage goes in the last update's memory.
-    compression::HeldPayload change(update, f.size, compression::HeldPayload::Keep::frames, std::move(update_payload_));
+    // Validated whole (header, sizes, zstd frames, scales) before θ is touched, and read where it lies.
+    // A replica keeps a blockwise codec's zstd stage as it came, a slice's codes taken out of it as
+    // they are added: no copy of the payload, for a second pass over the frames (a peer's memory is
+    // θ and its residual). The host, which holds the update's bytes anyway, takes the stage out on
+    // all its threads, into the last update's memory, as a replica does for other codecs.
+    const auto keep = optimizers_.empty() ? compression::HeldPayload::Keep::frames : compression::HeldPayload::Keep::borrow;
+    compression::HeldPayload change(update, f.size, keep, std::move(update_payload_));
     const std::size_t slice = static_cast<std::size_t>(compression::slice_length(change.alignment()));
     // A refused update changes nothing. Where the largest |θ| and the largest value the change can
     // decode to (its scales say) cannot reach fp32's range, θ stays finite: one pass adds it. Otherwise

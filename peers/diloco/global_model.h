@@ -141,7 +141,7 @@ private:
     std::vector<float> params_;   // a fragment's θ, gathered (several fragments only)
     std::vector<std::vector<float>> slices_;  // one slice of each held Δ, decoded (make_update of HeldDeltas)
     std::vector<float> slice_;  // one slice of an update, decoded (apply_update)
-    std::vector<std::byte> update_payload_;  // a non-blockwise update's payload out of its zstd stage, its memory kept for the next
+    std::vector<std::byte> update_payload_;  // an update's payload out of its zstd stage (the host; a replica: other codecs than blockwise), its memory kept for the next
     mutable std::string hash_;  // of theta_; empty after θ changes
 };
 

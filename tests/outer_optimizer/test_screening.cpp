@@ -1,9 +1,12 @@
 // tests/outer_optimizer/test_screening.cpp: NormScreen against hand-computed norms: a Δ far above the
 // round's median norm is clipped to factor × median (or rejected), honest ones are untouched, rounds
-// too small for a median use the history (also as restored from a checkpoint), and off screens nothing.
+// too small for a median use the history (also as restored from a checkpoint), and off screens nothing;
+// l2_norm's sum of squares is the same bits however its values come in slices, and near a sum in long
+// double.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "core/error.h"
@@ -129,4 +132,30 @@ TEST_CASE("a ceiling bounds every Δ, and stands alone when there is no median y
     // Off is off.
     NormScreen off(ScreenPolicy{ScreenPolicy::Action::off, 10.0});
     CHECK(off.judge(norms, 5.0)[3].outcome == Outcome::kept);
+}
+
+TEST_CASE("the sum of squares is the same bits however the values are sliced and scaled, and near a long double sum") {
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1e-3f);
+    std::vector<float> x(1'000'003);
+    for (float& v : x) v = normal(rng);
+    x[17] = 3e30f;  // squares past fp32's range: the sum is in double
+    long double reference = 0;
+    for (const float v : x) reference += static_cast<long double>(v) * v;
+    const double whole = l2_norm(x);
+    CHECK(whole == Approx(std::sqrt(static_cast<double>(reference))).epsilon(1e-13));
+    const float scale = 0.37f;
+    std::vector<float> scaled = x;
+    for (float& v : scaled) v *= scale;
+    for (const std::size_t cut : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{1000}, std::size_t{65537}, x.size()}) {
+        INFO("slices of " << cut);
+        SquareSum plain, times;
+        for (std::size_t at = 0; at < x.size(); at += cut) {
+            const std::span<const float> slice = std::span<const float>(x).subspan(at, std::min(cut, x.size() - at));
+            plain.add(slice);
+            times.add(slice, scale);
+        }
+        CHECK(std::sqrt(plain.total()) == whole);
+        CHECK(std::sqrt(times.total()) == l2_norm(scaled));  // what the host remembers for a clipped Δ
+    }
 }

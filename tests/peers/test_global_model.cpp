@@ -250,4 +250,8 @@ TEST_CASE("an update added in one pass (its scales bound it) or checked first le
     const std::string before = replica.hash();
     CHECK_THROWS_WITH(replica.apply_update(arch::compression::make_codec("int8:block=256")->encode(push)), Catch::Contains("non-finite"));
     CHECK(replica.hash() == before);
+    // The same with the change held in its zstd frames (a replica's blockwise update: two passes over them).
+    CHECK_THROWS_WITH(replica.apply_update(arch::compression::make_codec("int8:block=256+zstd:1")->encode(push)),
+                      Catch::Contains("non-finite"));
+    CHECK(replica.hash() == before);
 }
