@@ -112,22 +112,42 @@ std::vector<ScreenVerdict> NormScreen::screen(std::span<const std::span<float>> 
     return verdicts;
 }
 
+// These three run over every value of a Δ or θ on the host's path to the update: written without a
+// branch, so that they vectorize (a NaN is never beyond: it stays, and is not counted).
 uint64_t clamp_values(std::span<float> x, float limit) {
     if (!(limit > 0)) return 0;
     uint64_t beyond = 0;
-    for (float& v : x)
-        if (std::fabs(v) > limit) {
-            v = std::copysign(limit, v);
-            ++beyond;
-        }
+    float* v = x.data();
+    const std::size_t n = x.size();
+#pragma omp simd reduction(+ : beyond)
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool out = std::fabs(v[i]) > limit;
+        beyond += out;
+        v[i] = out ? std::copysign(limit, v[i]) : v[i];
+    }
     return beyond;
 }
 
 uint64_t count_beyond(std::span<const float> x, float limit) {
     if (!(limit > 0)) return 0;
     uint64_t beyond = 0;
-    for (const float v : x) beyond += std::fabs(v) > limit;
+    const float* v = x.data();
+    const std::size_t n = x.size();
+#pragma omp simd reduction(+ : beyond)
+    for (std::size_t i = 0; i < n; ++i) beyond += std::fabs(v[i]) > limit;
     return beyond;
+}
+
+float largest_magnitude(std::span<const float> x) {
+    float most = 0.0f;
+    const float* v = x.data();
+    const std::size_t n = x.size();
+#pragma omp parallel for simd schedule(static) reduction(max : most) if (n > (1 << 18))
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = std::fabs(v[i]);
+        most = a > most ? a : most;
+    }
+    return most;
 }
 
 }  // namespace arch::outer

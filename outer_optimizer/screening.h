@@ -81,5 +81,6 @@ double l2_norm(std::span<const float> x);  // sqrt(SquareSum's total of x)
 // values: one norm's gain vector). Returns how many were beyond it. limit <= 0: none is touched.
 uint64_t clamp_values(std::span<float> x, float limit);
 uint64_t count_beyond(std::span<const float> x, float limit);  // the same count, nothing touched
+float largest_magnitude(std::span<const float> x);  // the largest |x_i| (NaN: left out); 0 for none
 
 }  // namespace arch::outer

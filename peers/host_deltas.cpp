@@ -109,8 +109,7 @@ float HostDeltas::value_limit() {
     if (step_value_ <= 0 || privacy_ || config_.outer.screen == outer::ScreenPolicy::Action::off) return 0.0f;
     if (limit_at_ != global_.updates_applied()) {
         limit_at_ = global_.updates_applied();
-        float largest = 0.0f;
-        for (const float x : global_.theta()) largest = std::max(largest, std::fabs(x));
+        const float largest = outer::largest_magnitude(global_.theta());
         const double H = config_.steps_per_round, lr = config_.lr, move = H * lr * step_value_;
         limit_ = static_cast<float>(2.0 * (move + H * lr * config_.weight_decay * (largest + move)));
     }

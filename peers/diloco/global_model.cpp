@@ -165,14 +165,6 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
 }
 
 namespace {
-float largest_magnitude(std::span<const float> x) {
-    float most = 0.0f;
-    const std::size_t n = x.size();
-#pragma omp parallel for schedule(static) reduction(max : most) if (n > (1 << 18))
-    for (std::size_t i = 0; i < n; ++i) most = std::max(most, std::fabs(x[i]));
-    return most;
-}
-
 bool all_finite(std::span<const float> x) {
     float z = 0.0f;  // x * 0 is 0 for finite x, NaN otherwise
     const std::size_t n = x.size();
@@ -213,7 +205,7 @@ std::vector<std::byte> GlobalModel::step_and_encode(int p, std::span<float> aggr
     optimizer.take_step(aggregate);  // aggregate: now the change of θ
     // Every decoder gives at most a block's largest magnitude (times 1 + its rounding), so within
     // this bound no island's θ can leave fp32 by the codec's rounding; past it the change goes exact.
-    const double reach = static_cast<double>(largest_magnitude(params)) + 2.0 * largest_magnitude(aggregate);
+    const double reach = static_cast<double>(outer::largest_magnitude(params)) + 2.0 * outer::largest_magnitude(aggregate);
     if (reach < 0.5 * FLT_MAX) return down_codec_->encode(aggregate, static_cast<uint64_t>(p));
     return compression::make_codec("fp32")->encode(aggregate, 0);
 }
@@ -231,7 +223,7 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     // A refused update changes nothing. Where the largest |θ| and the largest value the change can
     // decode to (its scales say) cannot reach fp32's range, θ stays finite: one pass adds it. Otherwise
     // two passes over the slices: first that θ stays finite, then the addition.
-    if (theta_bound_ < 0) theta_bound_ = largest_magnitude(theta_->values());
+    if (theta_bound_ < 0) theta_bound_ = outer::largest_magnitude(theta_->values());
     const bool sure = static_cast<double>(theta_bound_) + static_cast<double>(change.magnitude_bound()) < 0.5 * FLT_MAX;
     float largest = 0.0f;  // |θ| after the addition, over the runs it changed
     for (const bool add : {false, true}) {

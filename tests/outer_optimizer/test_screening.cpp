@@ -2,10 +2,12 @@
 // round's median norm is clipped to factor × median (or rejected), honest ones are untouched, rounds
 // too small for a median use the history (also as restored from a checkpoint), and off screens nothing;
 // l2_norm's sum of squares is the same bits however its values come in slices, and near a sum in long
-// double.
+// double; the per-value bound's clamp, count and largest magnitude match a value-by-value reading.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -158,4 +160,31 @@ TEST_CASE("the sum of squares is the same bits however the values are sliced and
         CHECK(std::sqrt(plain.total()) == whole);
         CHECK(std::sqrt(times.total()) == l2_norm(scaled));  // what the host remembers for a clipped Δ
     }
+}
+
+TEST_CASE("the per-value bound clamps and counts as a value-by-value reading does, NaN left alone") {
+    std::mt19937 rng(4);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(100'003);
+    for (float& v : x) v = normal(rng);
+    x[5] = std::nanf("");
+    x[6] = -std::numeric_limits<float>::infinity();
+    const float limit = 2.0f;
+    std::vector<float> expected = x;
+    uint64_t beyond = 0;
+    float most = 0.0f;
+    for (float& v : expected) {
+        if (std::fabs(v) > limit) {
+            v = std::copysign(limit, v);
+            ++beyond;
+        }
+    }
+    for (const float v : x)
+        if (std::fabs(v) > most) most = std::fabs(v);
+    CHECK(count_beyond(x, limit) == beyond);
+    CHECK(largest_magnitude(x) == most);  // the Inf; the NaN is left out
+    std::vector<float> clamped = x;
+    CHECK(clamp_values(clamped, limit) == beyond);
+    CHECK(std::memcmp(clamped.data(), expected.data(), x.size() * sizeof(float)) == 0);  // the NaN's bits too
+    CHECK(clamp_values(clamped, 0.0f) == 0);  // no bound: nothing touched
 }
