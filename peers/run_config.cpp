@@ -266,8 +266,8 @@ void check_mode(RunConfig& c, const toml_file::Fields& outer, const toml_file::F
                         " must be below inner.steps_per_round / streaming.fragments = " +
                         std::to_string(c.steps_per_round) + " / " + std::to_string(c.fragments) +
                         " (the steps between two fragments' syncs)");
-        // Error feedback would keep a residual per fragment that a dropped Δ must put back; Streaming
-        // DiLoCo sends fp4 without it (docs/rounds.md).
+        // Error feedback would need a residual per fragment, which is not built; Streaming DiLoCo
+        // sends fp4 without it (docs/rounds.md).
         if (parse_wire_codec(c.codec, wire).error_feedback)
             throw Error(wire.where("codec") + ": wire.codec '" + c.codec +
                         "' has error feedback, which streaming mode does not take; use it without +ef (e.g. fp4+zstd:1)");

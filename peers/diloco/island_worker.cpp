@@ -135,6 +135,7 @@ void IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<f
         const std::size_t n = std::min(kSlice, y.size() - at);
         const std::span<float> p(slice.data(), n);
         if (!inner_->get_params_slice(at, p)) {  // the devices give θ_i whole only
+            if (at != 0) throw Error("the island's engine stopped giving θ_i a slice at a time part-way");
             if (scratch_.size() != num_params_) scratch_ = FloatStore(std::vector<float>(num_params_));
             get_params(scratch_.values());
             const float* whole = scratch_.data();

@@ -12,7 +12,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "net/message.h"
@@ -98,7 +100,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     static const auto state = std::make_shared<const std::vector<std::byte>>(pattern(99, (1u << 20) + 1024));  // kStateChunks
     for (int p = 0; p < kPeers; ++p) link.send_blob(kKeys[p], arch::protocol::Type::state, 0, state);
     PeerTally tally[kPeers];
-    std::map<std::pair<int, uint64_t>, uint64_t> declared;  // (peer, id) -> size, for begins with the right digest
+    // Every (peer, id, size) a begin with the right digest declared: an id declared again with another
+    // size is refused while the first is under way, so either may be what arrives.
+    std::set<std::tuple<int, uint64_t, uint64_t>> declared;
+    std::map<std::pair<int, uint64_t>, uint64_t> latest;  // (peer, id) -> the last size declared, for chunks
 
     for (int step = 0; step < 400 && !in.empty(); ++step) {
         const uint8_t op = in.u8();
@@ -125,7 +130,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
                 if (how % 5 == 0) b.tag = in.u8();
                 if (how % 3 != 0) {
                     b.digest = arch::net::checksum(pattern(id, bytes));
-                    declared[{peer, id}] = bytes;
+                    declared.insert({peer, id, bytes});
+                    latest[{peer, id}] = bytes;
                 }
                 link.inbox.push_back(message(peer, arch::net::kTransferBegin, arch::net::encode(b)));
                 break;
@@ -134,7 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
                 const uint64_t id = 1 + in.u8() % 8;
                 const uint32_t chunk = 1024u << (in.u8() % 4);
                 const uint32_t index = in.u8();
-                const uint64_t total = declared.count({peer, id}) ? declared[{peer, id}] : uint64_t{chunk} * 4;
+                const uint64_t total = latest.count({peer, id}) ? latest[{peer, id}] : uint64_t{chunk} * 4;
                 const uint64_t offset = std::min<uint64_t>(uint64_t{index} * chunk, total);
                 std::vector<std::byte> bytes = pattern(id, std::min<uint64_t>(chunk, total - offset), offset);
                 if (in.u8() % 7 == 0 && !bytes.empty()) bytes[in.u8() % bytes.size()] ^= std::byte{1};
@@ -203,8 +209,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
             int from = 0;
             while (from < kPeers && kKeys[from] != e->peer) ++from;
             bool known = false;
-            for (const auto& [key, bytes] : declared)
-                if (key.first == from && bytes == e->payload.size() && pattern(key.second, bytes) == e->payload) known = true;
+            for (const auto& [who, id, bytes] : declared)
+                if (who == from && bytes == e->payload.size() && pattern(id, bytes) == e->payload) known = true;
             if (!known) fail("a blob of " + std::to_string(e->payload.size()) + " bytes was delivered that peer " + std::to_string(from) + " never declared");
             if (e->payload.size() > kPseudoGradLimit) fail("a blob over the accepted size was delivered");
         }

@@ -80,8 +80,9 @@ void write_host_seeds(const std::string& dir) {
 
 // fuzz_link: steps of an op byte (kind << 2 | peer) and that kind's bytes, in the order fuzz_link.cpp
 // reads them. One peer sends a 4 KiB pseudo-gradient whole (its begin with the true digest, then its
-// four chunks of 1 KiB in session 1); another asks for the host's state (a status) and credits it,
-// then floods it with statuses and credits of a million chunks.
+// four chunks of 1 KiB in session 1), and again after declaring the same id once more with another
+// size; another asks for the host's state (a status) and credits it, then floods it with statuses
+// and credits of a million chunks.
 void write_link_seeds(const std::string& dir) {
     auto bytes = [](std::initializer_list<uint8_t> b) {
         std::vector<std::byte> out;
@@ -92,6 +93,12 @@ void write_link_seeds(const std::string& dir) {
     for (uint8_t k = 0; k < 4; ++k)
         for (uint8_t b : {uint8_t{1 << 2 | 0}, uint8_t{0}, uint8_t{0}, k, uint8_t{1}, uint8_t{1}}) whole.push_back(static_cast<std::byte>(b));
     write(dir, "whole_transfer", whole);
+    // The same id declared again with another size (and its true digest) while the first is under way:
+    // refused, so the first one's chunks complete the first blob.
+    std::vector<std::byte> redeclared = bytes({0 << 2 | 0, 0, 1, 0, 0, 1, 0, 1, 0 << 2 | 0, 0, 2, 0, 0, 1, 0, 1});
+    for (uint8_t k = 0; k < 4; ++k)
+        for (uint8_t b : {uint8_t{1 << 2 | 0}, uint8_t{0}, uint8_t{0}, k, uint8_t{1}, uint8_t{1}}) redeclared.push_back(static_cast<std::byte>(b));
+    write(dir, "redeclared", redeclared);
     // status: its id (the state's), 2 chunks, neither held, session 1, a window of 8; then credits of 1.
     std::vector<std::byte> state = bytes({2 << 2 | 1, 1, 2, 0, 0, 1, 8, 0});
     for (int i = 0; i < 4; ++i)
