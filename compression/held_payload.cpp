@@ -15,6 +15,14 @@
 #include "core/error.h"
 
 namespace arch::compression {
+namespace {
+
+// The bytes the codes of m values take in a blockwise payload ([scales][codes]).
+std::uint64_t code_bytes(CodecId id, std::uint32_t block, std::uint64_t m) {
+    return detail::payload_bytes_limit(id, block, m) - 4 * detail::blocks_of(m, block);
+}
+
+}  // namespace
 
 std::uint64_t slice_length(std::uint64_t alignment) {
     constexpr std::uint64_t kSlice = std::uint64_t{1} << 20;
@@ -25,7 +33,7 @@ HeldPayload::HeldPayload(std::span<const std::byte> encoded, std::uint64_t count
     if (keep == Keep::frames) {
         const WireInfo info = inspect(encoded);
         if (info.zstd && detail::is_blockwise(info.codec)) {  // `reuse` is let go: no copy is made
-            open_frames(encoded, count);
+            open_frames(encoded, info, count);
             return;
         }
         keep = Keep::borrow;
@@ -42,8 +50,8 @@ HeldPayload::HeldPayload(HeldPayload&&) noexcept = default;
 HeldPayload& HeldPayload::operator=(HeldPayload&&) noexcept = default;
 HeldPayload::~HeldPayload() = default;
 
-void HeldPayload::open_frames(std::span<const std::byte> encoded, std::uint64_t count) {
-    info_ = inspect(encoded);
+void HeldPayload::open_frames(std::span<const std::byte> encoded, const WireInfo& info, std::uint64_t count) {
+    info_ = info;
     detail::require_count(info_, count);
     body_ = encoded.subspan(kWireHeaderBytes);
     frames_ = std::make_unique<detail::ZstdChunks>(body_, info_.payload_bytes);
@@ -65,13 +73,11 @@ void HeldPayload::open_frames(std::span<const std::byte> encoded, std::uint64_t 
 
 void HeldPayload::decode_frames(std::uint64_t first, std::span<float> out) const {
     const std::uint64_t n = out.size(), block = info_.block;
-    const auto code_bytes = [&](std::uint64_t m) {
-        return detail::payload_bytes_limit(info_.codec, info_.block, m) - 4 * detail::blocks_of(m, info_.block);
-    };
     const std::uint64_t b0 = first / block, nb = detail::blocks_of(n, info_.block);
     slice_.assign(scales_.begin() + 4 * b0, scales_.begin() + 4 * (b0 + nb));
     // The slice's codes, out of the chunks they lie in: read in order, each chunk is taken out once.
-    std::uint64_t at = 4 * detail::blocks_of(info_.count, info_.block) + code_bytes(first), left = code_bytes(n);
+    std::uint64_t at = 4 * detail::blocks_of(info_.count, info_.block) + code_bytes(info_.codec, info_.block, first);
+    std::uint64_t left = code_bytes(info_.codec, info_.block, n);
     while (left > 0) {
         const auto c = static_cast<std::uint32_t>(at / frames_->chunk_bytes());
         if (chunk_at_ != c) {
@@ -153,11 +159,10 @@ void decode_payload_slice(CodecId id, std::uint32_t block, std::uint64_t count, 
             return decode_payload(id, 0, scratch, out);
         }
         default: {  // blockwise: [scales][codes], the codes of m values payload_bytes_limit less m's scales
-            const auto code_bytes = [&](std::uint64_t m) { return payload_bytes_limit(id, block, m) - 4 * blocks_of(m, block); };
             const std::uint64_t b0 = first / block, nb = blocks_of(n, block);
-            const std::byte* codes = p + 4 * blocks_of(count, block) + code_bytes(first);
+            const std::byte* codes = p + 4 * blocks_of(count, block) + code_bytes(id, block, first);
             scratch.assign(p + 4 * b0, p + 4 * (b0 + nb));
-            scratch.insert(scratch.end(), codes, codes + code_bytes(n));
+            scratch.insert(scratch.end(), codes, codes + code_bytes(id, block, n));
             return decode_payload(id, block, scratch, out);
         }
     }

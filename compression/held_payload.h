@@ -54,7 +54,7 @@ public:
     ~HeldPayload();
 
 private:
-    void open_frames(std::span<const std::byte> encoded, std::uint64_t count);
+    void open_frames(std::span<const std::byte> encoded, const WireInfo& info, std::uint64_t count);  // info: inspect(encoded)
     void decode_frames(std::uint64_t first, std::span<float> out) const;  // a blockwise slice, held in frames
     const std::byte* scales() const { return frames_ ? scales_.data() : body_.data(); }
 
