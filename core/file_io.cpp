@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -55,28 +57,52 @@ void write_file_atomic(const std::string& path, std::span<const std::span<const 
     file.commit();
 }
 
+namespace {
+constexpr std::size_t kPage = 4096;               // O_DIRECT's alignment for offsets, sizes and memory
+constexpr std::size_t kDirectFrom = 1u << 20;     // smaller writes stay buffered
+constexpr std::size_t kBounceBytes = 8u << 20;    // the aligned buffer a direct write goes through
+}  // namespace
+
 AtomicFile::AtomicFile(const std::string& path, mode_t mode) : path_(path), tmp_(path + ".tmp") {
     ::unlink(tmp_.c_str());
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd_ < 0) throw Error("cannot create '" + tmp_ + "': " + std::strerror(errno));
     if (::fchmod(fd_, mode) != 0) fail(std::strerror(errno));  // the umask may have narrowed it
+    direct_fd_ = ::open(tmp_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);  // -1 (EINVAL) where unsupported
 }
 
 AtomicFile::~AtomicFile() {
     if (fd_ < 0) return;
+    stop_direct();
     ::close(fd_);
     ::unlink(tmp_.c_str());
 }
 
 void AtomicFile::fail(const std::string& why) {
+    stop_direct();
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     ::unlink(tmp_.c_str());
     throw Error("cannot write '" + tmp_ + "': " + why);
 }
 
+void AtomicFile::stop_direct() {
+    if (direct_fd_ >= 0) ::close(direct_fd_);
+    direct_fd_ = -1;
+}
+
 void AtomicFile::write_at(uint64_t offset, std::span<const std::byte> bytes) {
     if (fd_ < 0) throw Error("'" + tmp_ + "' is no longer open for writing");
+    // The whole pages inside a large write go direct; the part pages at its ends stay buffered. A page
+    // is never written both ways, as the parts of a file do not overlap.
+    const uint64_t first = (offset + kPage - 1) / kPage * kPage, last = (offset + bytes.size()) / kPage * kPage;
+    if (direct_fd_ < 0 || bytes.size() < kDirectFrom || last <= first) return write_buffered(offset, bytes);
+    write_buffered(offset, bytes.first(first - offset));
+    write_direct(first, bytes.subspan(first - offset, last - first));
+    write_buffered(last, bytes.subspan(last - offset));
+}
+
+void AtomicFile::write_buffered(uint64_t offset, std::span<const std::byte> bytes) {
     std::size_t done = 0;
     while (done < bytes.size()) {
         const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
@@ -88,8 +114,24 @@ void AtomicFile::write_at(uint64_t offset, std::span<const std::byte> bytes) {
     }
 }
 
+void AtomicFile::write_direct(uint64_t offset, std::span<const std::byte> bytes) {
+    if (!bounce_) bounce_.reset(static_cast<std::byte*>(std::aligned_alloc(kPage, kBounceBytes)));
+    std::size_t done = 0;
+    while (done < bytes.size() && direct_fd_ >= 0 && bounce_) {
+        const std::size_t n = std::min(kBounceBytes, bytes.size() - done);
+        std::memcpy(bounce_.get(), bytes.data() + done, n);
+        const ssize_t wrote = ::pwrite(direct_fd_, bounce_.get(), n, static_cast<off_t>(offset + done));
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote < 0 && errno != EINVAL) fail(std::strerror(errno));
+        if (wrote > 0) done += static_cast<std::size_t>(wrote) / kPage * kPage;
+        if (wrote <= 0 || static_cast<std::size_t>(wrote) % kPage != 0) stop_direct();  // refused or ragged: buffered from here on
+    }
+    write_buffered(offset + done, bytes.subspan(done));
+}
+
 void AtomicFile::commit() {
     if (fd_ < 0) throw Error("'" + tmp_ + "' is no longer open for writing");
+    stop_direct();
     if (::fsync(fd_) != 0) fail(std::string("flush failed: ") + std::strerror(errno));
     const int fd = std::exchange(fd_, -1);
     if (::close(fd) != 0) {

@@ -7,7 +7,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,7 +25,10 @@ void write_file_atomic(const std::string& path, std::span<const std::span<const 
 // A file that replaces PATH only when whole: its bytes go to PATH.tmp, at any offsets and from any
 // thread in turn (a checkpoint's parts are written by whoever holds them), and commit() flushes it to
 // disk and renames it over PATH. Dropped before commit, the temporary file is removed and PATH is as
-// it was.
+// it was. The whole pages of a large write (1 MiB or more) go around the page cache (O_DIRECT, through
+// an aligned buffer of the file's own): a checkpoint of P bytes is then not copied into the cache, nor
+// written back and dropped from it later, which took more CPU than the rest of a checkpoint. Where the
+// file system refuses O_DIRECT (tmpfs on older kernels) every write is buffered.
 class AtomicFile {
 public:
     explicit AtomicFile(const std::string& path, mode_t mode = 0644);
@@ -36,9 +41,14 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& why);
+    void write_buffered(uint64_t offset, std::span<const std::byte> bytes);
+    void write_direct(uint64_t offset, std::span<const std::byte> bytes);  // offset and size in whole pages
+    void stop_direct();
 
     std::string path_, tmp_;
     int fd_ = -1;
+    int direct_fd_ = -1;  // the same file opened with O_DIRECT; -1 where refused
+    std::unique_ptr<std::byte, void (*)(void*)> bounce_{nullptr, std::free};  // page-aligned, made at the first direct write
 };
 
 void write_text_file_atomic(const std::string& path, const std::string& text, mode_t mode = 0644);
