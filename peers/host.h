@@ -112,8 +112,13 @@ private:
     void offer_round(Link& link, const std::string& key);  // an island just got ready: the policy may start it
     void make_update(Link& link);            // the update the policy says is due: screen, aggregate, apply, send
     // The round's update, aggregated from `all` and applied to θ (fragment `fragment`'s): its bytes.
-    // Throws arch::Error, changing nothing, when the aggregator refuses or θ would not stay finite.
-    std::vector<std::byte> step(const std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds);
+    // Throws arch::Error, changing nothing, when the aggregator refuses, the screen rejects every Δ or θ
+    // would not stay finite.
+    std::vector<std::byte> step(std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds);
+    // Held Δs screened on what the aggregation pass saw (the rejected taken out of all), then the step.
+    std::vector<std::byte> aggregate_held(std::vector<rounds::Contribution>& all,
+                                          std::vector<diloco::GlobalModel::HeldDelta>& held, int fragment,
+                                          std::span<float> scratch);
     // The update's message: its meta, the encoded aggregate and, in a DES-LOC round, the moments' mean.
     SharedBlob encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
                              std::vector<protocol::Applied> applied, float val, std::vector<std::byte> update);

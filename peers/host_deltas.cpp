@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/error.h"
 #include "core/muon.h"
 #include "core/param_layout.h"
 
@@ -48,8 +49,7 @@ void HostDeltas::take_in(std::span<const std::byte> payload, std::size_t values,
         }
         c.held = std::make_shared<compression::HeldPayload>(payload, values, compression::HeldPayload::Keep::copy,
                                                             std::move(memory));  // validated whole
-        c.limit = value_limit();
-        c.norm = held_norm(*c.held, 1.0f, c.limit, &c.beyond);
+        c.limit = value_limit();  // its norm and clamp come with the aggregation pass (judge_held)
         return;
     }
     if (!spare_.empty()) {
@@ -67,6 +67,7 @@ std::string HostDeltas::vet(std::vector<rounds::Contribution>& all, uint64_t rou
                    "from privacy.honest = " + std::to_string(config_.privacy.honest) + " islands";
         return "";
     }
+    if (!all.empty() && all.front().held) return "";  // judge_held, after the aggregation pass
     screen(all, round);
     return all.empty() ? ": every pseudo-gradient was rejected" : "";
 }
@@ -88,7 +89,7 @@ bool HostDeltas::holds_encoded() const {
     return sync && !privacy_ && global_.aggregates_per_coordinate();
 }
 
-double HostDeltas::held_norm(const compression::HeldPayload& held, float scale, float limit, uint64_t* beyond) {
+double HostDeltas::held_norm(const compression::HeldPayload& held, float scale) {
     // As outer::l2_norm gives it for the Δ decoded whole and multiplied by scale: the same sum, a
     // slice at a time.
     const uint64_t n = held.count(), slice = compression::slice_length(held.alignment());
@@ -98,12 +99,10 @@ double HostDeltas::held_norm(const compression::HeldPayload& held, float scale, 
         if (norm_slice_.size() < len) norm_slice_.resize(len);
         const std::span<float> values = std::span(norm_slice_).first(len);
         held.decode(first, values);
-        if (beyond) *beyond += outer::count_beyond(values, limit);
         sum.add(values, scale);
     }
     return std::sqrt(sum.total());
 }
-
 
 float HostDeltas::value_limit() {
     if (step_value_ <= 0 || privacy_ || config_.outer.screen == outer::ScreenPolicy::Action::off) return 0.0f;
@@ -126,29 +125,45 @@ double HostDeltas::honest_ceiling(std::size_t values, double longest) const {
 }
 
 void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) {
-    std::vector<outer::ScreenVerdict> verdicts;
     if (all.empty()) return;
-    if (all.front().held) {  // held encoded: judged on their norms, clipped as aggregated
-        std::vector<double> norms;
-        for (const rounds::Contribution& c : all) norms.push_back(c.norm);
-        const double ceiling = honest_ceiling(all.front().held->count(), *std::max_element(norms.begin(), norms.end()));
-        verdicts = screen_.judge(norms, ceiling);
-        for (std::size_t i = 0; i < all.size(); ++i) {
-            const outer::ScreenVerdict& v = verdicts[i];
-            if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
-            all[i].scale = v.scale;
-            screen_.remember(v.outcome == outer::ScreenVerdict::Outcome::clipped ? held_norm(*all[i].held, v.scale) : v.norm);
-        }
-    } else {
-        std::vector<std::span<float>> deltas;
-        for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
-        // Their norms are the screen's to take: the ceiling is taken whole (a pass over θ).
-        verdicts = screen_.screen(deltas, honest_ceiling(all.front().delta.size(), std::numeric_limits<double>::infinity()));
-        const float limit = value_limit();
-        for (std::size_t i = 0; i < all.size(); ++i)
-            if (verdicts[i].outcome != outer::ScreenVerdict::Outcome::rejected)
-                all[i].beyond = outer::clamp_values(all[i].delta, limit), all[i].limit = limit;
+    std::vector<std::span<float>> deltas;
+    for (rounds::Contribution& c : all) deltas.emplace_back(c.delta);
+    // Their norms are the screen's to take: the ceiling is taken whole (a pass over θ).
+    const std::vector<outer::ScreenVerdict> verdicts =
+        screen_.screen(deltas, honest_ceiling(all.front().delta.size(), std::numeric_limits<double>::infinity()));
+    const float limit = value_limit();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (verdicts[i].outcome != outer::ScreenVerdict::Outcome::rejected)
+            all[i].beyond = outer::clamp_values(all[i].delta, limit), all[i].limit = limit;
+    keep_judged(all, verdicts, round);
+}
+
+bool HostDeltas::judge_held(std::vector<rounds::Contribution>& all, std::span<const diloco::GlobalModel::Seen> seen,
+                            uint64_t round) {
+    if (seen.size() != all.size()) throw Error("judge_held: one Seen per held Δ");
+    std::vector<double> norms;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        all[i].norm = std::sqrt(seen[i].squares.total());
+        all[i].beyond = seen[i].beyond;
+        norms.push_back(all[i].norm);
     }
+    if (all.empty()) return false;
+    const double ceiling = honest_ceiling(all.front().held->count(), *std::max_element(norms.begin(), norms.end()));
+    const std::vector<outer::ScreenVerdict> verdicts = screen_.judge(norms, ceiling);
+    bool changed = false;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const outer::ScreenVerdict& v = verdicts[i];
+        changed = changed || v.outcome != outer::ScreenVerdict::Outcome::kept;
+        if (v.outcome == outer::ScreenVerdict::Outcome::rejected) continue;
+        all[i].scale = v.scale;
+        screen_.remember(v.outcome == outer::ScreenVerdict::Outcome::clipped ? held_norm(*all[i].held, v.scale) : v.norm);
+    }
+    keep_judged(all, verdicts, round);
+    return changed;
+}
+
+void HostDeltas::keep_judged(std::vector<rounds::Contribution>& all, std::span<const outer::ScreenVerdict> verdicts,
+                             uint64_t round) {
     std::vector<rounds::Contribution> kept;
     for (std::size_t i = 0; i < all.size(); ++i) {
         const outer::ScreenVerdict& v = verdicts[i];

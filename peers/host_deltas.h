@@ -1,7 +1,8 @@
 // peers/host_deltas.h: the islands' pseudo-gradients on the host, from arrival to the aggregator.
 // Each is taken in decoded into a buffer a past round used (no fresh memory for the kernel to clear),
-// or, in sync rounds whose aggregator works coordinate by coordinate, held encoded with its norm and
-// aggregated slice by slice later. Before the outer step they are vetted: screened against the
+// or, in sync rounds whose aggregator works coordinate by coordinate, held encoded and aggregated slice
+// by slice later; its norm is taken in that same pass, and only a Δ the screen then clips or rejects
+// costs a second pass. Before the outer step they are vetted: screened against the
 // round's median norm and the honest ceiling (outer.screen: clipped or rejected, logged by island),
 // each value bounded by the most one value can move in a round (clamped), or with differential
 // privacy on clipped, and in central mode noised by the host.
@@ -36,11 +37,18 @@ public:
                std::function<void(const RunEvent&)> event);
 
     // The payload of a pseudo-gradient of `values` values (its size already checked) into c: decoded,
-    // or held encoded with its norm. Throws arch::Error for a payload that does not decode.
+    // or held encoded (validated whole, with the per-value bound it will be clamped to). Throws
+    // arch::Error for a payload that does not decode.
     void take_in(std::span<const std::byte> payload, std::size_t values, rounds::Contribution& c);
     // Screens `all` (round `round`'s), or with privacy on clips and noises it. Empty: the update may go
-    // on; else why the round starts again (": every pseudo-gradient was rejected", ...).
+    // on; else why the round starts again (": every pseudo-gradient was rejected", ...). Held Δs are
+    // screened later, on what the aggregation pass saw of them (judge_held).
     std::string vet(std::vector<rounds::Contribution>& all, uint64_t round);
+    // Held Δs (all of `all`), judged on their norms and clamps as the aggregation pass saw them (`seen`,
+    // in the same order; GlobalModel::aggregate_held): the screen's verdicts logged, a clipped Δ given
+    // its scale, a rejected one taken out. True when a Δ was clipped or rejected: the aggregate taken
+    // with them all as they came is not the round's, and must be taken again for what is left.
+    bool judge_held(std::vector<rounds::Contribution>& all, std::span<const diloco::GlobalModel::Seen> seen, uint64_t round);
     // A Δ's weight in the mean: its tokens, or the same for every island under DP-FedAvg.
     double weight(const rounds::Contribution& c) const { return privacy_ ? 1.0 : c.tokens; }
     void recycle(std::vector<rounds::Contribution>& all);  // the decoded buffers, back for the next round
@@ -50,9 +58,11 @@ public:
 
 private:
     bool holds_encoded() const;
-    // The norm of its values times scale; `beyond` (when given) counts the values past ±limit.
-    double held_norm(const compression::HeldPayload& held, float scale, float limit = 0, uint64_t* beyond = nullptr);
+    // The norm of its values times scale (a clipped Δ's, for the screen's history).
+    double held_norm(const compression::HeldPayload& held, float scale);
     void screen(std::vector<rounds::Contribution>& all, uint64_t round);
+    // Logs each verdict that is not "kept" and each clamp, and keeps the Δs not rejected.
+    void keep_judged(std::vector<rounds::Contribution>& all, std::span<const outer::ScreenVerdict> verdicts, uint64_t round);
     // The largest norm an honest island's Δ of `values` values can have: H inner steps at the peak
     // learning rate, each moving θ by at most the optimizer's bound, plus weight decay's pull on θ,
     // twice over (error feedback's residual rides along). 0: none (an optimizer with no bound). θ's

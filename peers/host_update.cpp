@@ -32,7 +32,7 @@ void Host::make_update(Link& link) {
     } catch (const Error& e) {
         std::string who;
         for (const rounds::Contribution& c : all) who += (who.empty() ? "" : ", ") + c.name;
-        return again(std::string(": ") + e.what() + " (contributions from " + who + ")");
+        return again(std::string(": ") + e.what() + (who.empty() ? "" : " (contributions from " + who + ")"));
     }
     const uint64_t ended = round_++;
     if (global_->fragments() > 1)
@@ -65,7 +65,7 @@ void Host::make_update(Link& link) {
     start_islands(link, policy_->after_update(view(link), true));
 }
 
-std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds) {
+std::vector<std::byte> Host::step(std::vector<rounds::Contribution>& all, int fragment, UpdateSeconds& seconds) {
     std::vector<outer::WeightedDelta> cs;
     std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
     for (const rounds::Contribution& c : all) {
@@ -84,7 +84,7 @@ std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, 
     Clock::time_point t = real.now();
     std::vector<std::byte> update;
     try {  // an aggregator may refuse (trimmed, with too few)
-        update = held.empty() ? global_->make_update(cs, fragment, scratch) : global_->make_update(held, fragment, scratch);
+        update = held.empty() ? global_->make_update(cs, fragment, scratch) : aggregate_held(all, held, fragment, scratch);
     } catch (const Error&) {
         shipping_.give_back(std::move(room));
         throw;
@@ -99,6 +99,22 @@ std::vector<std::byte> Host::step(const std::vector<rounds::Contribution>& all, 
         log("round " + std::to_string(round_) + " changed θ while the checkpoint writer still wrote the last one: θ was "
             "copied (copy on write), and the writer's copy is freed when it is done");
     return update;
+}
+
+std::vector<std::byte> Host::aggregate_held(std::vector<rounds::Contribution>& all,
+                                            std::vector<diloco::GlobalModel::HeldDelta>& held, int fragment,
+                                            std::span<float> scratch) {
+    // One pass decodes each Δ a slice at a time, aggregates them as they came and takes their norms for
+    // the screen; only when it clips or rejects one is the aggregate taken again, without it or scaled.
+    std::vector<diloco::GlobalModel::Seen> seen(held.size());
+    global_->aggregate_held(held, fragment, scratch, seen);
+    if (deltas_->judge_held(all, seen, round_)) {
+        if (all.empty()) throw Error("every pseudo-gradient was rejected");
+        held.clear();
+        for (const rounds::Contribution& c : all) held.push_back({c.held.get(), c.tokens, c.scale, c.limit});
+        global_->aggregate_held(held, fragment, scratch);
+    }
+    return global_->step_and_encode(fragment, scratch.first(global_->fragment(fragment).size));
 }
 
 SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,

@@ -130,11 +130,17 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const outer::WeightedD
 }
 
 std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held, int p, std::span<float> scratch) {
+    aggregate_held(held, p, scratch);
+    return step_and_encode(p, scratch.first(fragment(p).size));
+}
+
+void GlobalModel::aggregate_held(std::span<const HeldDelta> held, int p, std::span<float> scratch, std::span<Seen> seen) {
     require_host("make_update");
     if (held.empty()) throw Error("a round needs at least one pseudo-gradient");
     if (scratch.size() < fragment(p).size) throw Error("make_update: scratch smaller than the fragment");
     if (!aggregator_->per_coordinate())
         throw Error("outer.aggregator '" + aggregator_->name() + "' does not aggregate slice by slice");
+    if (!seen.empty() && seen.size() != held.size()) throw Error("aggregate_held: one Seen per held Δ");
     const std::size_t n = fragment(p).size;
     // Slices start where every held codec's blocks do.
     uint64_t align = 1;
@@ -154,14 +160,15 @@ std::vector<std::byte> GlobalModel::make_update(std::span<const HeldDelta> held,
             if (buffer.size() < len) buffer.resize(len);
             const std::span<float> values = std::span(buffer).first(len);
             held[i].payload->decode(first, values);
+            if (!seen.empty()) seen[i].squares.add(values, 1.0f);
             if (held[i].scale != 1.0f)  // as NormScreen::screen clips a whole Δ
                 for (float& x : values) x *= held[i].scale;
-            (void)outer::clamp_values(values, held[i].limit);
+            const uint64_t beyond = outer::clamp_values(values, held[i].limit);
+            if (!seen.empty()) seen[i].beyond += beyond;
             in[i] = {values, held[i].tokens};
         }
         aggregator_->aggregate(in, scratch.subspan(first, len));
     }
-    return step_and_encode(p, scratch);
 }
 
 namespace {

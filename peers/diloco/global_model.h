@@ -96,6 +96,15 @@ public:
     std::vector<std::byte> make_update(std::span<const outer::WeightedDelta> contributions, int fragment,
                                        std::span<float> scratch);
     std::vector<std::byte> make_update(std::span<const HeldDelta> held, int fragment, std::span<float> scratch);
+    // make_update's two halves for held Δs, so a host can judge them on what the aggregation pass saw
+    // before the outer step: the aggregate into scratch, and with `seen` (one per Δ) the sum of the
+    // squares of each Δ's values as decoded (before its scale) and the count its clamp cut; then the step.
+    struct Seen {
+        outer::SquareSum squares;
+        uint64_t beyond = 0;
+    };
+    void aggregate_held(std::span<const HeldDelta> held, int fragment, std::span<float> scratch, std::span<Seen> seen = {});
+    std::vector<std::byte> step_and_encode(int fragment, std::span<float> aggregate);  // the aggregate in, the change out
     bool aggregates_per_coordinate() const { return aggregator_ && aggregator_->per_coordinate(); }
     // Everyone: decodes update bytes (the change of the fragment's θ) and adds them, a slice at a time.
     // Validates first (size, codec, NaN/Inf) and that θ stays finite: on error throws arch::Error and θ
@@ -123,7 +132,6 @@ public:
     void load_state(std::span<const std::byte> bytes);  // host only
 
 private:
-    std::vector<std::byte> step_and_encode(int fragment, std::span<float> aggregate);  // the aggregate in, the change out
     void require_host(const char* what) const;
     FloatStore& theta_to_change();  // θ, copied first when a snapshot of it is held
 

@@ -101,13 +101,13 @@ struct Contribution {
     double tokens = 0;            // its weight in the mean
     float loss = 0;               // its mean inner loss, for the round's row
     // A sync round's Δ as the host holds it: encoded, aggregated slice by slice (no policy reads it
-    // whole), with its L2 norm taken on arrival for the screen, and the screen's clip (a factor
-    // applied as it is aggregated).
+    // whole), with its L2 norm for the screen (taken in the aggregation pass: HostDeltas::judge_held),
+    // and the screen's clip (a factor applied as it is aggregated).
     std::shared_ptr<compression::HeldPayload> held;
     double norm = 0;
     float scale = 1.0f;
     // The per-value bound (peers/host_deltas.h): each value is clamped to ±limit (0: none), as it is
-    // aggregated when held; `beyond` counts the values past it (a held Δ's, as it arrived).
+    // aggregated when held; `beyond` counts the values past it (a held Δ's, as it came, unclipped).
     float limit = 0.0f;
     uint64_t beyond = 0;
 };

@@ -1,6 +1,7 @@
 // tests/peers/test_host_deltas.cpp: the host's per-value bound on a pseudo-gradient (peers/host_deltas.h,
-// issue 30 class 4) as a unit: a Δ held encoded counts its values past the bound as it arrives and
-// carries the bound to the aggregation; vetting logs and emits the clamp; an uplink whose error
+// issue 30 class 4) as a unit: a Δ held encoded carries the bound to the aggregation, whose pass counts
+// its values past it and takes its norm; judging logs and emits the clamp, and says when a clip or a
+// rejection means the aggregate must be taken again; an uplink whose error
 // feedback carries values over rounds (topk or sign with +ef), outer.screen = off and a bound that
 // follows the largest |θ| as the formula says.
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include "compression/codec.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
+#include "outer_optimizer/aggregator.h"
 #include "peers/host_deltas.h"
 #include "peers/run_config.h"
 
@@ -46,7 +48,23 @@ struct Host {
         c.name = "liar";
         c.tokens = 1;
         deltas.take_in(compression::make_codec(config.codec)->encode(delta), n, c);
+        if (c.held) c.beyond = seen({c}).front().beyond;
         return c;
+    }
+    // What the aggregation pass sees of held Δs (GlobalModel::aggregate_held), as the host takes it.
+    std::vector<diloco::GlobalModel::Seen> seen(const std::vector<rounds::Contribution>& all) {
+        std::vector<diloco::GlobalModel::HeldDelta> held;
+        for (const rounds::Contribution& c : all) held.push_back({c.held.get(), c.tokens, c.scale, c.limit});
+        std::vector<diloco::GlobalModel::Seen> s(held.size());
+        std::vector<float> aggregate(n);
+        global.aggregate_held(held, 0, aggregate, s);
+        return s;
+    }
+    // Held Δs judged as Host::aggregate_held judges them.
+    bool judge(std::vector<rounds::Contribution>& all, uint64_t round) {
+        CHECK(deltas.vet(all, round).empty());  // held: nothing screened before the pass
+        const std::vector<diloco::GlobalModel::Seen> s = seen(all);
+        return deltas.judge_held(all, s, round);
     }
 };
 
@@ -54,7 +72,7 @@ std::string wire(const std::string& codec) { return "[wire]\ncodec = \"" + codec
 
 }  // namespace
 
-TEST_CASE("a held Δ's values past the per-value bound are counted as it arrives, and the clamp is logged") {
+TEST_CASE("a held Δ's values past the per-value bound are counted in the aggregation pass, and the clamp is logged") {
     Host host(wire("fp4+ef+zstd"), 0.5f);
     const rounds::Contribution c = host.arrive(16, static_cast<float>(10 * host.bound(0.5f)));
     REQUIRE(c.held);
@@ -63,7 +81,9 @@ TEST_CASE("a held Δ's values past the per-value bound are counted as it arrives
     Host larger(wire("fp4+ef+zstd"), 5.0f);  // weight decay's pull follows the largest |θ|
     CHECK(larger.arrive(1, 1.0f).limit == Approx(larger.bound(5.0f)).epsilon(1e-3));
     std::vector<rounds::Contribution> all{c};
-    CHECK(host.deltas.vet(all, 7).empty());
+    CHECK_FALSE(host.judge(all, 7));  // clamped, not clipped: the aggregate stands
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].beyond == 16);
     REQUIRE(host.events.size() == 1);
     CHECK(host.events[0].type == "clamped");
     CHECK(host.events[0].round == 7);
@@ -74,7 +94,7 @@ TEST_CASE("a held Δ's values past the per-value bound are counted as it arrives
     const rounds::Contribution honest = calm.arrive(16, 0.5f * static_cast<float>(c.limit));
     CHECK(honest.beyond == 0);
     std::vector<rounds::Contribution> one{honest};
-    CHECK(calm.deltas.vet(one, 0).empty());
+    CHECK_FALSE(calm.judge(one, 0));
     CHECK(calm.events.empty());
 }
 
@@ -89,4 +109,48 @@ TEST_CASE("no per-value bound where error feedback carries values over rounds, o
     // Without +ef, topk sends values as they are: one round's bound holds.
     Host plain(wire("topk:frac=0.01"), 0.5f);
     CHECK(plain.arrive(16, static_cast<float>(10 * plain.bound(0.5f))).beyond == 16);
+}
+
+TEST_CASE("held Δs judged on the aggregation pass give the verdicts and the aggregate of Δs decoded whole") {
+    // Three honest Δs and one 20 times longer, which the screen clips (or, with reject, leaves out):
+    // the held path's one pass, then its second for what the screen changed, against the decoded
+    // path's screen and a mean of the decoded Δs, bit for bit.
+    for (const std::string action : {"clip", "reject"}) {
+        INFO(action);
+        const std::string toml = wire("fp4+ef+zstd") + "[outer]\nscreen = \"" + action + "\"\n";
+        Host held(toml, 0.5f), decoded(toml + "[run]\nmode = \"async\"\n", 0.5f);
+        std::vector<rounds::Contribution> a, b;
+        for (uint32_t i = 0; i < 4; ++i) {
+            std::vector<float> delta(held.n);
+            for (std::size_t k = 0; k < delta.size(); ++k)
+                delta[k] = 1e-4f * std::sin(0.37f * static_cast<float>(k) + static_cast<float>(i)) * (i == 3 ? 20.0f : 1.0f);
+            const std::vector<std::byte> payload = compression::make_codec(held.config.codec)->encode(delta);
+            for (auto* into : {&a, &b}) {
+                rounds::Contribution c;
+                c.island = i;
+                c.name = "island" + std::to_string(i);
+                c.tokens = 1 + i;
+                (into == &a ? held : decoded).deltas.take_in(payload, held.n, c);
+                into->push_back(std::move(c));
+            }
+        }
+        REQUIRE(a.front().held);
+        REQUIRE_FALSE(b.front().held);
+        CHECK(held.judge(a, 3));  // the long one was clipped or rejected: aggregate again
+        CHECK(decoded.deltas.vet(b, 3).empty());
+        REQUIRE(a.size() == (action == "clip" ? 4u : 3u));
+        REQUIRE(b.size() == a.size());
+        REQUIRE(held.events.size() == decoded.events.size());
+        CHECK(held.events.back().type == (action == "clip" ? "clipped" : "rejected"));
+        CHECK(held.lines == decoded.lines);  // the same norms and verdicts, word for word
+
+        std::vector<diloco::GlobalModel::HeldDelta> h;
+        for (const rounds::Contribution& c : a) h.push_back({c.held.get(), c.tokens, c.scale, c.limit});
+        std::vector<float> from_held(held.n), from_decoded(held.n);
+        held.global.aggregate_held(h, 0, from_held);
+        std::vector<outer::WeightedDelta> w;
+        for (const rounds::Contribution& c : b) w.push_back({c.delta, c.tokens});
+        outer::make_aggregator("mean")->aggregate(w, from_decoded);
+        CHECK(from_held == from_decoded);
+    }
 }
