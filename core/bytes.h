@@ -78,6 +78,15 @@ public:
     }
     std::size_t size() const { return out_.size(); }
     std::vector<std::byte> take() { return std::move(out_); }
+    // What take() would give after bytes(blob), built in blob's own memory: the bytes written so far
+    // and blob's length go in front of it, which moves blob within its buffer and copies nothing into
+    // fresh pages when it has that room (an encoded Δ or update: compression::kMessageHeadroom).
+    std::vector<std::byte> take_before(std::vector<std::byte> blob) {
+        u64(blob.size());
+        blob.insert(blob.begin(), out_.begin(), out_.end());
+        out_.clear();
+        return blob;
+    }
 
 private:
     template <class T>

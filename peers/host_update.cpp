@@ -130,12 +130,10 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
     if (moments.islands.empty()) {
         // The meta goes in front of the update in the update's own memory, which the codec leaves room
         // in: the update is not copied into fresh pages every round.
-        w.u64(update.size());  // its length, as ByteWriter::bytes writes it
-        const std::vector<std::byte> head = w.take();
-        update.insert(update.begin(), head.begin(), head.end());
+        std::vector<std::byte> blob = w.take_before(std::move(update));
         if (moments_ && moments_round(options_.config, ended))
             log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
-        return std::make_shared<const std::vector<std::byte>>(std::move(update));
+        return std::make_shared<const std::vector<std::byte>>(std::move(blob));
     }
     w.bytes(update);
     moments_->write(moments, ended, w.bytes_in_place(protocol::moments_bytes(global_->theta().size())));

@@ -382,8 +382,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
             emit({.kind = "progress", .round = static_cast<int64_t>(m.round), .steps = done});
         }
     };
-    const diloco::RoundResult result =
-        rounds_->run_round(*replica_, plan, fragment, m.round + 1 < run_updates(*config_), on_step);
+    diloco::RoundResult result = rounds_->run_round(*replica_, plan, fragment, m.round + 1 < run_updates(*config_), on_step);
     replica_->release_theta();  // on disk: the pages the round read go back to the page cache
     compute_s_ = Clock::real().seconds_since(t0);
     // Its own speed, what H from the link reads: the steps since its last send (overlapped ones too) over
@@ -397,16 +396,18 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const float loss = config_->privacy.distributed() ? 0.0f : result.mean_loss;
     // steps: those trained since the round_start (fewer than asked when some were overlapped before it).
     w.bytes(protocol::encode(protocol::PseudoGradMeta{m.round, result.tokens, loss, static_cast<uint32_t>(result.steps), steps_per_s_}));
-    w.bytes(result.payload);
-    link.send_blob(host_, Type::pseudo_grad, m.round, std::make_shared<const std::vector<std::byte>>(w.take()));
-    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(result.payload.size()) + " bytes" +
+    const std::size_t payload_bytes = result.payload.size();
+    // The meta in front of the Δ in the Δ's own memory (the codec leaves room): no copy of it.
+    link.send_blob(host_, Type::pseudo_grad, m.round,
+                   std::make_shared<const std::vector<std::byte>>(w.take_before(std::move(result.payload))));
+    log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(payload_bytes) + " bytes" +
         (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
         (result.steps != static_cast<int>(m.steps) || replica_->fragments() > 1
              ? " (fragment " + std::to_string(fragment) + ", after " + std::to_string(result.steps) + " steps, loss " +
                    std::to_string(result.mean_loss) + ")"
              : std::string()));
     emit({.kind = "sent", .round = static_cast<int64_t>(m.round), .steps = static_cast<int>(result.steps),
-          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(result.payload.size())});
+          .fragment = replica_->fragments() > 1 ? fragment : -1, .bytes = static_cast<int64_t>(payload_bytes)});
     sent_at_ = Clock::real().now();
     timed_round_ = m.round;
     if (options_.status) options_.status->peer("self", [&](PeerRow& row) { row.last_round = static_cast<int64_t>(m.round); });
