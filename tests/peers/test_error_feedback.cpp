@@ -6,6 +6,7 @@
 // lr placement the host sends.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include "compression/codec.h"
@@ -65,6 +66,31 @@ TEST_CASE("codec: error feedback kept by the caller gives the codec's own bytes 
         CHECK_THROWS_AS(outside->encode_feedback(bad), Error);
         CHECK(same_bits(bad, before));
     }
+}
+
+TEST_CASE("codec: fp4's residual is the input less the payload's own decode, bit for bit, at its edges") {
+    // The residual fp4 leaves as it encodes, against decode() of the payload (a second implementation), on
+    // blocks of values on the rounding thresholds, ±0, a block whose scale is subnormal and one whose
+    // decode reaches FLT_MAX.
+    const std::size_t block = 32;
+    std::vector<float> y(6 * block, 0.0f);
+    const float s = 0.01f;  // block 0: absmax 6 s, and every threshold of v = |x| / s
+    const float on[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f};
+    for (std::size_t i = 0; i < block; ++i) y[i] = (i % 2 ? -1.0f : 1.0f) * on[i % 8] * s * (i % 3 == 0 ? 1.0f : 1.0000001f);
+    y[block] = -0.0f;  // block 1: zeros of both signs and one value
+    y[block + 1] = 0.0f;
+    y[block + 2] = -3e-3f;
+    for (std::size_t i = 0; i < block; ++i) y[2 * block + i] = 1e-42f * static_cast<float>(i % 5) * (i % 2 ? -1.0f : 1.0f);
+    for (std::size_t i = 0; i < block; ++i) y[3 * block + i] = std::numeric_limits<float>::max() * (i % 4 ? -0.3f : 1.0f);
+    const std::vector<float> x3 = noise(2 * block, 5, 0.02f);
+    std::copy(x3.begin(), x3.end(), y.begin() + 4 * block);
+    const std::vector<float> before = y;
+    auto codec = compression::make_codec("fp4:block=32+ef");
+    const std::vector<std::byte> payload = codec->encode_feedback(y);
+    std::vector<float> sent(y.size()), expected(y.size());
+    compression::decode(payload, sent);
+    for (std::size_t i = 0; i < y.size(); ++i) expected[i] = before[i] - sent[i];
+    CHECK(same_bits(y, expected));
 }
 
 TEST_CASE("island: the residual is Δ plus the last one, less what the payload carries, applied or dropped") {
