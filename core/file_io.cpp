@@ -3,13 +3,13 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -89,6 +89,8 @@ void AtomicFile::fail(const std::string& why) {
 void AtomicFile::stop_direct() {
     if (direct_fd_ >= 0) ::close(direct_fd_);
     direct_fd_ = -1;
+    if (bounce_) ::munmap(bounce_, kBounceBytes);
+    bounce_ = nullptr;
 }
 
 void AtomicFile::write_at(uint64_t offset, std::span<const std::byte> bytes) {
@@ -115,12 +117,16 @@ void AtomicFile::write_buffered(uint64_t offset, std::span<const std::byte> byte
 }
 
 void AtomicFile::write_direct(uint64_t offset, std::span<const std::byte> bytes) {
-    if (!bounce_) bounce_.reset(static_cast<std::byte*>(std::aligned_alloc(kPage, kBounceBytes)));
+    if (!bounce_) {
+        void* map = ::mmap(nullptr, kBounceBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED) stop_direct();  // no memory for it: buffered
+        else bounce_ = static_cast<std::byte*>(map);
+    }
     std::size_t done = 0;
-    while (done < bytes.size() && direct_fd_ >= 0 && bounce_) {
+    while (done < bytes.size() && direct_fd_ >= 0) {
         const std::size_t n = std::min(kBounceBytes, bytes.size() - done);
-        std::memcpy(bounce_.get(), bytes.data() + done, n);
-        const ssize_t wrote = ::pwrite(direct_fd_, bounce_.get(), n, static_cast<off_t>(offset + done));
+        std::memcpy(bounce_, bytes.data() + done, n);
+        const ssize_t wrote = ::pwrite(direct_fd_, bounce_, n, static_cast<off_t>(offset + done));
         if (wrote < 0 && errno == EINTR) continue;
         if (wrote < 0 && errno != EINVAL) fail(std::strerror(errno));
         if (wrote > 0) done += static_cast<std::size_t>(wrote) / kPage * kPage;
