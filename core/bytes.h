@@ -80,7 +80,8 @@ public:
     std::vector<std::byte> take() { return std::move(out_); }
     // What take() would give after bytes(blob), built in blob's own memory: the bytes written so far
     // and blob's length go in front of it, which moves blob within its buffer and copies nothing into
-    // fresh pages when it has that room (an encoded Δ or update: compression::kMessageHeadroom).
+    // fresh pages when it has that room (an encoded Δ or update has it: compression::kMessageHeadroom,
+    // or what its zstd stage's bound left unused); without it, blob is copied once, as bytes() would.
     std::vector<std::byte> take_before(std::vector<std::byte> blob) {
         u64(blob.size());
         blob.insert(blob.begin(), out_.begin(), out_.end());

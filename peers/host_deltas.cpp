@@ -141,13 +141,13 @@ void HostDeltas::screen(std::vector<rounds::Contribution>& all, uint64_t round) 
 bool HostDeltas::judge_held(std::vector<rounds::Contribution>& all, std::span<const diloco::GlobalModel::Seen> seen,
                             uint64_t round) {
     if (seen.size() != all.size()) throw Error("judge_held: one Seen per held Δ");
+    if (all.empty()) return false;
     std::vector<double> norms;
     for (std::size_t i = 0; i < all.size(); ++i) {
         all[i].norm = std::sqrt(seen[i].squares.total());
         all[i].beyond = seen[i].beyond;
         norms.push_back(all[i].norm);
     }
-    if (all.empty()) return false;
     const double ceiling = honest_ceiling(all.front().held->count(), *std::max_element(norms.begin(), norms.end()));
     const std::vector<outer::ScreenVerdict> verdicts = screen_.judge(norms, ceiling);
     bool changed = false;

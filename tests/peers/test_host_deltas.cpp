@@ -146,7 +146,7 @@ TEST_CASE("held Δs judged on the aggregation pass give the verdicts and the agg
 
         std::vector<diloco::GlobalModel::HeldDelta> h;
         for (const rounds::Contribution& c : a) h.push_back({c.held.get(), c.tokens, c.scale, c.limit});
-        std::vector<float> from_held(held.n), from_decoded(held.n);
+        std::vector<float> from_held(held.n, 1e3f), from_decoded(held.n);  // the second pass overwrites the first's
         held.global.aggregate_held(h, 0, from_held);
         std::vector<outer::WeightedDelta> w;
         for (const rounds::Contribution& c : b) w.push_back({c.delta, c.tokens});
