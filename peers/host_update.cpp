@@ -10,6 +10,11 @@
 
 namespace arch {
 
+namespace {
+// A contribution held encoded, as the aggregation pass takes it: its payload, weight, clip and bound.
+diloco::GlobalModel::HeldDelta held_delta(const rounds::Contribution& c) { return {c.held.get(), c.tokens, c.scale, c.limit}; }
+}  // namespace
+
 void Host::make_update(Link& link) {
     std::vector<rounds::Contribution> all = policy_->take_update();
     struct Recycle {  // every way out hands the Δ buffers back for the next round
@@ -69,7 +74,7 @@ std::vector<std::byte> Host::step(std::vector<rounds::Contribution>& all, int fr
     std::vector<outer::WeightedDelta> cs;
     std::vector<diloco::GlobalModel::HeldDelta> held;  // Δs held encoded (every one, or none)
     for (const rounds::Contribution& c : all) {
-        if (c.held) held.push_back({c.held.get(), c.tokens, c.scale, c.limit});
+        if (c.held) held.push_back(held_delta(c));
         else cs.push_back({c.delta, deltas_->weight(c)});
     }
     if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
@@ -111,7 +116,7 @@ std::vector<std::byte> Host::aggregate_held(std::vector<rounds::Contribution>& a
     if (deltas_->judge_held(all, seen, round_)) {
         if (all.empty()) throw Error("every pseudo-gradient was rejected");
         held.clear();
-        for (const rounds::Contribution& c : all) held.push_back({c.held.get(), c.tokens, c.scale, c.limit});
+        for (const rounds::Contribution& c : all) held.push_back(held_delta(c));
         global_->aggregate_held(held, fragment, scratch);
     }
     return global_->step_and_encode(fragment, scratch.first(global_->fragment(fragment).size));
