@@ -208,7 +208,7 @@ double link_mb_per_s(double mb) {
     std::string key;
     while (key.empty() && Clock::real().now() < deadline)
         if (std::optional<LinkEvent> e = host.poll(50)) key = e->peer;
-    const auto blob = std::make_shared<const std::vector<std::byte>>(static_cast<std::size_t>(mb * 1e6), std::byte{7});
+    const SharedBlob blob = share_blob(std::vector<std::byte>(static_cast<std::size_t>(mb * 1e6), std::byte{7}));
     const Clock::time_point start = Clock::real().now();
     if (!key.empty()) host.send_blob(key, protocol::Type::state, 0, blob);
     while (!key.empty() && !held && Clock::real().now() < deadline) host.poll(50);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <new>
 #include <cstring>
 #include <utility>
 
@@ -14,6 +16,29 @@
 namespace arch {
 
 FloatStore::FloatStore(std::vector<float> values) : memory_(std::move(values)), data_(memory_.data()), size_(memory_.size()) {}
+
+FloatStore FloatStore::zeros(std::size_t n) {
+    FloatStore s;
+    if (n == 0) return s;
+    void* at = ::mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (at == MAP_FAILED) throw std::bad_alloc();
+    s.data_ = static_cast<float*>(at);
+    s.size_ = n;
+    s.anonymous_ = true;
+    return s;
+}
+
+FloatStore FloatStore::within(std::vector<std::byte> bytes, std::size_t at, std::size_t n) {
+    if (at > bytes.size() || n > (bytes.size() - at) / sizeof(float))
+        throw Error("floats beyond the end of their buffer");
+    if (reinterpret_cast<std::uintptr_t>(bytes.data() + at) % alignof(float) != 0)
+        throw Error("floats not aligned in their buffer");
+    FloatStore s;
+    s.bytes_ = std::move(bytes);
+    s.data_ = reinterpret_cast<float*>(s.bytes_.data() + at);
+    s.size_ = n;
+    return s;
+}
 
 FloatStore FloatStore::on_disk(const std::string& path, std::span<const float> values) {
     FloatStore s = on_disk(path, values.size());
@@ -57,13 +82,17 @@ FloatStore::FloatStore(FloatStore&& other) noexcept { *this = std::move(other); 
 FloatStore& FloatStore::operator=(FloatStore&& other) noexcept {
     if (this == &other) return *this;
     reset();
+    const bool in_vector = !other.mapped_ && !other.anonymous_ && other.bytes_.empty();
     memory_ = std::move(other.memory_);
-    data_ = other.mapped_ ? other.data_ : memory_.data();
+    bytes_ = std::move(other.bytes_);  // a vector's buffer moves with it: data_ stays valid
+    data_ = in_vector ? memory_.data() : other.data_;
     size_ = other.size_;
     mapped_ = other.mapped_;
+    anonymous_ = other.anonymous_;
     other.data_ = nullptr;
     other.size_ = 0;
     other.mapped_ = false;
+    other.anonymous_ = false;
     return *this;
 }
 
@@ -72,11 +101,13 @@ void FloatStore::release() const {
 }
 
 void FloatStore::reset() noexcept {
-    if (mapped_) ::munmap(data_, size_ * sizeof(float));
+    if (mapped_ || anonymous_) ::munmap(data_, size_ * sizeof(float));
     memory_.clear();
+    bytes_.clear();
     data_ = nullptr;
     size_ = 0;
     mapped_ = false;
+    anonymous_ = false;
 }
 
 }  // namespace arch

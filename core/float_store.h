@@ -1,5 +1,7 @@
 // core/float_store.h: a run of floats held in RAM, or in a memory-mapped file on this machine's own
-// disk. A peer's θ replica (its round snapshot) can live in such a file (`archipelago peer
+// disk. In RAM they are a vector's, zeros that cost nothing until written (an anonymous mapping: the
+// kernel gives each page as it is first touched), or a range of a byte buffer taken over as it is
+// (a blob that came over the link, not copied again). A peer's θ replica (its round snapshot) can live in such a file (`archipelago peer
 // --theta-on-disk`): after each pass over it the pages go back to the page cache (release()), so the
 // kernel keeps them while RAM is free and writes them out and drops them when it is not, and a big
 // model's replica costs disk, not RAM. The file is unlinked as soon as it is mapped: nothing is left
@@ -17,6 +19,9 @@ class FloatStore {
 public:
     FloatStore() = default;
     FloatStore(std::vector<float> values);  // in RAM (implicit: where a vector of floats is given, it is held)
+    static FloatStore zeros(std::size_t n);  // n zeros in RAM, no page of them touched yet
+    // The n floats at bytes[at...], `bytes` kept as it is. `at` must leave them aligned for float.
+    static FloatStore within(std::vector<std::byte> bytes, std::size_t at, std::size_t n);
     // n floats, all zero, in a file created at path (its folder must exist; an existing file is
     // replaced), its blocks reserved. Throws arch::Error naming the path and the system's reason.
     static FloatStore on_disk(const std::string& path, std::size_t n);
@@ -40,9 +45,11 @@ private:
     void reset() noexcept;
 
     std::vector<float> memory_;
+    std::vector<std::byte> bytes_;  // within(): the buffer data_ points into
     float* data_ = nullptr;
     std::size_t size_ = 0;
-    bool mapped_ = false;
+    bool mapped_ = false;     // a file's mapping
+    bool anonymous_ = false;  // zeros(): an anonymous mapping
 };
 
 }  // namespace arch

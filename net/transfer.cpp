@@ -39,13 +39,21 @@ TransferSender::TransferSender(uint64_t transfer_id, std::span<const std::byte> 
 TransferSender::TransferSender(uint64_t transfer_id, std::span<const std::byte> blob,
                                std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag,
                                const Digest& digest)
-    : owner_(std::move(owner)), blob_(blob) {
+    : TransferSender(transfer_id, std::vector<std::span<const std::byte>>{blob}, std::move(owner), chunk_bytes, tag,
+                     digest) {}
+
+TransferSender::TransferSender(uint64_t transfer_id, std::vector<std::span<const std::byte>> pieces,
+                               std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag,
+                               const Digest& digest)
+    : owner_(std::move(owner)), pieces_(std::move(pieces)) {
+    std::erase_if(pieces_, [](std::span<const std::byte> piece) { return piece.empty(); });
+    for (const std::span<const std::byte> piece : pieces_) size_ += piece.size();
     if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
-    const uint64_t count = (blob_.size() + chunk_bytes - 1) / chunk_bytes;
+    const uint64_t count = (size_ + chunk_bytes - 1) / chunk_bytes;
     if (count > 0xfffffff0ull)
-        throw Error("transfer of " + std::to_string(blob_.size()) + " bytes needs too many chunks");
+        throw Error("transfer of " + std::to_string(size_) + " bytes needs too many chunks");
     begin_.id = transfer_id;
-    begin_.total_bytes = blob_.size();
+    begin_.total_bytes = size_;
     begin_.chunk_bytes = chunk_bytes;
     begin_.chunk_count = static_cast<uint32_t>(count);
     begin_.tag = tag;
@@ -130,8 +138,8 @@ TransferStep TransferSender::on_message(uint16_t type, std::span<const std::byte
 }
 
 uint64_t TransferSender::bytes_acknowledged() const {
-    if (done_) return blob_.size();
-    return std::min<uint64_t>((reported_held_ + session_credits_) * begin_.chunk_bytes, blob_.size());
+    if (done_) return size_;
+    return std::min<uint64_t>((reported_held_ + session_credits_) * begin_.chunk_bytes, size_);
 }
 
 std::vector<Outbound> TransferSender::pump() {
@@ -147,12 +155,27 @@ std::vector<Outbound> TransferSender::pump() {
             index = cursor_++;
         }
         const uint64_t offset = uint64_t{index} * begin_.chunk_bytes;
-        const uint64_t length = std::min<uint64_t>(begin_.chunk_bytes, blob_.size() - offset);
-        const std::span<const std::byte> data(blob_.data() + offset, length);
-        out.push_back(Outbound{kTransferChunk, encode_chunk(begin_.id, session_, index, data)});
+        const uint64_t length = std::min<uint64_t>(begin_.chunk_bytes, size_ - offset);
+        out.push_back(Outbound{kTransferChunk, encode_chunk(begin_.id, session_, index, pieces_of(offset, length))});
         --credit_;
         ++in_flight_;
         ++chunks_sent_;
+    }
+    return out;
+}
+
+std::vector<std::span<const std::byte>> TransferSender::pieces_of(uint64_t offset, uint64_t length) const {
+    std::vector<std::span<const std::byte>> out;
+    for (const std::span<const std::byte> piece : pieces_) {
+        if (length == 0) break;
+        if (offset >= piece.size()) {
+            offset -= piece.size();
+            continue;
+        }
+        const uint64_t take = std::min<uint64_t>(length, piece.size() - offset);
+        out.push_back(piece.subspan(offset, take));
+        offset = 0;
+        length -= take;
     }
     return out;
 }
@@ -247,7 +270,7 @@ TransferStep TransferReceiver::on_begin(std::span<const std::byte> payload) {
         bytes_held_ = 0;
         bad_chunks_ = 0;
         active_ = true;
-        complete_ = m->chunk_count == 0 && checksum({}) == m->digest;
+        complete_ = m->chunk_count == 0 && checksum(std::span<const std::byte>()) == m->digest;
     }
     ++session_;
     TransferStep step;

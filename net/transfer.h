@@ -49,6 +49,11 @@ class TransferSender {
     // The same, with the blob's checksum already known (a blob sent to many peers is hashed once).
     TransferSender(uint64_t transfer_id, std::span<const std::byte> blob, std::shared_ptr<const void> owner,
                    uint32_t chunk_bytes, uint32_t tag, const Digest& digest);
+    // A blob in pieces that lie apart (a head, a model where its owner keeps it, a tail), sent as if
+    // joined, without joining them: a chunk across two pieces is put together as it is encoded.
+    // `digest` is checksum(pieces).
+    TransferSender(uint64_t transfer_id, std::vector<std::span<const std::byte>> pieces,
+                   std::shared_ptr<const void> owner, uint32_t chunk_bytes, uint32_t tag, const Digest& digest);
 
     // The most chunks in flight, whatever window a receiver asks for.
     static constexpr uint32_t kMaxWindowChunks = 16;
@@ -73,10 +78,13 @@ class TransferSender {
     TransferSender(uint64_t transfer_id, std::shared_ptr<const std::vector<std::byte>> blob, uint32_t chunk_bytes,
                    uint32_t tag);
     std::vector<Outbound> pump();  // chunks while credit lasts
+    // The pieces that hold bytes [offset, offset + length) of the blob.
+    std::vector<std::span<const std::byte>> pieces_of(uint64_t offset, uint64_t length) const;
 
     BeginMsg begin_;
     std::shared_ptr<const void> owner_;
-    std::span<const std::byte> blob_;
+    std::vector<std::span<const std::byte>> pieces_;  // the blob's bytes, one piece after another
+    uint64_t size_ = 0;                                // theirs together
     uint32_t session_ = 0;
     bool have_session_ = false;
     uint32_t credit_ = 0;

@@ -39,6 +39,19 @@ Digest checksum(std::span<const std::byte> bytes) {
     return d;
 }
 
+Digest checksum(Pieces pieces) {
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) throw std::bad_alloc();
+    XXH3_128bits_reset(state);
+    for (const std::span<const std::byte> piece : pieces) XXH3_128bits_update(state, piece.data(), piece.size());
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+    XXH3_freeState(state);
+    Digest d;
+    std::memcpy(d.data(), c.digest, d.size());
+    return d;
+}
+
 std::vector<std::byte> encode(const BeginMsg& m) {
     ByteWriter w;
     w.reserve(44);
@@ -67,13 +80,19 @@ std::vector<std::byte> encode(const StatusMsg& m) {
 
 std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
                                   std::span<const std::byte> data) {
+    return encode_chunk(id, session, index, Pieces(&data, 1));
+}
+
+std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index, Pieces data) {
+    std::size_t bytes = 0;
+    for (const std::span<const std::byte> piece : data) bytes += piece.size();
     ByteWriter w;
-    w.reserve(kChunkPrefixBytes + data.size());
+    w.reserve(kChunkPrefixBytes + bytes);
     w.u64(id);
     w.u32(session);
     w.u32(index);
-    w.raw(checksum(data));
-    w.raw(data);
+    w.raw(data.size() == 1 ? checksum(data.front()) : checksum(data));
+    for (const std::span<const std::byte> piece : data) w.raw(piece);
     return w.take();
 }
 

@@ -23,6 +23,9 @@ namespace arch::net {
 
 using Digest = std::array<std::byte, 16>;  // XXH3-128
 Digest checksum(std::span<const std::byte> bytes);
+// A blob's bytes in pieces that lie apart in memory, taken one after another.
+using Pieces = std::span<const std::span<const std::byte>>;
+Digest checksum(Pieces pieces);  // the same digest as of the pieces joined
 
 inline constexpr uint32_t kNoResend = 0xffffffffu;
 inline constexpr std::size_t kChunkPrefixBytes = 8 + 4 + 4 + 16;
@@ -63,6 +66,7 @@ std::vector<std::byte> encode(const BeginMsg& m);
 std::vector<std::byte> encode(const StatusMsg& m);
 std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
                                   std::span<const std::byte> data);
+std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index, Pieces data);  // as if joined
 std::vector<std::byte> encode(const CreditMsg& m);
 std::vector<std::byte> encode_done(uint64_t id);
 std::vector<std::byte> encode(const AbortMsg& m);

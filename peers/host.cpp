@@ -235,7 +235,7 @@ void Host::serve_data(Link& link, const std::string& key, const protocol::DataRe
             log(reply.error);
         }
     }
-    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode(reply));
+    const SharedBlob blob = share_blob(protocol::encode(reply));
     if (!link.send_blob(key, Type::data, round_, blob))
         log(p.name + " asked for data with 3 replies still queued for it; the request is dropped");
 }

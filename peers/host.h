@@ -146,7 +146,8 @@ private:
     static constexpr std::size_t kCatchUpUpdates = 3;  // updates a peer may have queued (NetLink::kMaxQueuedBlobs)
     RoundLedger ledger_{clock_, kCatchUpUpdates};  // rows, host seconds, recent θ hashes
     HostRoster roster_;                           // the peers, their islands and budgets
-    StateShipping shipping_;                      // the state of θ for joiners and the checkpoint
+    StateShipping shipping_;                      // the state of θ for joiners
+    std::vector<float> aggregate_;                // a round's aggregate (P): kept for the next round
     uint64_t round_ = 0;                          // the round in progress (or next to start)
     uint64_t first_round_ = 0;                    // the round this host started at: 0, or the checkpoint's
     std::unique_ptr<rounds::RoundPolicy> policy_;  // run.mode's: which islands start, what an update holds

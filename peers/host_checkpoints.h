@@ -20,7 +20,6 @@
 
 #include "core/clock.h"
 #include "core/model_config.h"
-#include "peers/blob_pool.h"
 #include "peers/checkpoint_writer.h"
 #include "peers/diloco/global_model.h"
 #include "peers/run_config.h"

@@ -78,23 +78,14 @@ std::vector<std::byte> Host::step(std::vector<rounds::Contribution>& all, int fr
         else cs.push_back({c.delta, deltas_->weight(c)});
     }
     if (!held.empty() && !cs.empty()) throw Error("a round with both held and decoded pseudo-gradients");
-    // The aggregate lives in the memory of the last state of θ nobody holds any more, and goes back to
-    // the pool once the update is encoded, to become the next state: beside θ and the momentum the
-    // host holds the current state and this one buffer, not a scratch buffer as well.
     checkpoints_->before_step();  // the checkpoint's copy of the momentum is on disk before the step moves it
-    std::vector<std::byte> room = shipping_.borrow();
-    room.resize(global_->fragment(fragment).size * sizeof(float));
-    const std::span<float> scratch(reinterpret_cast<float*>(room.data()), room.size() / sizeof(float));
+    aggregate_.resize(global_->fragment(fragment).size);  // kept from round to round: made and cleared once
+    const std::span<float> scratch(aggregate_);
     const Clock& real = Clock::real();
     Clock::time_point t = real.now();
-    std::vector<std::byte> update;
-    try {  // an aggregator may refuse (trimmed, with too few)
-        update = held.empty() ? global_->make_update(cs, fragment, scratch) : aggregate_held(all, held, fragment, scratch);
-    } catch (const Error&) {
-        shipping_.give_back(std::move(room));
-        throw;
-    }
-    shipping_.give_back(std::move(room));
+    // an aggregator may refuse (trimmed, with too few): it throws
+    std::vector<std::byte> update =
+        held.empty() ? global_->make_update(cs, fragment, scratch) : aggregate_held(all, held, fragment, scratch);
     seconds.aggregate = real.seconds_since(t);
     t = real.now();
     const uint64_t copies = global_->theta_copies();
@@ -138,7 +129,7 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
         std::vector<std::byte> blob = w.take_before(std::move(update));
         if (moments_ && moments_round(options_.config, ended))
             log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
-        return std::make_shared<const std::vector<std::byte>>(std::move(blob));
+        return share_blob(std::move(blob));
     }
     w.bytes(update);
     moments_->write(moments, ended, w.bytes_in_place(protocol::moments_bytes(global_->theta().size())));
@@ -148,7 +139,7 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
         " (weighted by tokens), moments " + moments.hash.substr(0, 16));
     emit({.kind = "moments_averaged", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(moments.islands.size()),
           .hash = moments.hash.substr(0, 16), .detail = which});
-    return std::make_shared<const std::vector<std::byte>>(w.take());
+    return share_blob(w.take());
 }
 
 void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "peers/blob.h"
 #include "peers/protocol.h"
 
 namespace arch {
@@ -47,9 +48,6 @@ struct LinkStats {
     // Its newest connection, as the host's kernel sees it (net::Incoming::from, to; empty on a peer).
     std::string came_from, came_in_on;
 };
-
-// A large payload queued for one or more peers: one immutable copy, shared by every queue it is on.
-using SharedBlob = std::shared_ptr<const std::vector<std::byte>>;
 
 class Link {
 public:

@@ -91,7 +91,7 @@ bool NetLink::send_blob(const std::string& peer, protocol::Type type, uint64_t r
         std::count_if(q.begin(), q.end(), [](const Item& item) { return item.shared != nullptr; }));
     if (blobs >= kMaxQueuedBlobs || q.size() >= kMaxQueuedMessages) return false;
     Item item{type, round, {}, blob, nullptr, false};
-    item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), *blob, blob, kChunkBytes,
+    item.blob = std::make_unique<net::TransferSender>(new_transfer_id(), blob->pieces(), blob, kChunkBytes,
                                                       static_cast<uint32_t>(type), digest_of(blob));
     q.push_back(std::move(item));
     pump(peer);
@@ -101,7 +101,7 @@ bool NetLink::send_blob(const std::string& peer, protocol::Type type, uint64_t r
 const net::Digest& NetLink::digest_of(const SharedBlob& blob) {
     std::erase_if(digests_, [](const auto& kv) { return kv.second.first.expired(); });
     auto [it, fresh] = digests_.try_emplace(blob.get());
-    if (fresh) it->second = {blob, net::checksum(*blob)};
+    if (fresh) it->second = {blob, net::checksum(blob->pieces())};
     return it->second.second;
 }
 
@@ -268,7 +268,20 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
 }
 
 std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
+    // A transfer's chunks and credits are handled here and return nothing; while more of them wait,
+    // they are handled in the same call (up to kDrainMessages), so that the caller's own work between
+    // two calls (a checkpoint's staging) comes once per batch, not once per chunk.
+    bool read = false;
+    for (std::size_t i = 0; i < kDrainMessages; ++i) {
+        std::optional<LinkEvent> e = poll_once(i == 0 ? timeout_ms : 0, read);
+        if (e || !read) return e;
+    }
+    return std::nullopt;
+}
+
+std::optional<LinkEvent> NetLink::poll_once(int timeout_ms, bool& read) {
     std::optional<net::Incoming> in = poll_socket(timeout_ms);
+    read = in.has_value();
     if (!in) {
         // Retry sends that found a peer away, at most twice a second (each failure is logged).
         const auto now = Clock::real().now();
@@ -359,3 +372,4 @@ uint64_t NetLink::bytes_received(protocol::Type type) const {
 }
 
 }  // namespace arch
+

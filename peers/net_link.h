@@ -51,6 +51,7 @@ public:
     static constexpr std::size_t kMaxQueuedBlobs = 3;
     static constexpr double kStallSeconds = 120;
     static constexpr std::size_t kRememberedTransfers = 16;  // completed ids answered "done" again
+    static constexpr std::size_t kDrainMessages = 64;        // transfer messages one poll handles in a row
 
 protected:
     virtual std::optional<net::Incoming> poll_socket(int timeout_ms) = 0;
@@ -79,6 +80,7 @@ private:
     bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const std::byte> payload,
               protocol::Type counted_as);
     std::optional<LinkEvent> on_transfer(const net::Incoming& in);
+    std::optional<LinkEvent> poll_once(int timeout_ms, bool& read);  // read: a message came off the socket
     const net::Digest& digest_of(const SharedBlob& blob);
     bool admit_begin(const net::Incoming& in, uint64_t id);  // type, size, one per type, replays
     void expire_stalled();
@@ -92,7 +94,7 @@ private:
     // one under way (or an aborted one) gives the blob no more time than the first had.
     std::map<std::pair<std::string, uint32_t>, Clock::time_point> undelivered_since_;
     // The checksum of each shared blob being sent, computed once whatever the number of peers.
-    std::map<const void*, std::pair<std::weak_ptr<const std::vector<std::byte>>, net::Digest>> digests_;
+    std::map<const void*, std::pair<std::weak_ptr<const Blob>, net::Digest>> digests_;
     std::function<bool(const std::string&)> charge_;
     std::optional<std::map<protocol::Type, uint64_t>> accepted_;  // none: every blob is taken
     std::map<uint16_t, uint64_t> sent_, received_;

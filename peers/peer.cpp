@@ -120,7 +120,7 @@ void Peer::on_welcome(Link& link, const protocol::Welcome& w) {
         log("θ's replica and the error-feedback residual are kept on disk, memory-mapped in " + state_path("") + " (" +
             std::to_string(n * sizeof(float) / 1000000) + " MB each): RAM the kernel can take back");
     } else {
-        theta = FloatStore(std::vector<float>(n));
+        theta = FloatStore::zeros(n);  // no page of it is touched: the state's θ replaces it
     }
     replica_ = std::make_unique<diloco::GlobalModel>(std::move(theta), c.outer, run_fragments(c, model_),
                                                      diloco::GlobalModel::Holder::replica);
@@ -232,13 +232,14 @@ void Peer::data_ready(Link& link) {
     report_hash(link);  // in sync: the host starts this island; else it sends the state
 }
 
-void Peer::on_state(Link& link, std::span<const std::byte> blob) {
+void Peer::on_state(Link& link, std::vector<std::byte> blob) {
     if (!replica_) throw Error("a state before the welcome");
     ByteReader r(blob, "state");
     const protocol::StateMeta meta = protocol::decode_state(r.bytes(4096));
     const std::span<const std::byte> state = r.view(blob.size());
     r.finish();
-    replica_->load_replica_state(state);
+    const std::size_t bytes = blob.size(), at = static_cast<std::size_t>(state.data() - blob.data());
+    replica_->load_replica_state(std::move(blob), at);  // θ stays where it came: not copied
     replica_valid_ = true;
     round_ = meta.round;
     if (replica_->hash() != meta.theta_hash) {
@@ -248,7 +249,7 @@ void Peer::on_state(Link& link, std::span<const std::byte> blob) {
     const double took = Clock::real().seconds_since(reported_at_);
     char figures[128];
     std::snprintf(figures, sizeof(figures), ": a state of %.1f MB in %.2f s since it was asked for (%.1f MB/s)",
-                  static_cast<double>(blob.size()) / 1e6, took, static_cast<double>(blob.size()) / 1e6 / std::max(took, 1e-9));
+                  static_cast<double>(bytes) / 1e6, took, static_cast<double>(bytes) / 1e6 / std::max(took, 1e-9));
     log("synced to round " + std::to_string(round_) + ", θ " + replica_->hash().substr(0, 12) + figures);
     emit({.kind = "synced", .round = static_cast<int64_t>(round_), .theta = replica_->hash().substr(0, 12)});
     if (rounds_) {
@@ -399,7 +400,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const std::size_t payload_bytes = result.payload.size();
     // The meta in front of the Δ in the Δ's own memory (the codec leaves room): no copy of it.
     link.send_blob(host_, Type::pseudo_grad, m.round,
-                   std::make_shared<const std::vector<std::byte>>(w.take_before(std::move(result.payload))));
+                   share_blob(w.take_before(std::move(result.payload))));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(payload_bytes) + " bytes" +
         (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
         (result.steps != static_cast<int>(m.steps) || replica_->fragments() > 1
@@ -416,7 +417,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
 
 void Peer::send_moments(Link& link, uint64_t round) {
     // Before the Δ (one ordered queue): the host holds them when that Δ may close the round.
-    const SharedBlob blob = std::make_shared<const std::vector<std::byte>>(protocol::encode_moments(
+    const SharedBlob blob = share_blob(protocol::encode_moments(
         round, worker_->num_params(), [&](std::span<float> m, std::span<float> v) { worker_->get_adamw_state(m, v); }));
     link.send_blob(host_, Type::moments, round, blob);
     log("round " + std::to_string(round) + " sent AdamW moments: " + std::to_string(blob->size()) + " bytes");
@@ -491,11 +492,11 @@ void Peer::residual_event(ResidualEvent what, uint64_t round) {
     if (options_.on_residual && worker_) options_.on_residual(what, round, worker_->residual());
 }
 
-void Peer::on_message(Link& link, const LinkEvent& e) {
+void Peer::on_message(Link& link, LinkEvent& e) {
     switch (e.type) {
         case Type::welcome: on_welcome(link, protocol::decode_welcome(e.payload)); break;
         case Type::data: on_data(link, e.payload); break;
-        case Type::state: on_state(link, e.payload); break;
+        case Type::state: on_state(link, std::move(e.payload)); break;
         case Type::update: on_update(link, e.payload); break;
         case Type::round_start:
             if (options_.status && options_.status->paused()) {
@@ -617,3 +618,4 @@ bool Peer::run(Link& link, const std::string& host_key) {
 }
 
 }  // namespace arch
+

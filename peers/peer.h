@@ -79,8 +79,8 @@ private:
     void on_data(Link& link, std::span<const std::byte> blob);
     void request_data(Link& link);
     void data_ready(Link& link);  // the island's shard is complete: start the island, report θ
-    void on_message(Link& link, const LinkEvent& e);  // one message from the host, by its type
-    void on_state(Link& link, std::span<const std::byte> blob);
+    void on_message(Link& link, LinkEvent& e);  // one message from the host, by its type (a state is taken from e)
+    void on_state(Link& link, std::vector<std::byte> blob);
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
     void send_moments(Link& link, uint64_t round);  // DES-LOC: the island's AdamW m and v, before its Δ

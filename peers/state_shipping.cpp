@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "core/bytes.h"
 #include "peers/protocol.h"
 
 namespace arch {
@@ -10,12 +11,14 @@ namespace arch {
 SharedBlob StateShipping::current(uint64_t round, const diloco::GlobalModel& global) {
     if (SharedBlob made = blob_.lock(); made && of_ == global.hash()) return made;
     retire();
-    ByteWriter w(pool_->take());  // the memory of the last copy nobody holds any more
+    auto state = std::make_shared<diloco::GlobalModel::ReplicaState>(global.replica_state());
+    ByteWriter w;  // StateMeta, then the replica state's length: what bytes() would put in front of it
     w.bytes(protocol::encode(protocol::StateMeta{round, global.hash()}));
-    const std::span<std::byte> state = w.bytes_in_place(global.replica_state_bytes());
-    global.save_replica_state(state);
-    std::vector<std::byte> blob = w.take();
-    SharedBlob made = pool_->share(std::move(blob));
+    w.u64(global.replica_state_bytes());
+    w.raw(state->head);
+    state->head = w.take();
+    std::vector<std::span<const std::byte>> pieces{state->head, state->theta_bytes(), state->tail};
+    SharedBlob made = std::make_shared<const Blob>(std::move(pieces), state);
     blob_ = made;
     of_ = global.hash();
     return made;

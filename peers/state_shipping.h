@@ -1,11 +1,11 @@
 // peers/state_shipping.h: the state a host ships to a joiner, a restarted peer or one too far behind
-// (StateMeta, then GlobalModel::save_replica_state): one copy per θ, made when a peer needs it and
-// shared by every send queue that holds it; it lives only while one does (the checkpoint writer reads
-// θ itself: copy on write), so a host with nobody to catch up holds no copy of θ. When θ moves on, the
-// old copy lives only while a queue still sends it (its peer catches up with the updates queued after
-// it); the next state sent takes the old ones off every queue and re-sends the
-// peers that still waited for one. The memory comes back through a BlobPool, which also lends the
-// round's aggregate its buffer.
+// (StateMeta, then GlobalModel's replica state): one blob per θ, made when a peer needs it and shared
+// by every send queue that holds it. Its θ is not a copy: the blob holds a snapshot of the host's θ
+// (as the checkpoint writer does), so θ is copied only if the next update changes it while a queue
+// still sends the blob, and a host with nobody to catch up holds no second θ. When θ moves on, the old
+// blob lives only while a queue still sends it (its peer catches up with the updates queued after
+// it); the next state sent takes the old ones off every queue and re-sends the peers that still
+// waited for one.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "peers/blob_pool.h"
 #include "peers/diloco/global_model.h"
 #include "peers/link.h"
 
@@ -34,14 +33,10 @@ public:
     bool queued_for(const std::string& key);
     void settled(const std::string& key) { awaiting_.erase(key); }  // in sync, gone or revoked
 
-    std::vector<std::byte> borrow() { return pool_->take(); }  // the last copy's memory, for the aggregate
-    void give_back(std::vector<std::byte> room) { pool_->keep(std::move(room)); }
-
 private:
-    std::weak_ptr<const std::vector<std::byte>> blob_;  // alive while a send queue holds it
+    std::weak_ptr<const Blob> blob_;  // alive while a send queue holds it
     std::string of_;          // the θ hash it was made from
-    std::shared_ptr<BlobPool> pool_ = BlobPool::make();
-    std::vector<std::weak_ptr<const std::vector<std::byte>>> stale_;  // copies of older θs, alive while held
+    std::vector<std::weak_ptr<const Blob>> stale_;  // copies of older θs, alive while held
     std::map<std::string, std::string> awaiting_;  // peers a copy was sent to, not yet in sync: its θ hash
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 
@@ -172,14 +173,6 @@ void GlobalModel::aggregate_held(std::span<const HeldDelta> held, int p, std::sp
 }
 
 namespace {
-bool all_finite(std::span<const float> x) {
-    float z = 0.0f;  // x * 0 is 0 for finite x, NaN otherwise
-    const std::size_t n = x.size();
-#pragma omp parallel for schedule(static) reduction(+ : z) if (n > (1 << 18))
-    for (std::size_t i = 0; i < n; ++i) z += x[i] * 0.0f;
-    return z == 0.0f;
-}
-
 // Calls fn(at, from, count) for the runs of θ that hold a fragment's values [first, first + len):
 // θ[at + k] is the fragment's value first + from + k.
 template <class Fn>
@@ -337,16 +330,38 @@ void GlobalModel::save_replica_state(std::span<std::byte> out) const {
     if (out.size() != replica_state_bytes())
         throw Error("a replica's state needs " + std::to_string(replica_state_bytes()) + " bytes, given " +
                     std::to_string(out.size()));
-    const uint64_t n = theta_->size(), fragments = applied_.size();
-    std::byte* at = out.data();
-    store_le(at, n);
-    std::memcpy(at + 8, theta_->data(), n * sizeof(float));
-    at += 8 + n * sizeof(float);
-    store_le(at, fragments);
-    for (uint64_t p = 0; p < fragments; ++p) store_le(at + 8 + 8 * p, applied_[p]);
+    const ReplicaState state = replica_state(theta_);
+    std::byte* at = std::copy(state.head.begin(), state.head.end(), out.data());
+    const std::span<const std::byte> theta = state.theta_bytes();
+    at = std::copy(theta.begin(), theta.end(), at);
+    std::copy(state.tail.begin(), state.tail.end(), at);
 }
 
-void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
+GlobalModel::ReplicaState GlobalModel::replica_state() const { return replica_state(theta_snapshot()); }
+
+GlobalModel::ReplicaState GlobalModel::replica_state(std::shared_ptr<const FloatStore> theta) const {
+    ReplicaState state;
+    state.head.resize(8);
+    store_le(state.head.data(), uint64_t{theta->size()});
+    state.theta = std::move(theta);
+    state.tail.resize(8 + 8 * applied_.size());
+    store_le(state.tail.data(), uint64_t{applied_.size()});
+    for (std::size_t p = 0; p < applied_.size(); ++p) store_le(state.tail.data() + 8 + 8 * p, applied_[p]);
+    return state;
+}
+
+std::span<const std::byte> GlobalModel::ReplicaState::theta_bytes() const {
+    return std::as_bytes(theta->values());
+}
+
+void GlobalModel::load_replica_state(std::span<const std::byte> bytes) { take_replica_state(bytes, nullptr, 0); }
+
+void GlobalModel::load_replica_state(std::vector<std::byte> blob, std::size_t at) {
+    if (at > blob.size()) throw Error("global state is truncated");
+    take_replica_state(std::span<const std::byte>(blob).subspan(at), &blob, at);
+}
+
+void GlobalModel::take_replica_state(std::span<const std::byte> bytes, std::vector<std::byte>* blob, std::size_t at) {
     uint64_t n = 0, fragments = 0;
     if (bytes.size() < 8) throw Error("global state is truncated");
     n = load_le<uint64_t>(bytes.data());
@@ -354,16 +369,32 @@ void GlobalModel::load_replica_state(std::span<const std::byte> bytes) {
         throw Error("global state holds " + std::to_string(n) + " parameters, the model has " + std::to_string(theta_->size()));
     if (bytes.size() != replica_state_bytes()) throw Error("global state is " + std::to_string(bytes.size()) +
                                                            " bytes, expected " + std::to_string(replica_state_bytes()));
-    const std::byte* at = bytes.data() + 8 + n * sizeof(float);
-    fragments = load_le<uint64_t>(at);
+    const std::byte* counts = bytes.data() + 8 + n * sizeof(float);
+    fragments = load_le<uint64_t>(counts);
     if (fragments != applied_.size())
         throw Error("global state has " + std::to_string(fragments) + " fragments, the run " + std::to_string(applied_.size()));
     const std::span<const float> theta(reinterpret_cast<const float*>(bytes.data() + 8), n);
-    if (!all_finite(theta)) throw Error("global state holds a non-finite parameter");
-    std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
+    // One pass checks the floats and hashes them, a block at a time while it is in the cache.
+    Checksum sum;
+    constexpr std::size_t kBlock = 16384;
+    for (std::size_t i = 0; i < n; i += kBlock) {
+        const std::span<const float> block = theta.subspan(i, std::min(kBlock, n - i));
+        float z = 0.0f;  // x * 0 is 0 for finite x, NaN otherwise
+#pragma omp simd reduction(+ : z)
+        for (std::size_t k = 0; k < block.size(); ++k) z += block[k] * 0.0f;
+        if (z != 0.0f) throw Error("global state holds a non-finite parameter");
+        sum.add(std::as_bytes(block));
+    }
+    std::vector<uint64_t> applied(fragments);
+    for (uint64_t p = 0; p < fragments; ++p) applied[p] = load_le<uint64_t>(counts + 8 + 8 * p);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(theta.data()) % alignof(float) == 0;
+    if (blob && aligned && !theta_->is_on_disk() && theta_.use_count() == 1)
+        *theta_ = FloatStore::within(std::move(*blob), at + 8, n);
+    else
+        std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
     theta_bound_ = -1.0f;
-    for (uint64_t p = 0; p < fragments; ++p) applied_[p] = load_le<uint64_t>(at + 8 + 8 * p);
-    hash_.clear();
+    applied_ = std::move(applied);
+    hash_ = sum.hex();
     theta_->release();
 }
 

@@ -118,7 +118,17 @@ public:
     // What a replica needs, for late joiners: uint64 n, n floats of θ, then each fragment's update count.
     std::size_t replica_state_bytes() const;
     void save_replica_state(std::span<std::byte> out) const;  // exactly replica_state_bytes(), in place
+    struct ReplicaState {  // the same bytes as three pieces: θ's are θ itself, shared (copy on write)
+        std::vector<std::byte> head;                // uint64 n
+        std::shared_ptr<const FloatStore> theta;    // n floats
+        std::vector<std::byte> tail;                // the fragments' update counts
+        std::span<const std::byte> theta_bytes() const;
+    };
+    ReplicaState replica_state() const;  // the host's θ, in RAM
     void load_replica_state(std::span<const std::byte> bytes);
+    // The same from blob[at...], θ taken over where it lies in the blob (not copied) unless θ is kept
+    // on disk or its floats are not aligned there.
+    void load_replica_state(std::vector<std::byte> blob, std::size_t at);
     // The host's checkpoint: uint64 n, n floats of θ (the replica state's start), then the outer state.
     std::vector<std::byte> save_state() const;
     std::size_t state_bytes() const;
@@ -134,6 +144,8 @@ public:
 private:
     void require_host(const char* what) const;
     FloatStore& theta_to_change();  // θ, copied first when a snapshot of it is held
+    ReplicaState replica_state(std::shared_ptr<const FloatStore> theta) const;
+    void take_replica_state(std::span<const std::byte> bytes, std::vector<std::byte>* blob, std::size_t at);
 
     OuterConfig config_;
     std::shared_ptr<FloatStore> theta_;

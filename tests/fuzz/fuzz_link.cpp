@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     link.accept_blobs({{arch::protocol::Type::pseudo_grad, kPseudoGradLimit}});
     std::map<std::string, int> charged;
     link.charge_transfers([&](const std::string& peer) { return ++charged[peer] <= 200; });  // the host's budget, by count
-    static const auto state = std::make_shared<const std::vector<std::byte>>(pattern(99, (1u << 20) + 1024));  // kStateChunks
+    static const auto state = arch::share_blob(pattern(99, (1u << 20) + 1024));  // kStateChunks
     for (int p = 0; p < kPeers; ++p) link.send_blob(kKeys[p], arch::protocol::Type::state, 0, state);
     PeerTally tally[kPeers];
     // Every (peer, id, size) a begin with the right digest declared: an id declared again with another

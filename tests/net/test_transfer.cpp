@@ -90,6 +90,26 @@ TEST_CASE("a transfer completes with credit bounding chunks in flight", "[net][t
     CHECK_FALSE(r.active());
 }
 
+TEST_CASE("a blob in pieces arrives as the pieces joined, chunks across their edges put together", "[net][transfer]") {
+    const auto blob = random_blob(300007, 2);
+    // A head, a body and a tail of odd sizes, and an empty piece: no chunk edge falls on a piece's edge.
+    const std::span<const std::byte> all(blob);
+    const std::vector<std::span<const std::byte>> pieces{all.first(37), all.subspan(37, 0), all.subspan(37, 299900),
+                                                         all.subspan(299937)};
+    CHECK(checksum(pieces) == checksum(all));
+    for (const uint32_t chunk : {1000u, 4096u, 299937u, 400000u}) {
+        TransferSender s(9, pieces, nullptr, chunk, 5, checksum(pieces));
+        TransferReceiver r;
+        Wire wire;
+        wire.push(wire.to_receiver, {s.begin()});
+        wire.run(s, r);
+        REQUIRE(r.complete());
+        CHECK(s.done());
+        CHECK(s.chunk_count() == (blob.size() + chunk - 1) / chunk);
+        CHECK(r.take() == blob);
+    }
+}
+
 TEST_CASE("an empty blob completes at once", "[net][transfer]") {
     TransferSender s(1, {}, 1024);
     TransferReceiver r;

@@ -179,7 +179,7 @@ struct HandPeer {
         ByteWriter w;
         w.bytes(protocol::encode(protocol::PseudoGradMeta{round, tokens, 4.0f, 3, 1.0f}));
         w.bytes(compression::make_codec("fp32")->encode(delta));
-        link->send_blob(host_key, protocol::Type::pseudo_grad, round, std::make_shared<const std::vector<std::byte>>(w.take()));
+        link->send_blob(host_key, protocol::Type::pseudo_grad, round, share_blob(w.take()));
     }
     void leave() {
         link.reset();

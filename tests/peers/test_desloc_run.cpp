@@ -85,7 +85,7 @@ TEST_CASE("DES-LOC: moments of the wrong size, with a NaN, for another round, to
     const protocol::RoundStart rs = by_hand.wait_round_start();
     auto send_moments = [&](std::vector<std::byte> blob) {
         by_hand.link->send_blob(by_hand.host_key, protocol::Type::moments, rs.round,
-                                std::make_shared<const std::vector<std::byte>>(std::move(blob)));
+                                share_blob(std::move(blob)));
     };
     const std::vector<float> m(params, 1e-6f), v(params, 1e-7f);
     auto wait_rejected = [&](const std::string& detail) {

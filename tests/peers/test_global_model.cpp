@@ -3,10 +3,12 @@
 // update applies exactly as if the bad one had never come; an update is the change of θ (in fp32 the
 // optimizer's own step, bit for bit), which a replica with no optimizer follows exactly; the update
 // of Δs held encoded and aggregated slice by slice is, bit for bit, the update of the same Δs decoded
-// whole, for the mean, the median and the trimmed mean, with a screen's clip on one of them.
+// whole, for the mean, the median and the trimmed mean, with a screen's clip on one of them; the
+// replica state a host ships is θ where it lies, and a replica takes it over where it arrived.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <span>
@@ -219,6 +221,48 @@ TEST_CASE("a snapshot of θ stays as it was while held: the next change of θ co
     CHECK(host.theta_copies() == 2);
     CHECK(host.hash() == twin.hash());
     CHECK(arch::diloco::hash_floats(held->values()) == before_load);
+}
+
+TEST_CASE("a host's replica state is θ where it lies; a replica takes it where it came, not copied, and follows bit for bit") {
+    OuterConfig config;
+    std::vector<float> theta0(4099);
+    for (std::size_t i = 0; i < theta0.size(); ++i) theta0[i] = std::sin(static_cast<float>(i));
+    GlobalModel host(theta0, config);
+    const std::vector<float> delta(theta0.size(), 0.01f);
+    host.apply_update(make_update(host, delta));
+
+    GlobalModel::ReplicaState pieces = host.replica_state();
+    CHECK(pieces.theta_bytes().data() == reinterpret_cast<const std::byte*>(host.theta().data()));  // no copy
+    std::vector<std::byte> joined = pieces.head;
+    joined.insert(joined.end(), pieces.theta_bytes().begin(), pieces.theta_bytes().end());
+    joined.insert(joined.end(), pieces.tail.begin(), pieces.tail.end());
+    std::vector<std::byte> whole(host.replica_state_bytes());
+    host.save_replica_state(whole);
+    CHECK(joined == whole);
+
+    for (const std::size_t at : {std::size_t{16}, std::size_t{3}}) {  // aligned: taken over; not: copied
+        GlobalModel replica(arch::FloatStore::zeros(theta0.size()), config, {}, GlobalModel::Holder::replica);
+        std::vector<std::byte> blob(at, std::byte{1});
+        blob.insert(blob.end(), whole.begin(), whole.end());
+        const std::byte* came = blob.data();
+        replica.load_replica_state(std::move(blob), at);
+        CHECK(replica.hash() == host.hash());
+        CHECK((reinterpret_cast<const std::byte*>(replica.theta().data()) == came + at + 8) == (at % 4 == 0));
+        const std::vector<std::byte> update = make_update(host, delta);
+        host.apply_update(update);
+        replica.apply_update(update);
+        CHECK(replica.hash() == host.hash());
+        host.save_replica_state(whole);
+    }
+
+    GlobalModel replica(arch::FloatStore::zeros(theta0.size()), config, {}, GlobalModel::Holder::replica);
+    const std::string zeros = replica.hash();
+    CHECK(zeros == arch::diloco::hash_floats(std::vector<float>(theta0.size(), 0.0f)));
+    std::vector<std::byte> bad = whole;
+    const float nan = std::nanf("");
+    std::memcpy(bad.data() + 8 + 4 * 1000, &nan, sizeof(nan));
+    CHECK_THROWS_WITH(replica.load_replica_state(std::move(bad), 0), Catch::Contains("non-finite"));
+    CHECK(replica.hash() == zeros);  // refused whole: θ as it was
 }
 
 TEST_CASE("an update added in one pass (its scales bound it) or checked first leaves θ + decode(update), bit for bit") {

@@ -129,7 +129,7 @@ TEST_CASE("a host that sends blobs no run sends a peer, or larger than the run's
     CHECK(peer->count({.kind = "transfer_refused", .detail = "at most"}) == 2);
     CHECK(peer->count({.kind = "transfer_refused", .detail = "not taken here"}) == 1);
     // 4. A state within its size that does not decode: the message is rejected, nothing else.
-    host.link.send_blob(host.peer, protocol::Type::state, 0, std::make_shared<const std::vector<std::byte>>(std::vector<std::byte>(100)));
+    host.link.send_blob(host.peer, protocol::Type::state, 0, share_blob(std::vector<std::byte>(100)));
     if (!host.pump_until([&] { return peer->count({.kind = "rejected", .type = "state"}) >= 1; }, 30)) FAIL(peer->log());
     CHECK(peer->running());
     const uint64_t peak = memory_of(peer->pid(), "VmHWM");

@@ -227,7 +227,7 @@ TEST_CASE("bad protocol input is rejected and logged; the run goes on unchanged"
         ByteWriter w;
         w.bytes(protocol::encode(protocol::PseudoGradMeta{round, 32.0, 1.0f, 3, 1.0f}));
         w.bytes(payload);
-        link.send_blob(hostkey, protocol::Type::pseudo_grad, round, std::make_shared<const std::vector<std::byte>>(w.take()));
+        link.send_blob(hostkey, protocol::Type::pseudo_grad, round, share_blob(w.take()));
     };
     send_grad(rs.round + 7, std::vector<float>(n, 0.5f), false);  // wrong round
     REQUIRE(by_hand.wait_host(*host, rejected("pseudo-gradient for round " + std::to_string(rs.round + 7)), 1));
