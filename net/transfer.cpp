@@ -197,6 +197,8 @@ void TransferReceiver::reset() {
     bad_chunks_ = 0;
     data_.clear();
     data_.shrink_to_fit();
+    digest_.reset();
+    digested_ = 0;
 }
 
 std::vector<std::byte> TransferReceiver::take() {
@@ -269,6 +271,8 @@ TransferStep TransferReceiver::on_begin(std::span<const std::byte> payload) {
         chunks_held_ = 0;
         bytes_held_ = 0;
         bad_chunks_ = 0;
+        digest_ = std::make_unique<DigestStream>();
+        digested_ = 0;
         active_ = true;
         complete_ = m->chunk_count == 0 && checksum(std::span<const std::byte>()) == m->digest;
     }
@@ -336,10 +340,14 @@ TransferStep TransferReceiver::on_chunk(std::span<const std::byte> payload) {
     held_[c->index] = true;
     ++chunks_held_;
     bytes_held_ += c->data.size();
+    for (; digested_ < begin_.chunk_count && held_[digested_]; ++digested_) {
+        const uint64_t at = uint64_t{digested_} * begin_.chunk_bytes;
+        digest_->add(std::span<const std::byte>(data_).subspan(at, std::min<uint64_t>(begin_.chunk_bytes, begin_.total_bytes - at)));
+    }
     TransferStep step;
     if (current) step.replies.push_back(credit(kNoResend));
     if (chunks_held_ == begin_.chunk_count) {
-        if (checksum(data()) == begin_.digest) {
+        if (digest_->digest() == begin_.digest) {
             complete_ = true;
             step.replies.push_back(Outbound{kTransferDone, encode_done(begin_.id)});
         } else {

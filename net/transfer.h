@@ -153,6 +153,10 @@ class TransferReceiver {
     uint64_t bytes_held_ = 0;
     uint32_t bad_chunks_ = 0;
     std::vector<std::byte> data_;
+    // The blob's digest, taken a chunk at a time as the chunks from the first on are held (each
+    // while it is still in the cache), not in a pass over the whole blob at its end.
+    std::unique_ptr<DigestStream> digest_;
+    uint32_t digested_ = 0;  // chunks [0, digested_) are in it
 };
 
 }  // namespace arch::net

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "core/bytes.h"
 
@@ -40,13 +41,25 @@ Digest checksum(std::span<const std::byte> bytes) {
 }
 
 Digest checksum(Pieces pieces) {
-    XXH3_state_t* state = XXH3_createState();
-    if (!state) throw std::bad_alloc();
-    XXH3_128bits_reset(state);
-    for (const std::span<const std::byte> piece : pieces) XXH3_128bits_update(state, piece.data(), piece.size());
+    DigestStream stream;
+    for (const std::span<const std::byte> piece : pieces) stream.add(piece);
+    return stream.digest();
+}
+
+DigestStream::DigestStream() : state_(XXH3_createState()) {
+    if (!state_) throw std::bad_alloc();
+    XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+DigestStream::~DigestStream() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void DigestStream::add(std::span<const std::byte> bytes) {
+    XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
+}
+
+Digest DigestStream::digest() const {
     XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
-    XXH3_freeState(state);
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state_)));
     Digest d;
     std::memcpy(d.data(), c.digest, d.size());
     return d;
