@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <new>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "core/error.h"

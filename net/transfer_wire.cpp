@@ -104,7 +104,7 @@ std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t inde
     w.u64(id);
     w.u32(session);
     w.u32(index);
-    w.raw(data.size() == 1 ? checksum(data.front()) : checksum(data));
+    w.raw(checksum(data));
     for (const std::span<const std::byte> piece : data) w.raw(piece);
     return w.take();
 }

@@ -1,7 +1,6 @@
 // peers/blob.cpp: Blob.
 #include "peers/blob.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace arch {
