@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "compression/codec.h"
 #include "core/checkpoint.h"
@@ -358,7 +359,6 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
         emit({.kind = "refused", .peer = h.name, .type = "run_full"});
         return;
     }
-    if (seat->newcomer) checkpoints_->island_map_changed();
     PeerState& p = roster_[key];
     p.name = h.name;
     p.island = seat->island;
@@ -368,6 +368,13 @@ void Host::on_hello(Link& link, const std::string& key, const protocol::Hello& h
     p.last_delta_at = {};
     if (options_.status) options_.status->peer(key, [&](PeerRow& row) { row.devices = h.devices; });
     p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
+    // A newcomer's island goes into a checkpoint once it holds θ, not while its state moves: until then
+    // its seat holds no history, and a checkpoint (θ and the outer state again) would take the disk and
+    // the host's cores from the state. A host restarted before then seats it again.
+    if (seat->newcomer) {
+        if (p.in_sync) checkpoints_->island_map_changed();
+        else p.seat_unsaved = true;
+    }
     p.awaited = false;  // not in sync: it joins a round once it is
     p.joining = seat->newcomer && !p.in_sync;  // but its first state, once, is waited for while it moves
     p.queued_from = p.in_sync ? round_ : UINT64_MAX;
@@ -542,6 +549,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
             p.in_sync = h.round == round_ && h.theta_hash == global_->hash();
             if (p.in_sync) {
                 p.joining = false;  // its first state is behind it
+                if (std::exchange(p.seat_unsaved, false)) checkpoints_->island_map_changed();
                 shipping_.settled(e.peer);
                 note_update_held();
             }
@@ -638,7 +646,9 @@ void Host::accept_blobs(Link& link) {
 void Host::take_message(Link& link, const std::function<void(const LinkEvent&)>& handle_it) {
     std::optional<LinkEvent> e;
     try {
-        e = link.poll(50);
+        // While a checkpoint's outer state is staged (4 MiB a turn), a turn with nothing to read does
+        // not wait for a message: the staging goes on at the disk's pace while the link is quiet.
+        e = link.poll(checkpoints_->staging() ? 0 : 50);
         if (e) handle_it(*e);
     } catch (const std::exception& err) {  // arch::Error, and bad_alloc & co: never the host's end
         if (!e) {

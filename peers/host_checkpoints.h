@@ -57,6 +57,7 @@ public:
     void island_map_changed() { wanted_ = true; }
     void updated();  // an update was applied: one is wanted when the cadence says so
     void pump();  // a turn of the event loop: logs finished writes, advances or starts one
+    bool staging() const { return staging_ != nullptr; }  // an outer state is being staged: pump() has work
     void before_step();                 // the outer step is about to move the momentum: staging finishes now
     void at_end() { wanted_ = wanted_ || updates_since_ > 0; }  // the last one is wanted while the run drains
     void finish();  // the run's end or a stop: whatever is newer, written on this thread

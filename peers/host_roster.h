@@ -43,6 +43,7 @@ struct PeerState {
     uint64_t over_budget = 0;        // messages dropped for going over a budget
     bool awaited = false;  // it was in sync when the last update went to it: the barrier waits for its report
     bool joining = false;  // a key's first admission in this host's life, taking its first state
+    bool seat_unsaved = false;  // a newcomer's island, checkpointed once it is in sync (Host::on_hello)
     // An island the last update was meant for that has not reported it: the barrier waits for it.
     bool waits() const { return connected && welcomed && !in_sync && awaited; }
     // A newcomer taking its first state: waited for only while that state moves (Host::joiner_moving),
