@@ -269,12 +269,14 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
 
 std::optional<LinkEvent> NetLink::poll(int timeout_ms) {
     // A transfer's chunks and credits are handled here and return nothing; while more of them wait,
-    // they are handled in the same call (up to kDrainMessages), so that the caller's own work between
-    // two calls (a checkpoint's staging) comes once per batch, not once per chunk.
+    // they are handled in the same call (up to kDrainMessages, for at most kDrainTime), so that the
+    // caller's own work between two calls (a checkpoint's staging) comes once per batch, not once
+    // per chunk, and still comes while chunks keep arriving.
     bool read = false;
+    const Clock::time_point until = Clock::real().now() + kDrainTime;
     for (std::size_t i = 0; i < kDrainMessages; ++i) {
         std::optional<LinkEvent> e = poll_once(i == 0 ? timeout_ms : 0, read);
-        if (e || !read) return e;
+        if (e || !read || Clock::real().now() > until) return e;
     }
     return std::nullopt;
 }

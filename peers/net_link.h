@@ -52,6 +52,7 @@ public:
     static constexpr double kStallSeconds = 120;
     static constexpr std::size_t kRememberedTransfers = 16;  // completed ids answered "done" again
     static constexpr std::size_t kDrainMessages = 64;        // transfer messages one poll handles in a row
+    static constexpr std::chrono::milliseconds kDrainTime{4};  // and for at most this long
 
 protected:
     virtual std::optional<net::Incoming> poll_socket(int timeout_ms) = 0;

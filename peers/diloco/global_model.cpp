@@ -226,8 +226,19 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
     if (theta_bound_ < 0) theta_bound_ = outer::largest_magnitude(theta_->values());
     const bool sure = static_cast<double>(theta_bound_) + static_cast<double>(change.magnitude_bound()) < 0.5 * FLT_MAX;
     float largest = 0.0f;  // |θ| after the addition, over the runs it changed
+    const bool whole = f.ranges.size() == 1 && f.ranges[0].first == 0 && f.size == theta_->size();
+    std::shared_ptr<FloatStore> fresh;  // while a snapshot holds θ: new memory for the sum
+    FloatStore* into = nullptr;         // where the sum goes
     for (const bool add : {false, true}) {
         if (!add && sure) continue;
+        if (add && whole && theta_.use_count() > 1) {
+            // The pass that reads θ writes the sum into new memory: no copy of θ before the addition.
+            fresh = std::make_shared<FloatStore>(FloatStore::zeros(theta_->size()));
+            ++theta_copies_;
+            into = fresh.get();
+        } else if (add) {
+            into = &theta_to_change();
+        }
         std::size_t bad = 0;
         for (std::size_t first = 0; first < f.size; first += slice) {
             const std::size_t len = std::min(slice, f.size - first);
@@ -237,11 +248,12 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
             for_each_run(f, first, len, [&](std::size_t at, std::size_t from, std::size_t count) {
                 const float* x = d.data() + from;
                 if (add) {
-                    float* t = theta_to_change().data() + at;
+                    const float* was = theta_->data() + at;
+                    float* t = into->data() + at;
                     float most = 0.0f;
 #pragma omp parallel for simd schedule(static) reduction(max : most) if (count > (1 << 18))
                     for (std::size_t i = 0; i < count; ++i) {
-                        t[i] = t[i] + x[i];
+                        t[i] = was[i] + x[i];
                         most = std::max(most, std::fabs(t[i]));
                     }
                     largest = std::max(largest, most);
@@ -256,6 +268,7 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
         }
         if (bad > 0) throw Error("the update would make θ non-finite; it was discarded and θ kept as it was");
     }
+    if (fresh) theta_ = std::move(fresh);
     // Still at least the largest |θ|: the runs left alone are within the old bound.
     theta_bound_ = f.size == theta_->size() ? largest : std::max(theta_bound_, largest);
     update_payload_ = change.release_buffer();
