@@ -374,4 +374,3 @@ uint64_t NetLink::bytes_received(protocol::Type type) const {
 }
 
 }  // namespace arch
-

@@ -618,4 +618,3 @@ bool Peer::run(Link& link, const std::string& host_key) {
 }
 
 }  // namespace arch
-

@@ -386,25 +386,30 @@ void GlobalModel::take_replica_state(std::span<const std::byte> bytes, std::vect
     fragments = load_le<uint64_t>(counts);
     if (fragments != applied_.size())
         throw Error("global state has " + std::to_string(fragments) + " fragments, the run " + std::to_string(applied_.size()));
-    const std::span<const float> theta(reinterpret_cast<const float*>(bytes.data() + 8), n);
-    // One pass checks the floats and hashes them, a block at a time while it is in the cache.
+    const std::byte* theta = bytes.data() + 8;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(theta) % alignof(float) == 0;
+    // One pass checks the floats and hashes them, a block at a time while it is in the cache (floats
+    // that are not aligned where they lie are read through an aligned copy of the block).
     Checksum sum;
     constexpr std::size_t kBlock = 16384;
+    std::vector<float> unaligned(aligned ? 0 : std::min(kBlock, static_cast<std::size_t>(n)));
     for (std::size_t i = 0; i < n; i += kBlock) {
-        const std::span<const float> block = theta.subspan(i, std::min(kBlock, n - i));
+        const std::size_t len = std::min<std::size_t>(kBlock, n - i);
+        const std::byte* from = theta + i * sizeof(float);
+        if (!aligned) std::memcpy(unaligned.data(), from, len * sizeof(float));
+        const float* block = aligned ? reinterpret_cast<const float*>(from) : unaligned.data();
         float z = 0.0f;  // x * 0 is 0 for finite x, NaN otherwise
 #pragma omp simd reduction(+ : z)
-        for (std::size_t k = 0; k < block.size(); ++k) z += block[k] * 0.0f;
+        for (std::size_t k = 0; k < len; ++k) z += block[k] * 0.0f;
         if (z != 0.0f) throw Error("global state holds a non-finite parameter");
-        sum.add(std::as_bytes(block));
+        sum.add(std::span<const std::byte>(from, len * sizeof(float)));
     }
     std::vector<uint64_t> applied(fragments);
     for (uint64_t p = 0; p < fragments; ++p) applied[p] = load_le<uint64_t>(counts + 8 + 8 * p);
-    const bool aligned = reinterpret_cast<std::uintptr_t>(theta.data()) % alignof(float) == 0;
     if (blob && aligned && !theta_->is_on_disk() && theta_.use_count() == 1)
         *theta_ = FloatStore::within(std::move(*blob), at + 8, n);
     else
-        std::memcpy(theta_to_change().data(), theta.data(), n * sizeof(float));
+        std::memcpy(theta_to_change().data(), theta, n * sizeof(float));
     theta_bound_ = -1.0f;
     applied_ = std::move(applied);
     hash_ = sum.hex();
