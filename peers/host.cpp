@@ -672,6 +672,7 @@ void Host::turn(Link& link, Clock::time_point join_deadline) {
     }
     take_message(link, [&](const LinkEvent& e) { handle(link, e); });
     checkpoints_->pump();
+    take_eval(link);
     if (!policy_->open()) {
         // Paused: no new round starts until resume.
         if (!(options_.status && options_.status->paused()) && gathered(link, join_deadline)) start_round(link);
@@ -689,6 +690,7 @@ void Host::drain(Link& link) {
             if (e.type != Type::pseudo_grad && e.type != Type::moments) handle(link, e);
         });
         checkpoints_->pump();
+        take_eval(link);
     }
 }
 
@@ -719,12 +721,17 @@ void Host::run(Link& link) {
         std::to_string(updates) + (updates != static_cast<uint64_t>(c.rounds) ? ", one fragment each" : "") + ")");
     emit({.kind = "waiting", .round = static_cast<int64_t>(round_), .islands = c.islands});
     publish_run(link);
+    // The starting θ's val loss, while the islands gather (the first evaluation also warms the model up).
+    eval_->start(GlobalEval::kStart, global_->theta_snapshot());
     while (!stop_ && round_ < updates) turn(link, join_deadline);
     // The last checkpoint is written while the last update drains: the writer takes it once it is free,
     // and finish below waits for it (or, after a stop, writes it at once).
     checkpoints_->at_end();
     drain(link);
     checkpoints_->finish();
+    eval_->wait();  // the last θ's val loss, for the last row
+    take_eval(link);
+    publish_waiting_row(link);
     say_goodbye(link);
     publish_run(link);
     link_ = nullptr;

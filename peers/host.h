@@ -13,7 +13,7 @@
 // - HostDeltas (host_deltas.h): the pseudo-gradients, taken in and vetted (screen, privacy);
 // - RoundLedger (round_ledger.h): the rounds' rows and timings, the recent θ hashes;
 // - HostCheckpoints (host_checkpoints.h): when to checkpoint, the snapshot, and resuming from it;
-// - GlobalEval (global_eval.h): the validation loss of θ.
+// - GlobalEval (global_eval.h): the validation loss of θ, on a thread of its own.
 // Restart: a host started on the same checkpoint folder resumes from the last finished round.
 #pragma once
 
@@ -122,7 +122,18 @@ private:
     // The update's message: its meta, the encoded aggregate and, in a DES-LOC round, the moments' mean.
     SharedBlob encode_update(uint64_t ended, const std::vector<rounds::Contribution>& all,
                              std::vector<protocol::Applied> applied, float val, std::vector<std::byte> update);
-    void finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val);  // the round's RoundRow
+    // A round's row is closed when its update is sent, and goes out (on_round, the event, the status)
+    // once the evaluation of its θ is in, or unmeasured when that evaluation did not start or the next
+    // update comes first.
+    struct FinishedRound {
+        RoundRow row;
+        std::string theta;  // the θ hash's start after the round
+        int fragment = -1;  // streaming: the fragment it updated
+    };
+    FinishedRound close_row(Link& link, uint64_t ended, std::size_t islands, double loss);
+    void publish_row(Link& link, FinishedRound f);
+    void publish_waiting_row(Link& link);
+    void take_eval(Link& link);  // a finished evaluation: logged, and the row that waited for it out
     // The updates this run makes: run_updates(), or fewer when the privacy budget covers fewer.
     uint64_t last_update() const;
     void log_privacy_plan() const;
@@ -139,7 +150,9 @@ private:
     const Clock& clock_;  // *options_.clock
     ModelConfig model_config_;
     std::unique_ptr<diloco::GlobalModel> global_;
-    std::unique_ptr<GlobalEval> eval_;            // the validation loss of θ after each update
+    std::unique_ptr<GlobalEval> eval_;            // the validation loss of θ, beside the rounds
+    std::optional<FinishedRound> waiting_row_;    // the last round's row, until its val loss is in
+    float last_val_ = -1;                         // the newest val loss (-1: none yet): updates carry it
     std::vector<std::string> shard_paths_;        // the training shards on the host's disk, manifest order
     DataManifest manifest_;                        // what peers are told of them: names, sizes, hashes
     std::vector<std::vector<DataChunk>> assignment_;  // each island's chunks

@@ -1,7 +1,9 @@
 // peers/host_update.cpp: the host's outer step (docs/protocol.md, "A sync round", step 4): screen the
-// contributions the round policy hands over, aggregate and apply them, checkpoint, evaluate, and send
-// every island the same update, naming the contributions it used and, in a DES-LOC round, carrying the
-// mean of their AdamW moments (peers/moment_sync.h). The event loop around it is host.cpp's.
+// contributions the round policy hands over, aggregate and apply them, checkpoint, send every island
+// the same update, naming the contributions it used and, in a DES-LOC round, carrying the mean of
+// their AdamW moments (peers/moment_sync.h), and start the new θ's evaluation beside the rounds: the
+// round's row goes out when its val loss is in. The event loop around it is host.cpp's.
+#include <cstdio>
 #include <utility>
 
 #include "core/error.h"
@@ -53,20 +55,28 @@ void Host::make_update(Link& link) {
     checkpoints_->updated();
     checkpoints_->pump();  // the snapshot, when one is due and the writer free: the write is the writer's
     seconds.checkpoint = real.seconds_since(t);
-    t = real.now();
-    const float val = eval_->loss(global_->theta());
-    seconds.eval = real.seconds_since(t);
     std::vector<protocol::Applied> applied;
     double loss = 0;
     for (const rounds::Contribution& c : all) {
         applied.push_back({c.island, c.round});
         loss += c.loss / static_cast<double>(all.size());
     }
-    const SharedBlob blob = encode_update(ended, all, std::move(applied), val, std::move(update));
+    const SharedBlob blob = encode_update(ended, all, std::move(applied), last_val_, std::move(update));
     for (auto& [key, p] : roster_.peers())
         if (p.welcomed) send_update(link, key, ended, blob);
+    t = real.now();
+    // The run's last θ is evaluated whatever the one under way: the run ends with its val loss.
+    if (round_ >= last_update()) {
+        eval_->wait();
+        take_eval(link);
+    }
+    const bool evaluating = eval_->start(ended, global_->theta_snapshot());
+    seconds.eval = real.seconds_since(t);
     log(ledger_.update_sent(ended, seconds));
-    finish_row(link, ended, all.size(), loss, val);
+    FinishedRound finished = close_row(link, ended, all.size(), loss);
+    publish_waiting_row(link);  // its evaluation never started, or this update came first: out without a val loss
+    if (evaluating) waiting_row_ = std::move(finished);
+    else publish_row(link, std::move(finished));
     start_islands(link, policy_->after_update(view(link), true));
 }
 
@@ -92,8 +102,8 @@ std::vector<std::byte> Host::step(std::vector<rounds::Contribution>& all, int fr
     global_->apply_update(update, fragment);  // θ must stay finite, or nothing changes
     seconds.step = real.seconds_since(t);
     if (global_->theta_copies() > copies)
-        log("round " + std::to_string(round_) + " changed θ while the checkpoint writer still wrote the last one: θ was "
-            "copied (copy on write), and the writer's copy is freed when it is done");
+        log("round " + std::to_string(round_) + " changed θ while the checkpoint writer or the evaluation still read an "
+            "earlier one: θ was copied (copy on write), and their copy is freed when they are done");
     return update;
 }
 
@@ -142,19 +152,49 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
     return share_blob(w.take());
 }
 
-void Host::finish_row(Link& link, uint64_t ended, std::size_t islands, double loss, float val) {
-    RoundRow row = ledger_.close(ended, islands, loss, val, uplink_bytes(link));
-    if (privacy_) row.epsilon = privacy_->spent(round_);
+Host::FinishedRound Host::close_row(Link& link, uint64_t ended, std::size_t islands, double loss) {
+    FinishedRound f{ledger_.close(ended, islands, loss, -1.0f, uplink_bytes(link)), global_->hash().substr(0, 12),
+                    global_->fragments() > 1 ? round_fragment(options_.config, ended) : -1};
+    if (privacy_) f.row.epsilon = privacy_->spent(round_);
     const rounds::ChosenSteps steps = policy_->round_steps();
-    row.steps = steps.steps;
-    row.steps_why = steps.why;
-    if (options_.on_round) options_.on_round(row);
-    emit({.kind = "round_finished", .round = static_cast<int64_t>(ended), .islands = static_cast<int>(islands),
-          .theta = global_->hash().substr(0, 12), .val_loss = val,
-          .fragment = global_->fragments() > 1 ? round_fragment(options_.config, ended) : -1});
+    f.row.steps = steps.steps;
+    f.row.steps_why = steps.why;
+    return f;
+}
+
+void Host::publish_row(Link& link, FinishedRound f) {
+    if (options_.on_round) options_.on_round(f.row);
+    emit({.kind = "round_finished", .round = static_cast<int64_t>(f.row.round), .islands = f.row.islands,
+          .theta = f.theta, .val_loss = f.row.val_loss, .fragment = f.fragment});
     if (options_.status) {
-        options_.status->add_round(row);
+        options_.status->add_round(f.row);
         publish_run(link);
+    }
+}
+
+void Host::publish_waiting_row(Link& link) {
+    if (waiting_row_) publish_row(link, *std::exchange(waiting_row_, std::nullopt));
+}
+
+void Host::take_eval(Link& link) {
+    const std::optional<GlobalEval::Result> r = eval_->take_result();
+    if (!r) return;
+    const std::string which =
+        r->round == GlobalEval::kStart ? "the starting θ" : "θ after round " + std::to_string(r->round);
+    if (r->error.empty()) {
+        last_val_ = r->loss;
+        char line[200];
+        std::snprintf(line, sizeof(line), "val loss %.6f of %s (evaluated in %.2f s beside the rounds)", r->loss,
+                      which.c_str(), r->seconds);
+        log(line);
+    } else {
+        log("the evaluation of " + which + " failed: " + r->error);
+    }
+    emit({.kind = "evaluated", .round = r->round == GlobalEval::kStart ? -1 : static_cast<int64_t>(r->round),
+          .val_loss = r->error.empty() ? r->loss : -1.0, .detail = r->error});
+    if (waiting_row_ && waiting_row_->row.round == r->round) {
+        waiting_row_->row.val_loss = r->error.empty() ? r->loss : -1.0f;
+        publish_waiting_row(link);
     }
 }
 

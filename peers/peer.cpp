@@ -302,7 +302,7 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
           .fragment = replica_->fragments() > 1 ? fragment : -1});
     if (replica_->hash() != meta.theta_hash) log("θ hash differs from the host's after round " + std::to_string(meta.round));
     else log("round " + std::to_string(meta.round) + " applied" + part + " (" + std::to_string(meta.islands) + " islands" +
-             (meta.val_loss >= 0 ? ", val loss " + std::to_string(meta.val_loss) : std::string()) + ")" + part_hash +
+             (meta.val_loss >= 0 ? ", the host's newest val loss " + std::to_string(meta.val_loss) : std::string()) + ")" + part_hash +
              ", θ " + replica_->hash().substr(0, 12) + " matches the host");
     report_hash(link);
     if (timed_round_ == meta.round) {

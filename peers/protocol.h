@@ -104,7 +104,7 @@ struct UpdateMeta {
     uint64_t round = 0;        // the round this update ends (θ_round -> θ_round+1)
     std::string theta_hash;    // hash of θ after applying it
     uint32_t islands = 0;      // contributions aggregated
-    float val_loss = -1;       // host's val loss of the new θ (-1: not measured)
+    float val_loss = -1;       // the host's newest val loss, of this θ or an earlier one (evaluated beside the rounds; -1: none yet)
     std::vector<Applied> applied;  // the contributions it used, in the order aggregated (islands of them)
     // DES-LOC: the islands (each one of `applied`, in island order) whose moments the update's mean
     // holds; empty: the update carries no moments. Those islands replace theirs with the mean.

@@ -187,10 +187,19 @@ struct HandPeer {
     }
 };
 
-// The val loss of the latest θ, as the host sent it with the last update a peer applied.
-inline double last_val_loss(const Process& peer) {
-    const std::vector<RunEvent> events = peer.events();
-    const auto last = std::find_if(events.rbegin(), events.rend(), EventMatch{.kind = "round_applied"});
+// The val losses the host measured, in order: the starting θ's, then θ's after the rounds it evaluated
+// (one at a time, beside the rounds: a fast round's θ may be passed over), the run's last θ always.
+inline std::vector<double> measured_val_losses(const Process& host) {
+    std::vector<double> out;
+    for (const RunEvent& e : host.events())
+        if (e.kind == "evaluated" && e.val_loss >= 0) out.push_back(e.val_loss);
+    return out;
+}
+
+// The val loss of the run's last θ: the host's last round row (the run's end waits for its evaluation).
+inline double last_val_loss(const Process& host) {
+    const std::vector<RunEvent> events = host.events();
+    const auto last = std::find_if(events.rbegin(), events.rend(), EventMatch{.kind = "round_finished"});
     REQUIRE(last != events.rend());
     REQUIRE(last->val_loss >= 0);
     return last->val_loss;

@@ -257,7 +257,7 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
         for (int i = 1; i <= 3; ++i) peers.push_back(ref.peer(i));
         if (host->wait(300) != 0) FAIL(host->log());
         for (auto& p : peers) CHECK(p->wait(30) == 0);
-        honest_val = last_val_loss(*peers[0]);
+        honest_val = last_val_loss(*host);
     }
 
     Run run(3, 4);
@@ -296,7 +296,7 @@ TEST_CASE("a peer sending a huge, then a 1e30, then an overweighted pseudo-gradi
         CHECK(p->count({.kind = "round_applied"}) == 3);  // the honest islands stayed in the run, in sync
         CHECK(p->count({.kind = "theta_differs"}) == 0);
     }
-    const double val = last_val_loss(*peers[0]);
+    const double val = last_val_loss(*host);
     INFO("val loss " << val << " with the liar, " << honest_val << " without it");
     CHECK(val == Approx(honest_val).epsilon(0.02));
     const ModelConfig config = read_checkpoint_config(run.dir.file("host/model.bin"));
@@ -360,8 +360,8 @@ TEST_CASE("a host restarted from its checkpoint screens against the norms it rem
 TEST_CASE("with no median to screen against, a 1e30 pseudo-gradient is clipped to the bound the inner optimizer allows") {
     // Two islands and no history: fewer Δs than a median needs. The honest island alone is the
     // reference. The bound is loose (the worst any gradients could do, twice over), so the liar still
-    // costs some progress, but the run keeps learning: its val loss falls every round, within 5% of
-    // the honest run's.
+    // costs some progress, but the run keeps learning: its val loss falls every round it is measured,
+    // within 5% of the honest run's.
     std::vector<double> honest_val;
     {
         Run ref(3, 2, 128, "join_timeout_s = 4\nround_timeout_s = 30\nheartbeat_timeout_s = 2\n");
@@ -370,8 +370,8 @@ TEST_CASE("with no median to screen against, a 1e30 pseudo-gradient is clipped t
         auto p1 = ref.peer(1);
         if (host->wait(300) != 0) FAIL(host->log());
         CHECK(p1->wait(30) == 0);
-        for (const RunEvent& e : p1->events())
-            if (e.kind == "round_applied") honest_val.push_back(e.val_loss);
+        for (const RunEvent& e : host->events())
+            if (e.kind == "round_finished") honest_val.push_back(e.val_loss);
     }
     REQUIRE(honest_val.size() == 3);
     Run run(3, 2);
@@ -397,13 +397,17 @@ TEST_CASE("with no median to screen against, a 1e30 pseudo-gradient is clipped t
     CHECK(host->count({.kind = "screened", .peer = "liar", .type = "clipped"}) == 3);
     CHECK(host->count({.kind = "screened", .peer = "peer-1"}) == 0);  // the honest Δ is far inside the bound
     std::vector<double> val;
-    for (const RunEvent& e : p1->events())
-        if (e.kind == "round_applied") val.push_back(e.val_loss);
+    for (const RunEvent& e : host->events())
+        if (e.kind == "round_finished") val.push_back(e.val_loss);
     REQUIRE(val.size() == 3);
+    REQUIRE(val.back() >= 0);  // the run's last θ is always evaluated
+    double before = measured_val_losses(*host).front();  // the starting θ's
     for (int r = 0; r < 3; ++r) {
         INFO("round " << r << ": val loss " << val[r] << " with the liar, " << honest_val[r] << " without it");
-        CHECK(val[r] <= 1.05 * honest_val[r]);
-        if (r > 0) CHECK(val[r] < val[r - 1]);
+        if (val[r] < 0) continue;  // passed over: the evaluation of an earlier θ was under way
+        if (honest_val[r] >= 0) CHECK(val[r] <= 1.05 * honest_val[r]);
+        CHECK(val[r] < before);
+        before = val[r];
     }
     const ModelConfig config = read_checkpoint_config(run.dir.file("host/model.bin"));
     const std::vector<float> theta = read_checkpoint_params(run.dir.file("host/model.bin"), config);
