@@ -729,7 +729,7 @@ void Host::run(Link& link) {
     checkpoints_->at_end();
     drain(link);
     checkpoints_->finish();
-    eval_->wait();  // the last θ's val loss, for the last row
+    if (!stop_) eval_->wait();  // the last θ's val loss, for the last row; a stopped host waits for none
     take_eval(link);
     publish_waiting_row(link);
     say_goodbye(link);
