@@ -3,6 +3,8 @@
 // rejected; zstd keeps the bytes lossless; specs parse and print canonically.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -252,6 +254,31 @@ TEST_CASE("encode rejects NaN and infinite input with a clear error", "[codec]")
     x[3] = INFINITY;
     REQUIRE_THROWS_WITH(ef->encode(x), Catch::Contains("3"));
     REQUIRE(std::equal(before.begin(), before.end(), ef->residual(0).begin(), ef->residual(0).end()));
+}
+
+TEST_CASE("error feedback leaves the input less its decode, bit for bit, on every adversarial input", "[codec][ef]") {
+    // fp4 takes each value's decode off as it codes it; the others decode each block again. Either way
+    // the residual must be exactly x - decode(encode(x)), signed zeros included.
+    auto sets = adversarial_inputs();
+    std::vector<float> signed_zeros(515, -0.0f);
+    for (std::size_t i = 0; i < signed_zeros.size(); i += 3) signed_zeros[i] = 1e-3f * float(i % 7) - 2e-3f;
+    sets.emplace_back("signed zeros", signed_zeros);
+    for (const char* spec : {"fp4", "fp4:block=64", "int8:block=256", "int4", "sign"}) {
+        for (const auto& [name, x] : sets) {
+            INFO(spec << " on " << name);
+            std::vector<float> y = x;
+            const std::vector<std::byte> payload = make_codec(spec)->encode_feedback(y);
+            std::vector<float> decoded(x.size());
+            decode(payload, decoded);
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                const float want = x[i] - decoded[i];
+                if (std::memcmp(&want, &y[i], sizeof(float)) != 0) {
+                    FAIL_CHECK("value " << i << ": residual " << y[i] << ", x - decode " << want);
+                    break;
+                }
+            }
+        }
+    }
 }
 
 TEST_CASE("error feedback: the sum of decoded updates tracks the sum of inputs over 100 rounds",
