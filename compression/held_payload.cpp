@@ -126,16 +126,28 @@ float HeldPayload::magnitude_bound() const {
 }
 
 void HeldPayload::decode(std::uint64_t first, std::span<float> out) const {
-    const std::uint64_t n = out.size();
+    if (frames_) {
+        check_slice(first, out.size());
+        if (!out.empty()) decode_frames(first, out);
+        return;
+    }
+    decode(first, out, slice_);
+}
+
+void HeldPayload::decode(std::uint64_t first, std::span<float> out, std::vector<std::byte>& scratch) const {
+    if (frames_) throw Error("a payload kept in its zstd frames is decoded one slice at a time, in order");
+    check_slice(first, out.size());
+    if (out.empty()) return;
+    if (info_.codec == CodecId::topk) return detail::decode_topk_slice(body_, topk_marks_, first, out);
+    detail::decode_payload_slice(info_.codec, info_.block, info_.count, body_, first, out, scratch);
+}
+
+void HeldPayload::check_slice(std::uint64_t first, std::uint64_t n) const {
     if (first > info_.count || n > info_.count - first)
         throw Error("a slice [" + std::to_string(first) + ", " + std::to_string(first + n) + ") of a buffer of " +
                     std::to_string(info_.count) + " values");
     if (first % alignment() != 0)
         throw Error("a slice at " + std::to_string(first) + " does not start on a block of " + std::to_string(alignment()));
-    if (n == 0) return;
-    if (info_.codec == CodecId::topk) return detail::decode_topk_slice(body_, topk_marks_, first, out);
-    if (frames_) return decode_frames(first, out);
-    detail::decode_payload_slice(info_.codec, info_.block, info_.count, body_, first, out, slice_);
 }
 
 namespace detail {

@@ -47,6 +47,10 @@ public:
     // Floats [first, first + out.size()) of the decoded buffer. Throws arch::Error for a slice that is
     // not aligned or runs past count(). Not thread-safe (a per-object scratch).
     void decode(std::uint64_t first, std::span<float> out) const;
+    // The same with the caller's scratch: slices of one payload may then be decoded on several threads
+    // at once. Only for a payload held out of its zstd stage (not Keep::frames: frames() is false).
+    void decode(std::uint64_t first, std::span<float> out, std::vector<std::byte>& scratch) const;
+    bool frames() const { return frames_ != nullptr; }
     // The kept payload's memory, for the next one; this object holds nothing after it.
     std::vector<std::byte> release_buffer();
     HeldPayload(HeldPayload&&) noexcept;
@@ -62,6 +66,7 @@ private:
     std::vector<std::byte> payload_;         // kept: a copy, or out of the zstd stage
     std::span<const std::byte> body_;         // the payload: payload_, or borrowed
     std::vector<detail::TopkMark> topk_marks_;  // topk: where to pick up its index list
+    void check_slice(std::uint64_t first, std::uint64_t n) const;  // aligned, and within count()
     mutable std::vector<std::byte> slice_;    // a slice's part of the payload, put together
     // Keep::frames: the zstd stage's chunks, the scales out of them, and the last chunk taken out.
     std::unique_ptr<detail::ZstdChunks> frames_;

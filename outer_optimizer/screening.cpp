@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 
@@ -26,29 +27,58 @@ const EnumNames<ScreenPolicy::Action>& screen_action_names() {
 
 ScreenPolicy::Action parse_screen_action(const std::string& name) { return parse_named(screen_action_names(), name, "screening"); }
 
-void SquareSum::add(std::span<const float> x, float scale) {
+namespace {
+// Adds the squares of x (times scale) into the lanes, value k of x going to lane (at + k) % 8.
+void add_squares(double (&lanes)[8], std::span<const float> x, float scale, std::uint64_t at) {
     const std::size_t n = x.size();
     std::size_t i = 0;
     const auto one = [&](std::size_t k) {
         const float y = x[k] * scale;
-        lane_[(at_ + k) % 8] += static_cast<double>(y) * y;
+        lanes[(at + k) % 8] += static_cast<double>(y) * y;
     };
-    for (; i < n && (at_ + i) % 8 != 0; ++i) one(i);  // up to the next lane 0
+    for (; i < n && (at + i) % 8 != 0; ++i) one(i);  // up to the next lane 0
     double lane[8];
-    std::copy(lane_, lane_ + 8, lane);
+    std::copy(lanes, lanes + 8, lane);
     for (; i + 8 <= n; i += 8)
         for (std::size_t j = 0; j < 8; ++j) {
             const float y = x[i + j] * scale;
             lane[j] += static_cast<double>(y) * y;
         }
-    std::copy(lane, lane + 8, lane_);
+    std::copy(lane, lane + 8, lanes);
     for (; i < n; ++i) one(i);
-    at_ += n;
+}
+}  // namespace
+
+void SquareSum::add(std::span<const float> x, float scale) {
+    while (!x.empty()) {
+        const std::uint64_t in_run = at_ % kRun, take = std::min<std::uint64_t>(x.size(), kRun - in_run);
+        add_squares(run_.lane, x.first(take), scale, in_run);
+        x = x.subspan(take);
+        at_ += take;
+        if (at_ % kRun == 0) fold(std::exchange(run_, Lanes{}));
+    }
+}
+
+SquareSum::Lanes SquareSum::of_run(std::span<const float> x, float scale) {
+    if (x.size() > kRun) throw Error("SquareSum::of_run: more values than a run");
+    Lanes run;
+    add_squares(run.lane, x, scale, 0);
+    return run;
+}
+
+void SquareSum::merge(const Lanes& run, std::uint64_t values) {
+    if (at_ % kRun != 0 || values > kRun) throw Error("SquareSum::merge: not a run at a run's start");
+    fold(run);
+    at_ += values;
+}
+
+void SquareSum::fold(const Lanes& run) {
+    for (std::size_t j = 0; j < 8; ++j) done_[j] += run.lane[j];
 }
 
 double SquareSum::total() const {
     double sum = 0;
-    for (const double v : lane_) sum += v;
+    for (std::size_t j = 0; j < 8; ++j) sum += done_[j] + run_.lane[j];
     return sum;
 }
 

@@ -62,17 +62,29 @@ private:
 };
 
 // The sum of squares behind l2_norm, in double (so 1e30-sized values do not overflow), in eight lanes
-// by position (value i goes to lane i % 8) added up lane by lane at the end: the same bits however the
-// values come in slices, and a sum the compiler vectorizes, where one running sum waits on every
-// addition (124M values: 0.41 s that way, 0.03 s in lanes, here; the host takes a norm of every Δ,
-// between a round's last Δ and its update).
+// by position (value i goes to lane i % 8): a sum the compiler vectorizes, where one running sum waits
+// on every addition (124M values: 0.41 s that way, 0.03 s in lanes, here; the host takes a norm of
+// every Δ, between a round's last Δ and its update). Each run of kRun values from position 0 is summed
+// in its own lanes, which are then added to the total's lane by lane, run by run, and the lanes added
+// up at the end: the same bits however the values come in slices, and runs may be summed on several
+// threads (of_run) and merged in position order.
 class SquareSum {
 public:
+    static constexpr std::uint64_t kRun = std::uint64_t{1} << 20;
+    struct Lanes {
+        double lane[8] = {};
+    };
     void add(std::span<const float> x, float scale = 1.0f);  // the next values, each times scale (in float) first
     double total() const;
+    // One run's lanes (x: a whole run, or the last one's values), summed anywhere, and merged where
+    // add() would have come to that run: at a run's start (after a last, shorter run, nothing more).
+    static Lanes of_run(std::span<const float> x, float scale = 1.0f);
+    void merge(const Lanes& run, std::uint64_t values);
 
 private:
-    double lane_[8] = {};
+    void fold(const Lanes& run);
+    double done_[8] = {};  // the runs before the one under way
+    Lanes run_;            // the run under way
     std::uint64_t at_ = 0;  // values added so far
 };
 double l2_norm(std::span<const float> x);  // sqrt(SquareSum's total of x)

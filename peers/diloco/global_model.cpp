@@ -1,14 +1,17 @@
 // peers/diloco/global_model.cpp: GlobalModel.
 #include "peers/diloco/global_model.h"
 
+#include <omp.h>
 #include <sodium.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <numeric>
 
 #include "core/bytes.h"
@@ -151,25 +154,60 @@ void GlobalModel::aggregate_held(std::span<const HeldDelta> held, int p, std::sp
         align = std::lcm(align, h.payload->alignment());
     }
     const uint64_t slice = compression::slice_length(align);
-    slices_.resize(held.size());
+    const std::size_t count = held.size(), slices = static_cast<std::size_t>((n + slice - 1) / slice);
     scratch = scratch.first(n);
-    std::vector<outer::WeightedDelta> in(held.size());
-    for (uint64_t first = 0; first < n; first += slice) {
-        const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
-        for (std::size_t i = 0; i < held.size(); ++i) {
-            std::vector<float>& buffer = slices_[i];
-            if (buffer.size() < len) buffer.resize(len);
-            const std::span<float> values = std::span(buffer).first(len);
-            held[i].payload->decode(first, values);
-            if (!seen.empty()) seen[i].squares.add(values, 1.0f);
-            if (held[i].scale != 1.0f)  // as NormScreen::screen clips a whole Δ
-                for (float& x : values) x *= held[i].scale;
-            const uint64_t beyond = outer::clamp_values(values, held[i].limit);
-            if (!seen.empty()) seen[i].beyond += beyond;
-            in[i] = {values, held[i].tokens};
+    // Slices are independent: each decoded, squared, clamped and aggregated on one of every thread,
+    // with a decoding scratch of its own, where the slices are the square sums' runs (each slice's
+    // sums merged in order after) and no payload is read from its frames; in order on this thread,
+    // each step on every thread, otherwise.
+    bool apart = slice == outer::SquareSum::kRun && slices > 1;
+    for (const HeldDelta& h : held) apart = apart && !h.payload->frames();
+    const int threads = apart ? omp_get_max_threads() : 1;
+    if (slices_.size() < static_cast<std::size_t>(threads)) slices_.resize(static_cast<std::size_t>(threads));
+    std::vector<outer::SquareSum::Lanes> lanes(apart && !seen.empty() ? count * slices : 0);
+    std::vector<uint64_t> beyond(count * slices, 0);
+    std::exception_ptr failed;
+    std::atomic<bool> stop{false};
+#pragma omp parallel num_threads(threads) if (apart)
+    {
+        ThreadSlices& mine = slices_[static_cast<std::size_t>(omp_get_thread_num())];
+        mine.values.resize(count);
+        std::vector<outer::WeightedDelta> in(count);
+#pragma omp for schedule(static)
+        for (std::size_t s = 0; s < slices; ++s) {
+            if (stop.load(std::memory_order_relaxed)) continue;
+            try {
+                const uint64_t first = s * slice;
+                const std::size_t len = static_cast<std::size_t>(std::min<uint64_t>(slice, n - first));
+                for (std::size_t i = 0; i < count; ++i) {
+                    std::vector<float>& buffer = mine.values[i];
+                    if (buffer.size() < len) buffer.resize(len);
+                    const std::span<float> values = std::span(buffer).first(len);
+                    if (apart) held[i].payload->decode(first, values, mine.codes);
+                    else held[i].payload->decode(first, values);
+                    if (!seen.empty()) {
+                        if (apart) lanes[i * slices + s] = outer::SquareSum::of_run(values);
+                        else seen[i].squares.add(values, 1.0f);
+                    }
+                    if (held[i].scale != 1.0f)  // as NormScreen::screen clips a whole Δ
+                        for (float& x : values) x *= held[i].scale;
+                    beyond[i * slices + s] = outer::clamp_values(values, held[i].limit);
+                    in[i] = {values, held[i].tokens};
+                }
+                aggregator_->aggregate(in, scratch.subspan(first, len));
+            } catch (...) {  // an exception must not leave the parallel region: the first is thrown below
+#pragma omp critical(aggregate_held_failed)
+                if (!failed) failed = std::current_exception();
+                stop = true;
+            }
         }
-        aggregator_->aggregate(in, scratch.subspan(first, len));
     }
+    if (failed) std::rethrow_exception(failed);
+    for (std::size_t i = 0; i < seen.size(); ++i)
+        for (std::size_t s = 0; s < slices; ++s) {
+            if (apart) seen[i].squares.merge(lanes[i * slices + s], std::min<uint64_t>(slice, n - s * slice));
+            seen[i].beyond += beyond[i * slices + s];
+        }
 }
 
 namespace {

@@ -159,7 +159,11 @@ private:
     std::unique_ptr<compression::Codec> down_codec_;
     std::vector<float> scratch_;  // the aggregate, then the change of θ, reused every round (unless lent one)
     std::vector<float> params_;   // a fragment's θ, gathered (several fragments only)
-    std::vector<std::vector<float>> slices_;  // one slice of each held Δ, decoded (make_update of HeldDeltas)
+    struct ThreadSlices {
+        std::vector<std::vector<float>> values;  // one slice of each held Δ, decoded
+        std::vector<std::byte> codes;            // its codes, put together to decode
+    };
+    std::vector<ThreadSlices> slices_;  // per thread of aggregate_held, kept from round to round
     std::vector<float> slice_;  // one slice of an update, decoded (apply_update)
     std::vector<std::byte> update_payload_;  // an update's payload out of its zstd stage (the host; a replica: other codecs than blockwise), its memory kept for the next
     mutable std::string hash_;  // of theta_; empty after θ changes

@@ -136,10 +136,10 @@ TEST_CASE("a ceiling bounds every Δ, and stands alone when there is no median y
     CHECK(off.judge(norms, 5.0)[3].outcome == Outcome::kept);
 }
 
-TEST_CASE("the sum of squares is the same bits however the values are sliced and scaled, and near a long double sum") {
+TEST_CASE("the sum of squares is the same bits however the values are sliced, scaled or summed run by run, and near a long double sum") {
     std::mt19937 rng(9);
     std::normal_distribution<float> normal(0.0f, 1e-3f);
-    std::vector<float> x(1'000'003);
+    std::vector<float> x(2 * SquareSum::kRun + 1003);  // two whole runs and a short last one
     for (float& v : x) v = normal(rng);
     x[17] = 3e30f;  // squares past fp32's range: the sum is in double
     long double reference = 0;
@@ -160,6 +160,18 @@ TEST_CASE("the sum of squares is the same bits however the values are sliced and
         CHECK(std::sqrt(plain.total()) == whole);
         CHECK(std::sqrt(times.total()) == l2_norm(scaled));  // what the host remembers for a clipped Δ
     }
+    // Each run summed on its own (as on several threads), then merged in order.
+    SquareSum runs;
+    for (std::size_t at = 0; at < x.size(); at += SquareSum::kRun) {
+        const std::size_t len = std::min<std::size_t>(SquareSum::kRun, x.size() - at);
+        runs.merge(SquareSum::of_run(std::span<const float>(x).subspan(at, len)), len);
+    }
+    CHECK(std::sqrt(runs.total()) == whole);
+    SquareSum misplaced;
+    misplaced.add(std::span<const float>(x).first(5));
+    const SquareSum::Lanes first_run = SquareSum::of_run(std::span<const float>(x).first(SquareSum::kRun));
+    CHECK_THROWS_AS(misplaced.merge(first_run, SquareSum::kRun), arch::Error);  // not at a run's start
+    CHECK_THROWS_AS(SquareSum::of_run(x), arch::Error);                        // more than a run
 }
 
 TEST_CASE("the per-value bound clamps and counts as a value-by-value reading does, NaN left alone") {

@@ -7,6 +7,8 @@
 // replica state a host ships is θ where it lies, and a replica takes it over where it arrived.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -180,6 +182,52 @@ TEST_CASE("Δs held encoded and aggregated slice by slice give the update of the
     const arch::compression::HeldPayload one(encoded[0], n);
     std::vector<GlobalModel::HeldDelta> held = {{&one, 1.0, 1.0f}};
     CHECK_THROWS_AS(model.make_update(held), arch::Error);
+}
+
+TEST_CASE("the aggregation pass over held Δs gives the same aggregate, norms and clamp counts on any number of threads") {
+    // Three slices of a million values, each on a thread of its own or all on one: the aggregate bit for
+    // bit, each Δ's sum of squares as l2_norm gives it for the Δ decoded whole, and the clamp's count.
+    const std::size_t n = 2'500'003;
+    std::mt19937 rng(12);
+    std::vector<std::vector<std::byte>> encoded;
+    std::vector<std::vector<float>> decoded;
+    for (std::size_t i = 0; i < 3; ++i) {
+        std::normal_distribution<float> d(0.0f, 0.01f * static_cast<float>(i + 1));
+        std::vector<float> delta(n);
+        for (float& x : delta) x = d(rng);
+        encoded.push_back(arch::compression::make_codec(i == 0 ? "fp4+zstd:1" : "int8:block=256")->encode(delta));
+        decoded.emplace_back(n);
+        arch::compression::decode(encoded.back(), decoded.back());
+    }
+    std::vector<std::unique_ptr<arch::compression::HeldPayload>> payloads;
+    std::vector<GlobalModel::HeldDelta> held;
+    const float limit = 0.02f;  // island 1's values beyond it are clamped
+    for (std::size_t i = 0; i < encoded.size(); ++i) {
+        payloads.push_back(std::make_unique<arch::compression::HeldPayload>(encoded[i], n));
+        held.push_back({payloads.back().get(), 100.0 * static_cast<double>(i + 1), 1.0f, i == 1 ? limit : 0.0f});
+    }
+    std::vector<std::vector<float>> aggregates;
+    for (const int threads : {1, 2, 3}) {
+        INFO(threads << " threads");
+        const int was = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        OuterConfig config;
+        config.aggregator = "median";
+        GlobalModel model(std::vector<float>(n, 0.5f), config);
+        std::vector<float> aggregate(n);
+        std::vector<GlobalModel::Seen> seen(held.size());
+        model.aggregate_held(held, 0, aggregate, seen);
+        omp_set_num_threads(was);
+        for (std::size_t i = 0; i < held.size(); ++i) {
+            const double norm = arch::outer::l2_norm(decoded[i]);
+            CHECK(std::sqrt(seen[i].squares.total()) == norm);
+            CHECK(seen[i].beyond == (i == 1 ? arch::outer::count_beyond(decoded[i], limit) : 0));
+        }
+        CHECK(seen[1].beyond > 0);
+        aggregates.push_back(std::move(aggregate));
+    }
+    CHECK(aggregates[1] == aggregates[0]);
+    CHECK(aggregates[2] == aggregates[0]);
 }
 
 TEST_CASE("a snapshot of θ stays as it was while held: the next change of θ copies it, and only then") {
