@@ -5,7 +5,8 @@
 // next round changes, the host has already written into the file (snapshot.state_file) by then. The
 // host fills the snapshot only while no write is under way, and a checkpoint due meanwhile waits for
 // the next chance (the host keeps asking), so a slow disk skips checkpoints rather than queueing
-// copies of θ. The thread runs at the lowest CPU and I/O priority: it takes what the rounds leave.
+// copies of θ. The thread's disk traffic has the lowest I/O priority; its CPU priority is the host's, so
+// that a write ends within the round it overlaps.
 // Results come back to the host's own thread (take_result), which logs them: the writer never calls
 // into the host.
 #pragma once

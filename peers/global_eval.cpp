@@ -1,10 +1,6 @@
 // peers/global_eval.cpp: GlobalEval: one thread, one θ, one result slot.
 #include "peers/global_eval.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <exception>
 #include <utility>
 #include <vector>
@@ -88,14 +84,7 @@ GlobalEval::Result GlobalEval::evaluate() {
     return r;
 }
 
-namespace {
-// The lowest CPU priority (a thread's nice value on Linux): on a machine with few cores the
-// evaluation never slows the round it overlaps; it only takes longer. Best effort.
-void lower_this_threads_priority() { (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19); }
-}  // namespace
-
 void GlobalEval::loop() {
-    lower_this_threads_priority();
     std::unique_lock lock(mu_);
     for (;;) {
         cv_.wait(lock, [&] { return requested_ || quit_; });

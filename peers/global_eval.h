@@ -3,9 +3,10 @@
 // reads θ where it lies in a snapshot (GlobalModel::theta_snapshot: copied on write, so it costs no
 // memory unless θ changes while the evaluation is under way), with no copy of the parameters and no
 // gradients, over the first run.val_batches batches of the validation split. One evaluation at a time:
-// the host starts one on the newest θ whenever none is under way (its own cadence), and the thread
-// runs at the lowest CPU priority, taking what the rounds leave. Results come back to the host's own
-// thread (take_result).
+// the host starts one on the newest θ whenever none is under way (its own cadence). The thread runs at
+// the host's own priority, so that an evaluation that fits in a round ends within it: at the lowest,
+// on a machine whose cores the rounds keep busy, it was still under way when the next update came, and
+// θ was copied every round. Results come back to the host's own thread (take_result).
 #pragma once
 
 #include <condition_variable>
