@@ -89,7 +89,9 @@ public:
     // Error feedback whose residual the caller keeps: encodes y (a Δ plus that residual) as a codec
     // without +ef would, and leaves in y the new residual y - decode(encode(y)), bit for bit what the
     // codec's own error feedback computes. Throws arch::Error for a non-finite y, which it leaves as it was.
-    virtual std::vector<std::byte> encode_feedback(std::span<float> y) = 0;
+    // known_finite: the caller has seen every value of y finite (in the pass that made y), and y is
+    // not read once more to check it.
+    virtual std::vector<std::byte> encode_feedback(std::span<float> y, bool known_finite = false) = 0;
 
     void decode(std::span<const std::byte> bytes, std::span<float> out) const {
         compression::decode(bytes, out);

@@ -187,8 +187,8 @@ public:
         return encode_and_subtract(r);
     }
 
-    std::vector<std::byte> encode_feedback(std::span<float> y) override {
-        detail::require_finite(y, codec_name(spec_.codec));  // before anything of y changes
+    std::vector<std::byte> encode_feedback(std::span<float> y, bool known_finite) override {
+        if (!known_finite) detail::require_finite(y, codec_name(spec_.codec));  // before anything of y changes
         return encode_and_subtract(y);
     }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <numeric>
+#include <optional>
 
 #include "core/bytes.h"
 #include "core/error.h"
@@ -278,6 +279,10 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
             into = &theta_to_change();
         }
         std::size_t bad = 0;
+        // θ whole in its order: the new θ's hash taken a slice at a time as each is written, while it
+        // is in the cache, rather than in a pass of its own when hash() is asked.
+        std::optional<Checksum> theta_hash;
+        if (add && whole) theta_hash.emplace();
         for (std::size_t first = 0; first < f.size; first += slice) {
             const std::size_t len = std::min(slice, f.size - first);
             if (slice_.size() < len) slice_.resize(len);
@@ -303,15 +308,17 @@ void GlobalModel::apply_update(std::span<const std::byte> update, int p) {
                     bad += n_bad;
                 }
             });
+            if (theta_hash) theta_hash->add(std::as_bytes(std::span<const float>(into->data() + first, len)));
         }
         if (bad > 0) throw Error("the update would make θ non-finite; it was discarded and θ kept as it was");
+        if (theta_hash) hash_ = theta_hash->hex();
     }
     if (fresh) theta_ = std::move(fresh);
     // Still at least the largest |θ|: the runs left alone are within the old bound.
     theta_bound_ = f.size == theta_->size() ? largest : std::max(theta_bound_, largest);
     update_payload_ = change.release_buffer();
     ++applied_[static_cast<std::size_t>(p)];
-    hash_.clear();
+    if (!whole) hash_.clear();
     theta_->release();
 }
 

@@ -99,15 +99,16 @@ void IslandWorker::encode_round(std::span<const float> theta, RoundResult& r, st
     if (residual_.size() != num_params_) fresh_residual();
     // y = Δ + residual, in the residual's own memory: the same two roundings as Δ first, then the sum.
     const std::span<float> y = residual_.values();
+    bool finite = false;  // seen in the pass that made y: the codec need not read y again to check it
     if (share_) {
         const std::span<float> delta = pseudo_gradient(theta);
         add_share(delta);
         for (std::size_t i = 0; i < y.size(); ++i) y[i] = delta[i] + y[i];
     } else {
-        add_pseudo_gradient(theta, y);
+        finite = add_pseudo_gradient(theta, y);
     }
     try {
-        r.payload = codec_->encode_feedback(y);  // y becomes what the Δ's rounding left out
+        r.payload = codec_->encode_feedback(y, finite);  // y becomes what the Δ's rounding left out
     } catch (...) {
         // A non-finite Δ: nothing is sent, and the residual, which holds it by now, starts afresh.
         fresh_residual();
@@ -128,9 +129,20 @@ std::span<float> IslandWorker::pseudo_gradient(std::span<const float> theta) {
     return delta;
 }
 
-void IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<float> y) {
+bool IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<float> y) {
+    // z stays 0 while every sum is finite (x * 0 is NaN for inf and NaN): a check in the same pass.
+    const auto add = [](const float* t, const float* p, float* out, std::size_t n) {
+        float z = 0.0f;
+#pragma omp simd reduction(+ : z)
+        for (std::size_t i = 0; i < n; ++i) {
+            out[i] = (t[i] - p[i]) + out[i];
+            z += out[i] * 0.0f;
+        }
+        return z == 0.0f;
+    };
     constexpr std::size_t kSlice = std::size_t{1} << 18;  // 1 MiB of θ_i at a time
     std::vector<float> slice(std::min(kSlice, y.size()));
+    bool finite = true;
     for (std::size_t at = 0; at < y.size(); at += kSlice) {
         const std::size_t n = std::min(kSlice, y.size() - at);
         const std::span<float> p(slice.data(), n);
@@ -138,12 +150,11 @@ void IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<f
             if (at != 0) throw Error("the island's engine stopped giving θ_i a slice at a time part-way");
             if (scratch_.size() != num_params_) scratch_ = FloatStore(std::vector<float>(num_params_));
             get_params(scratch_.values());
-            const float* whole = scratch_.data();
-            for (std::size_t i = 0; i < y.size(); ++i) y[i] = (theta[i] - whole[i]) + y[i];
-            return;
+            return add(theta.data(), scratch_.data(), y.data(), y.size());
         }
-        for (std::size_t i = 0; i < n; ++i) y[at + i] = (theta[at + i] - p[i]) + y[at + i];
+        finite = add(theta.data() + at, p.data(), y.data() + at, n) && finite;
     }
+    return finite;
 }
 
 void IslandWorker::fresh_residual() {

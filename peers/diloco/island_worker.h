@@ -103,7 +103,8 @@ private:
     // false where the devices or the codec cannot (then the host encodes it).
     bool encode_on_devices(std::span<const float> theta, RoundResult& r);
     std::span<float> pseudo_gradient(std::span<const float> theta);         // Δ = θ − θ_i, in scratch_
-    void add_pseudo_gradient(std::span<const float> theta, std::span<float> y);  // y += θ − θ_i, a slice at a time
+    // y += θ − θ_i, a slice at a time; whether every value of y came out finite.
+    bool add_pseudo_gradient(std::span<const float> theta, std::span<float> y);
     void fresh_residual();  // zeros, where error feedback starts (in RAM, or on disk)
 
     std::unique_ptr<InnerLoop> inner_;  // a Trainer on one device, or an Island of several

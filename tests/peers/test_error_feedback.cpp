@@ -56,7 +56,7 @@ TEST_CASE("codec: error feedback kept by the caller gives the codec's own bytes 
             const std::vector<float> x = noise(4096, round, 0.01f);
             std::vector<float> y(4096);
             for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i] + residual[i];
-            CHECK(outside->encode_feedback(y) == own->encode(x, 0));
+            CHECK(outside->encode_feedback(y, round == 2) == own->encode(x, 0));  // finite known by the caller, or checked
             residual = y;
             CHECK(same_bits(residual, copy(own->residual(0))));
         }
