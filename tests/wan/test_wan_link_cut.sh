@@ -34,6 +34,8 @@ wan_wait_event "$hev" 30 "$WAN_HOST_PID" dropped round=1 peer=peer-$CUT type=dis
 wan_wait_event "$hev" "$ROUND_TIMEOUT_S" "$WAN_HOST_PID" round_started round=2 || wan_die "round 1 did not close within $ROUND_TIMEOUT_S s"
 t_closed=$(wan_event_time "$hev" round_started round=2)
 closed_after=$(/usr/bin/python3 -c "print('%.1f' % ($t_closed - $t_cut))")
+# The row goes out once the evaluation of its θ, beside the rounds, is in.
+wan_wait_event "$hev" 60 "$WAN_HOST_PID" round_finished round=1 || wan_die "round 1's row never came"
 row1=$(wan_table_rows | awk '$1 == 1')
 [ "$(echo "$row1" | awk '{print $2}')" = 2 ] || wan_die "round 1 closed with '$row1' (round islands seconds), expected 2 islands"
 wan_log "round 1 closed with 2 islands $closed_after s after the cut"
