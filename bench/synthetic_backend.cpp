@@ -33,7 +33,8 @@ public:
         std::memcpy(params_.data(), host.data(), host.size_bytes());
     }
     void get_params(std::span<float> host) override { std::memcpy(host.data(), params_.data(), params_.size() * sizeof(float)); }
-    bool get_params_slice(std::size_t offset, std::span<float> out) override {
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
+        if (which != StateVector::params) return false;  // no moments: they come whole (zeros)
         if (offset > params_.size() || out.size() > params_.size() - offset) throw Error("synthetic model: slice past the end");
         std::memcpy(out.data(), params_.data() + offset, out.size_bytes());
         return true;

@@ -63,6 +63,19 @@ void AdamW::set_state(std::span<const float> m, std::span<const float> v, int st
     steps_ = steps;
 }
 
+void AdamW::get_state_slice(StateVector which, std::size_t offset, std::span<float> out) const {
+    if (which == StateVector::params) throw Error("AdamW::get_state_slice: AdamW holds m and v, not the parameters");
+    if (offset > n_ || out.size() > n_ - offset) throw Error("AdamW::get_state_slice: the slice runs past the state");
+    backend_.download(out.data(), (which == StateVector::m ? m_ : v_) + offset, out.size_bytes());
+}
+
+void AdamW::set_state_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+    if (m.size() != v.size() || offset > n_ || m.size() > n_ - offset)
+        throw Error("AdamW::set_state_slice: the slice runs past the state");
+    backend_.upload(m_ + offset, m.data(), m.size_bytes());
+    backend_.upload(v_ + offset, v.data(), v.size_bytes());
+}
+
 float LrSchedule::at(int step) const {
     if (step < warmup_steps) return max_lr * static_cast<float>(step + 1) / static_cast<float>(warmup_steps);
     if (kind == Kind::constant) return max_lr;

@@ -12,6 +12,10 @@
 
 namespace arch {
 
+// Which of a model's fp32 vectors a slice reads (Model::read_slice, InnerLoop::read_slice): the
+// parameters θ_i, or AdamW's first or second moment.
+enum class StateVector { params, m, v };
+
 struct AdamWConfig {
     float beta1 = 0.9f;
     float beta2 = 0.95f;
@@ -46,6 +50,9 @@ public:
     std::size_t size() const { return n_; }
     void get_state(std::span<float> m, std::span<float> v) const;  // host copies, size() each
     void set_state(std::span<const float> m, std::span<const float> v, int steps);
+    // [offset, offset + size) of m or v, and of both; the step count stays.
+    void get_state_slice(StateVector which, std::size_t offset, std::span<float> out) const;
+    void set_state_slice(std::size_t offset, std::span<const float> m, std::span<const float> v);
 
 private:
     Backend& backend_;

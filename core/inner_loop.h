@@ -87,13 +87,18 @@ public:
 
     virtual void init_weights(std::uint64_t seed) = 0;  // the family's init, as on one device
     virtual void get_params(std::span<float> full) = 0;
-    // A slice of get_params's values with no copy of the whole; false where the devices cannot.
-    virtual bool get_params_slice(std::size_t offset, std::span<float> out) { return false; }
+    // [offset, offset + out.size()) of θ_i, m or v with no copy of the whole; false where the devices
+    // cannot (the caller then takes the vector whole).
+    virtual bool read_slice(StateVector which, std::size_t offset, std::span<float> out) { return false; }
     virtual void set_params(std::span<const float> full) = 0;
     // The inner AdamW moments m and v. set keeps the step count: DES-LOC replaces the moments in the
     // middle of a run (peers/moment_sync.h).
     virtual void get_adamw_state(std::span<float> m, std::span<float> v) = 0;
     virtual void set_adamw_state(std::span<const float> m, std::span<const float> v) = 0;
+    // m and v at [offset, offset + m.size()), the step count kept; false where the devices cannot.
+    virtual bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+        return false;
+    }
 
     // The llm.c checkpoint at path and the run state at path + ".state", the same files from every
     // kind, so runs move between one device and an island; resume validates before changing anything.

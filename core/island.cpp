@@ -260,6 +260,23 @@ void Island::set_adamw_state(std::span<const float> m, std::span<const float> v)
     set_moments(m, v, std::nullopt);
 }
 
+bool Island::read_slice(StateVector which, std::size_t offset, std::span<float> out) {
+    if (offset > layout_.num_params() || out.size() > layout_.num_params() - offset)
+        throw Error("island read_slice: the slice runs past the parameters");
+    if (!devices_[0]->kind->sharded()) return devices_[0]->kind->read_slice(which, offset, out);
+    for (auto& d : devices_)
+        if (!d->kind->read_slice(which, offset, out)) return false;
+    return true;
+}
+
+bool Island::write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+    if (m.size() != v.size() || offset > layout_.num_params() || m.size() > layout_.num_params() - offset)
+        throw Error("island write_moments_slice: the slice runs past the parameters");
+    for (auto& d : devices_)
+        if (!d->kind->write_moments_slice(offset, m, v)) return false;
+    return true;
+}
+
 void Island::set_moments(std::span<const float> m, std::span<const float> v, std::optional<int> steps) {
     for (auto& d : devices_) d->kind->set_adamw_state(m, v, steps);
 }

@@ -74,6 +74,10 @@ public:
     // the moments in the middle of a run (peers/moment_sync.h).
     void get_adamw_state(std::span<float> m, std::span<float> v) override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v) override;
+    // Slices with no gather: each device reads or writes the parts it holds (a replica: rank 0 reads,
+    // every rank writes; shards: each its own).
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override;
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override;
 
     // Same files as Trainer::save / resume (checkpoint + CKPT.state), so runs move between modes.
     void save(const std::string& path) override;

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "core/ddp.h"
+#include "core/error.h"
+#include "core/shard_layout.h"
 
 namespace arch {
 
@@ -28,6 +30,12 @@ public:
     void get_adamw_state(std::span<float> m, std::span<float> v) override { model_->get_adamw_state(m, v); }
     void set_adamw_state(std::span<const float> m, std::span<const float> v, std::optional<int> steps) override {
         model_->set_adamw_state(m, v, steps.value_or(model_->adamw_steps()));
+    }
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
+        return model_->read_slice(which, offset, out);
+    }
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override {
+        return model_->write_moments_slice(offset, m, v);
     }
 
     DeviceMemory memory() const override { return model_->memory(); }
@@ -94,6 +102,20 @@ public:
     void set_adamw_state(std::span<const float> m, std::span<const float> v, std::optional<int> steps) override {
         adamw_->set_state(m, v, steps.value_or(adamw_->steps_taken()));
     }
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
+        if (which != StateVector::params) {
+            adamw_->get_state_slice(which, offset, out);
+            return true;
+        }
+        if (offset > layout_.num_params() || out.size() > layout_.num_params() - offset)
+            throw Error("read_slice: the slice runs past the parameters");
+        backend_->download(out.data(), store_->all_params() + offset, out.size_bytes());
+        return true;
+    }
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override {
+        adamw_->set_state_slice(offset, m, v);
+        return true;
+    }
 
     DeviceMemory memory() const override {
         DeviceMemory m = store_->memory();
@@ -125,6 +147,22 @@ public:
         store_->scatter_from_host(m, store_->shard_m());
         store_->scatter_from_host(v, store_->shard_v());
         if (steps) store_->set_steps_taken(*steps);
+    }
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
+        const float* shard = which == StateVector::params ? store_->shard_params()
+                             : which == StateVector::m    ? store_->shard_m()
+                                                          : store_->shard_v();
+        for_each_shard_part(store_->shard_ranges(), offset, out.size(), [&](std::size_t at, std::size_t from, std::size_t n) {
+            backend_->download(out.data() + at, shard + from, n * sizeof(float));
+        });
+        return true;
+    }
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override {
+        for_each_shard_part(store_->shard_ranges(), offset, m.size(), [&](std::size_t at, std::size_t to, std::size_t n) {
+            backend_->upload(store_->shard_m() + to, m.data() + at, n * sizeof(float));
+            backend_->upload(store_->shard_v() + to, v.data() + at, n * sizeof(float));
+        });
+        return true;
     }
 
     DeviceMemory memory() const override { return with_passes(store_->memory()); }

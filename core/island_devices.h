@@ -39,6 +39,11 @@ public:
     virtual void set_params(std::span<const float> full) = 0;
     virtual void get_adamw_state(std::span<float> m, std::span<float> v) = 0;
     virtual void set_adamw_state(std::span<const float> m, std::span<const float> v, std::optional<int> steps) = 0;  // none: keep its own
+    // Slices, local (no collective): [offset, offset + out.size()) of θ_i, m or v, all of it from an
+    // unsharded kind, the parts its rank holds from a sharded one (the rest of `out` left as it is);
+    // and m and v written where this device holds them, its step count kept. false where it cannot.
+    virtual bool read_slice(StateVector which, std::size_t offset, std::span<float> out) = 0;
+    virtual bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) = 0;
 
     virtual DeviceMemory memory() const = 0;
     virtual Zero3Store* zero3() { return nullptr; }  // a CPU ZeRO-3 shard (for per-slice pseudo-gradients)

@@ -227,13 +227,12 @@ MemoryPlan plan_memory(const PlanRequest& request) {
         h.offload_staging = N * 2 * largest * f;
     }
     h.theta_replica = P * f;
-    // With error feedback Δ is added into the residual in place, θ_i read a slice at a time where the
-    // engine can (a CPU island of one device); GPU engines and islands of several give θ_i whole.
-    const bool delta_in_place = q.error_feedback && q.device == PlanDevice::cpu && q.devices == 1;
-    h.pseudo_gradient = delta_in_place ? 0 : P * f;
+    // With error feedback Δ is added into the residual in place, θ_i read a slice at a time (every
+    // engine reads its own: a replica's whole vector, a ZeRO-3 rank its shard, no gather).
+    h.pseudo_gradient = q.error_feedback ? 0 : P * f;
     h.ef_residual = q.error_feedback ? P * f : 0;
     h.overlap_carry = q.overlap ? 2 * P * f : 0;
-    h.moments = q.desloc ? 3 * P * f : 0;
+    h.moments = q.desloc ? 2 * P * sizeof(uint16_t) : 0;  // bf16 m and v
     h.update = static_cast<std::size_t>(static_cast<double>(P) * q.update_bytes_per_param);
 
     auto fits = [&](const DeviceBytes& d) {

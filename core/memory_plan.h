@@ -62,12 +62,12 @@ struct HostBytes {
     std::size_t offloaded_optimizer = 0;  // every device's fp32 master, m and v shards
     std::size_t offload_staging = 0;  // pinned buffers the gradients stream through to the CPU step
     std::size_t theta_replica = 0;    // the peer's copy of the global θ: the round's start
-    std::size_t pseudo_gradient = 0;  // Δ whole (no +ef, or an engine that gives θ_i only whole); else in the residual
+    std::size_t pseudo_gradient = 0;  // Δ whole (no +ef); with +ef it is formed in the residual, θ_i read a slice at a time
     std::size_t ef_residual = 0;      // the error-feedback residual (+ef)
     std::size_t update = 0;           // an update as it arrives (the downlink codec's bytes)
     std::size_t overlap_carry = 0;    // overlap mode: θ_i at the last send, and a scratch for the merge
-    // DES-LOC's rounds, while the peer takes the islands' mean: the update's moments (bf16 m and v,
-    // P) and the same widened to fp32 for its engine (2 P), beside the rest (peers/peer.cpp)
+    // DES-LOC's rounds: the moments in bf16 (m and v, P), as the island sends them and as the
+    // update brings their mean; they leave and enter the engine a slice at a time (peers/peer.cpp)
     std::size_t moments = 0;
     std::size_t offload() const { return offloaded_optimizer + offload_staging; }
     std::size_t diloco() const { return theta_replica + pseudo_gradient + ef_residual + update + overlap_carry + moments; }

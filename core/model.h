@@ -30,9 +30,11 @@ public:
     virtual void init_weights(uint64_t seed) = 0;
     virtual void set_params(std::span<const float> host) = 0;  // num_params() values, layout order
     virtual void get_params(std::span<float> host) = 0;
-    // The values [offset, offset + out.size()) of get_params, with no copy of the whole; false where
-    // this model cannot read a slice (its caller then takes them whole).
-    virtual bool get_params_slice(std::size_t offset, std::span<float> out) { return false; }
+    // The values [offset, offset + out.size()) of θ_i, m or v with no copy of the whole: all of them
+    // for a whole model, the parts this rank holds for a shard (the rest of `out` is left as it is);
+    // false where this model cannot read a slice (its caller then takes the vector whole). Local: no
+    // other rank takes part.
+    virtual bool read_slice(StateVector which, std::size_t offset, std::span<float> out) { return false; }
     virtual void get_grads(std::span<float> host) = 0;
 
     // Mean loss over B*T when targets are given (else 0; logits only). Host token ids.
@@ -49,6 +51,11 @@ public:
     virtual int adamw_steps() const = 0;
     virtual void get_adamw_state(std::span<float> m, std::span<float> v) const = 0;
     virtual void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) = 0;
+    // m and v at [offset, offset + m.size()), the parts this model holds (all, or this rank's), the
+    // step count and the weights kept; false where this model cannot (its caller sets them whole).
+    virtual bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+        return false;
+    }
 
     // Data parallel over whole models (core/island.h): sums the gradients over the ranks of
     // `collective`, in place in the device's memory, once the backward passes of a step are done.

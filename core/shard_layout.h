@@ -51,4 +51,15 @@ struct ShardLayout {
     int unit_of(std::size_t flat_index) const;  // the unit holding a flat index
 };
 
+// fn(at, shard_offset, count) for each part of [offset, offset + n) of the flat vector that `ranges`
+// hold: [offset + at, offset + at + count) lies at [shard_offset, shard_offset + count) of the shard.
+template <class Fn>
+void for_each_shard_part(const std::vector<ShardRange>& ranges, std::size_t offset, std::size_t n, Fn&& fn) {
+    for (const ShardRange& r : ranges) {
+        const std::size_t from = r.begin > offset ? r.begin : offset;
+        const std::size_t to = r.begin + r.size < offset + n ? r.begin + r.size : offset + n;
+        if (from < to) fn(from - offset, r.shard_offset + (from - r.begin), to - from);
+    }
+}
+
 }  // namespace arch

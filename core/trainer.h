@@ -40,7 +40,12 @@ public:
 
     void init_weights(std::uint64_t seed) override { model_.init_weights(seed); }
     void get_params(std::span<float> full) override { model_.get_params(full); }
-    bool get_params_slice(std::size_t offset, std::span<float> out) override { return model_.get_params_slice(offset, out); }
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
+        return model_.read_slice(which, offset, out);
+    }
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override {
+        return model_.write_moments_slice(offset, m, v);
+    }
     void set_params(std::span<const float> full) override { model_.set_params(full); }
     void get_adamw_state(std::span<float> m, std::span<float> v) override { model_.get_adamw_state(m, v); }
     void set_adamw_state(std::span<const float> m, std::span<const float> v) override {

@@ -107,12 +107,23 @@ void Transformer::get_params(std::span<float> host) {
     backend_.download(host.data(), params(), host.size_bytes());
 }
 
-bool Transformer::get_params_slice(std::size_t offset, std::span<float> out) {
+bool Transformer::read_slice(StateVector which, std::size_t offset, std::span<float> out) {
     if (offset > layout_.num_params() || out.size() > layout_.num_params() - offset)
-        throw Error("get_params_slice: the slice runs past the parameters");
+        throw Error("read_slice: the slice runs past the parameters");
     auto* whole = dynamic_cast<FlatParamStore*>(store_);
     if (whole == nullptr) return false;  // a shard's store: the caller gathers the whole
-    backend_.download(out.data(), whole->all_params() + offset, out.size_bytes());
+    if (which == StateVector::params)
+        backend_.download(out.data(), whole->all_params() + offset, out.size_bytes());
+    else if (adamw_)
+        adamw_->get_state_slice(which, offset, out);
+    else  // no step taken yet: the state is zero
+        std::fill(out.begin(), out.end(), 0.0f);
+    return true;
+}
+
+bool Transformer::write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+    if (dynamic_cast<FlatParamStore*>(store_) == nullptr) return false;
+    adamw().set_state_slice(offset, m, v);
     return true;
 }
 

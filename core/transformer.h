@@ -51,7 +51,7 @@ public:
     void init_weights(uint64_t seed) override;  // init_params(config, seed)
     void set_params(std::span<const float> host) override;  // size num_params(); FlatParamStore only
     void get_params(std::span<float> host) override;
-    bool get_params_slice(std::size_t offset, std::span<float> out) override;
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override;
     void get_grads(std::span<float> host) override;
     void zero_grad() override { store_->zero_grads(); }
 
@@ -63,6 +63,7 @@ public:
     int adamw_steps() const override { return adamw_ ? adamw_->steps_taken() : 0; }
     void get_adamw_state(std::span<float> m, std::span<float> v) const override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override;
     // fp32 parameters, gradients, m and v of the whole model; activations and workspace as allocated.
     DeviceMemory memory() const override;
 

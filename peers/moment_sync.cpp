@@ -32,6 +32,13 @@ std::string moments_hash(std::span<const float> m, std::span<const float> v) {
     return combined_hash(diloco::hash_floats(m), diloco::hash_floats(v));
 }
 
+void MomentsHash::add(StateVector which, std::span<const float> values) {
+    if (which == StateVector::params) throw Error("MomentsHash: a slice of the parameters, not of m or v");
+    (which == StateVector::m ? m_ : v_).add(std::as_bytes(values));
+}
+
+std::string MomentsHash::hex() const { return combined_hash(m_.hex(), v_.hex()); }
+
 namespace {
 // outer.screen = off turns this screen off too; clip or reject: moments far above are left out.
 outer::ScreenPolicy moments_screen(const RunConfig& c) {

@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/adamw.h"
 #include "outer_optimizer/screening.h"
+#include "peers/diloco/global_model.h"
 #include "peers/rounds/round_policy.h"
 
 namespace arch {
@@ -34,6 +36,15 @@ bool moments_round(int every, uint64_t round);  // the same with K given
 // BLAKE2b-256 of the hex XXH3-128 hashes of m's and v's fp32 bytes (diloco::hash_floats): what host
 // and islands log, of the mean as an island holds it (its bf16 values widened to fp32).
 std::string moments_hash(std::span<const float> m, std::span<const float> v);
+// The same hash taken as slices of m and v come (each vector's slices in order).
+class MomentsHash {
+public:
+    void add(StateVector which, std::span<const float> values);
+    std::string hex() const;
+
+private:
+    diloco::Checksum m_, v_;
+};
 
 class MomentPool {
 public:

@@ -270,10 +270,10 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
     ByteReader r(blob, "update");
     const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(1 << 16));
     const std::span<const std::byte> update = r.view(blob.size());
-    std::optional<protocol::Moments> moments;  // DES-LOC: checked whole before anything changes
+    std::optional<protocol::MomentsView> moments;  // DES-LOC: checked whole before anything changes, not copied
     if (!meta.moments_from.empty()) {
         if (!replica_) throw Error("an update before the welcome");
-        moments = protocol::decode_moments(r.view(blob.size()), replica_->theta().size());
+        moments = protocol::check_moments(r.view(blob.size()), replica_->theta().size());
         if (moments->round != meta.round)
             throw Error("the moments of round " + std::to_string(moments->round) + " in the update of round " +
                         std::to_string(meta.round));
@@ -418,21 +418,28 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
 void Peer::send_moments(Link& link, uint64_t round) {
     // Before the Δ (one ordered queue): the host holds them when that Δ may close the round.
     const SharedBlob blob = share_blob(protocol::encode_moments(
-        round, worker_->num_params(), [&](std::span<float> m, std::span<float> v) { worker_->get_adamw_state(m, v); }));
+        round, worker_->num_params(), [&](const protocol::MomentSlicePut& put) { worker_->read_moments(put); }));
     link.send_blob(host_, Type::moments, round, blob);
     log("round " + std::to_string(round) + " sent AdamW moments: " + std::to_string(blob->size()) + " bytes");
     emit({.kind = "moments_sent", .round = static_cast<int64_t>(round), .bytes = static_cast<int64_t>(blob->size())});
 }
 
-void Peer::take_moments(const protocol::UpdateMeta& meta, std::optional<protocol::Moments>& mean) {
+void Peer::take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::MomentsView>& mean) {
     const bool used = std::find(meta.moments_from.begin(), meta.moments_from.end(), island_) != meta.moments_from.end();
     if (!used || !mean) {
         log("round " + std::to_string(meta.round) + ": the update holds no moments of this island; it keeps its own");
         return;
     }
-    worker_->set_adamw_state(mean->m, mean->v);
-    worker_->get_adamw_state(mean->m, mean->v);  // what the island holds now, in the mean's memory
-    const std::string hash = moments_hash(mean->m, mean->v).substr(0, 16);
+    // Widened from the update's bf16 a slice at a time, as the engine takes them.
+    worker_->write_moments([&](std::size_t at, std::span<float> m, std::span<float> v) {
+        for (std::size_t i = 0; i < m.size(); ++i) {
+            m[i] = mean->m_at(at + i);
+            v[i] = mean->v_at(at + i);
+        }
+    });
+    MomentsHash held;  // of what the island holds now
+    worker_->read_moments([&](StateVector which, std::size_t, std::span<const float> values) { held.add(which, values); });
+    const std::string hash = held.hex().substr(0, 16);
     log("round " + std::to_string(meta.round) + ": AdamW moments replaced by the mean of " +
         std::to_string(meta.moments_from.size()) + " islands, moments " + hash);
     emit({.kind = "moments_taken", .round = static_cast<int64_t>(meta.round), .islands = static_cast<int>(meta.moments_from.size()),

@@ -84,7 +84,7 @@ private:
     void on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
     void send_moments(Link& link, uint64_t round);  // DES-LOC: the island's AdamW m and v, before its Δ
-    void take_moments(const protocol::UpdateMeta& meta, std::optional<protocol::Moments>& mean);  // reads the state back into it
+    void take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::MomentsView>& mean);  // borrowed from the update
     void overlap_turn(Link& link);  // between rounds: a due merge, one step trained on, or a round_start that waited
     void settle_dropped(std::optional<uint64_t> held);  // every Δ no update named, except the one held
     // An inner step of `seconds` just ended (a --throttle sleeps as if it were longer, and counts it):

@@ -361,15 +361,24 @@ std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, 
 }
 
 std::vector<std::byte> encode_moments(uint64_t round, std::size_t params,
-                                      const std::function<void(std::span<float> m, std::span<float> v)>& fill) {
-    std::vector<std::byte> out(moments_bytes(params));  // 4 bytes a value: m's fp32 fits where m and v go
+                                      const std::function<void(const MomentSlicePut& put)>& read) {
+    std::vector<std::byte> out(moments_bytes(params));
     put_moments_header(out, round, params);
-    if (params == 0) return out;
-    std::vector<float> v(params);
-    // The buffer is aligned for any type (operator new), and m starts 16 bytes in.
-    fill(std::span(reinterpret_cast<float*>(out.data() + 16), params), v);
-    round_to_bf16(out.data() + 16, out.data() + 16, params);
-    round_to_bf16(reinterpret_cast<const std::byte*>(v.data()), out.data() + 16 + 2 * params, params);
+    std::size_t next[2] = {0, 0};  // m's and v's next offset
+    read([&](StateVector which, std::size_t offset, std::span<const float> values) {
+        if (which == StateVector::params) throw Error("moments: a slice of the parameters, not of m or v");
+        const int k = which == StateVector::m ? 0 : 1;
+        if (offset != next[k] || values.size() > params - offset)
+            throw Error(std::string("moments: a slice of ") + (k == 0 ? "m" : "v") + " at " + std::to_string(offset) +
+                        " of " + std::to_string(values.size()) + " values, where " + std::to_string(next[k]) +
+                        " of " + std::to_string(params) + " was next");
+        round_to_bf16(reinterpret_cast<const std::byte*>(values.data()), out.data() + 16 + 2 * (k * params + offset),
+                      values.size());
+        next[k] += values.size();
+    });
+    if (next[0] != params || next[1] != params)
+        throw Error("moments: " + std::to_string(next[0]) + " values of m and " + std::to_string(next[1]) + " of v, of " +
+                    std::to_string(params));
     return out;
 }
 

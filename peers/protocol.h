@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/adamw.h"
 #include "core/bf16.h"
 #include "core/bytes.h"
 #include "core/data_manifest.h"
@@ -133,11 +134,13 @@ struct Moments {
 constexpr uint64_t moments_bytes(uint64_t params) { return 16 + 4 * params; }
 // m and v rounded to bf16 (finite values: the caller's to check).
 std::vector<std::byte> encode_moments(uint64_t round, std::span<const float> m, std::span<const float> v);
-// The same blob for `params` values, m and v given by fill in fp32 (an island's AdamW state): m is
-// read straight into the blob's own memory and v into a scratch, and each is rounded to bf16 where it
-// lies, so no more than one set (4 bytes a value) lies beside the blob.
+// The same blob for `params` values of an island's AdamW state in fp32, given a slice at a time:
+// read(put) calls put(which, offset, values) with m's slices in order, then v's, each rounded to bf16
+// into the blob as it comes, so nothing of the size of the moments lies beside the blob. Throws when
+// the slices leave a gap, overlap or run past the end.
+using MomentSlicePut = std::function<void(StateVector which, std::size_t offset, std::span<const float> values)>;
 std::vector<std::byte> encode_moments(uint64_t round, std::size_t params,
-                                      const std::function<void(std::span<float> m, std::span<float> v)>& fill);
+                                      const std::function<void(const MomentSlicePut& put)>& read);
 // A blob checked whole, not copied: its m and v sections (bf16, little-endian), borrowed from it.
 struct MomentsView {
     uint64_t round = 0;

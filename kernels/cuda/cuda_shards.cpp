@@ -2,6 +2,7 @@
 // the pool of full-unit buffers, and AdamW on the shard.
 #include "kernels/cuda/cuda_shards.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -360,6 +361,45 @@ void CudaShards::gather_moments(std::span<float> m, std::span<float> v) {
     DeviceBuffer scratch;
     gather(on_device(m_, host_ ? host_->m() : std::span<float>(), scratch), m);
     gather(on_device(v_, host_ ? host_->v() : std::span<float>(), scratch), v);
+}
+
+void CudaShards::read_slice(StateVector which, std::size_t offset, std::span<float> out) {
+    comm_.drain();
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    if (host_) {
+        const std::span<float> from = which == StateVector::params ? host_->master()
+                                      : which == StateVector::m    ? host_->m()
+                                                                   : host_->v();
+        for_each_shard_part(shards_.ranges, offset, out.size(), [&](std::size_t at, std::size_t in_shard, std::size_t n) {
+            std::copy_n(from.begin() + in_shard, n, out.begin() + at);
+        });
+        return;
+    }
+    const float* from = which == StateVector::params ? master_.as<float>()
+                        : which == StateVector::m    ? m_.as<float>()
+                                                     : v_.as<float>();
+    for_each_shard_part(shards_.ranges, offset, out.size(), [&](std::size_t at, std::size_t in_shard, std::size_t n) {
+        check(cudaMemcpyAsync(out.data() + at, from + in_shard, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+              "cudaMemcpy (a slice of the shard)");
+    });
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+void CudaShards::write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+    comm_.drain();
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    for_each_shard_part(shards_.ranges, offset, m.size(), [&](std::size_t at, std::size_t in_shard, std::size_t n) {
+        if (host_) {
+            std::copy_n(m.begin() + at, n, host_->m().begin() + in_shard);
+            std::copy_n(v.begin() + at, n, host_->v().begin() + in_shard);
+            return;
+        }
+        check(cudaMemcpyAsync(m_.as<float>() + in_shard, m.data() + at, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
+              "cudaMemcpy (m slice)");
+        check(cudaMemcpyAsync(v_.as<float>() + in_shard, v.data() + at, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
+              "cudaMemcpy (v slice)");
+    });
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
 std::size_t CudaShards::pool_bytes() const {

@@ -72,6 +72,11 @@ class CudaShards {
     void gather_params(std::span<float> full);
     void gather_grads(std::span<float> full) { gather(grads_.as<float>(), full); }
     void gather_moments(std::span<float> m, std::span<float> v);
+    // Local (no collective): the parts of [offset, offset + out.size()) of the master weights, m or v
+    // that this rank holds, into `out` (the rest left as it is); and m and v written where it holds
+    // them, the step count and the bf16 weights kept.
+    void read_slice(StateVector which, std::size_t offset, std::span<float> out);
+    void write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v);
     // Global-norm clipping (the unsharded norm) and AdamW on the shard, rounding to bf16 as the whole
     // model would. Collective; returns the norm (the same on every rank).
     float adamw_step(float lr, const AdamWConfig& config);

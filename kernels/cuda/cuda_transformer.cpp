@@ -265,6 +265,21 @@ void CudaTransformer::set_adamw_state(std::span<const float> m, std::span<const 
     storage_->set_adamw_state(m, v, steps);
 }
 
+bool CudaTransformer::read_slice(StateVector which, std::size_t offset, std::span<float> out) {
+    if (offset > n_ || out.size() > n_ - offset) throw Error("read_slice: the slice runs past the parameters");
+    use_device();
+    storage_->read_slice(which, offset, out);
+    return true;
+}
+
+bool CudaTransformer::write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+    if (m.size() != v.size() || offset > n_ || m.size() > n_ - offset)
+        throw Error("write_moments_slice: the slice runs past the parameters");
+    use_device();
+    storage_->write_moments_slice(offset, m, v);
+    return true;
+}
+
 void CudaTransformer::reduce_grads(Collective& collective) {
     use_device();
     storage_->reduce_grads(collective);

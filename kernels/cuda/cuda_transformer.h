@@ -50,6 +50,8 @@ class CudaTransformer : public CudaModel {
     int adamw_steps() const override { return storage_->steps(); }
     void get_adamw_state(std::span<float> m, std::span<float> v) const override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
+    bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override;
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override;
     std::vector<std::byte> encode_delta(std::span<const float> theta,
                                         const std::string& spec) override;
     ShardPayload encode_shard_delta(std::span<const float> theta, const std::string& spec) override;

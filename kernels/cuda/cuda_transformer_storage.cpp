@@ -64,6 +64,8 @@ class ReplicaStorage final : public CudaStorage {
     void get_grads(std::span<float> full) override;
     void get_adamw_state(std::span<float> m, std::span<float> v) override;
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override;
+    void read_slice(StateVector which, std::size_t offset, std::span<float> out) override;
+    void write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override;
     float adamw_step(float lr, const AdamWConfig& c) override;
     int steps() const override { return steps_; }
 
@@ -181,6 +183,33 @@ void ReplicaStorage::set_adamw_state(std::span<const float> m, std::span<const f
     sync();
 }
 
+void ReplicaStorage::read_slice(StateVector which, std::size_t offset, std::span<float> out) {
+    if (host_) {
+        sync();
+        const std::span<float> from = which == StateVector::params ? host_->master()
+                                      : which == StateVector::m    ? host_->m()
+                                                                   : host_->v();
+        std::copy_n(from.begin() + offset, out.size(), out.begin());
+        return;
+    }
+    const float* from = which == StateVector::params ? master_ : which == StateVector::m ? m_ : v_;
+    check(cudaMemcpyAsync(out.data(), from + offset, out.size_bytes(), cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpy (a slice of the state)");
+    sync();
+}
+
+void ReplicaStorage::write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) {
+    if (host_) {
+        sync();
+        std::copy(m.begin(), m.end(), host_->m().begin() + offset);
+        std::copy(v.begin(), v.end(), host_->v().begin() + offset);
+        return;
+    }
+    check(cudaMemcpyAsync(m_ + offset, m.data(), m.size_bytes(), cudaMemcpyHostToDevice, stream_), "cudaMemcpy (m slice)");
+    check(cudaMemcpyAsync(v_ + offset, v.data(), v.size_bytes(), cudaMemcpyHostToDevice, stream_), "cudaMemcpy (v slice)");
+    sync();
+}
+
 float ReplicaStorage::adamw_step(float lr, const AdamWConfig& c) {
     const float norm = static_cast<float>(std::sqrt(sum_squares(grads_, n_, norm_partials_, stream_)));
     const float scale = clip_scale(norm, c);  // throws on NaN/Inf before anything changes
@@ -236,6 +265,12 @@ class ShardedStorage final : public CudaStorage {
     void get_adamw_state(std::span<float> m, std::span<float> v) override { shards_.gather_moments(m, v); }
     void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) override {
         shards_.set_moments(m, v, steps);
+    }
+    void read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
+        shards_.read_slice(which, offset, out);
+    }
+    void write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) override {
+        shards_.write_moments_slice(offset, m, v);
     }
     float adamw_step(float lr, const AdamWConfig& c) override { return shards_.adamw_step(lr, c); }
     int steps() const override { return shards_.steps(); }

@@ -53,6 +53,11 @@ class CudaStorage {
     virtual void get_grads(std::span<float> full) = 0;
     virtual void get_adamw_state(std::span<float> m, std::span<float> v) = 0;
     virtual void set_adamw_state(std::span<const float> m, std::span<const float> v, int steps) = 0;
+    // Slices, local (no collective): the parts this storage holds of [offset, offset + out.size()) of
+    // the master weights, m or v (all of it for a replica; the rest of `out` is left as it is); and m
+    // and v written there, the step count and the bf16 weights kept.
+    virtual void read_slice(StateVector which, std::size_t offset, std::span<float> out) = 0;
+    virtual void write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float> v) = 0;
     virtual float adamw_step(float lr, const AdamWConfig& config) = 0;  // returns the global gradient norm
     virtual int steps() const = 0;
 

@@ -285,7 +285,8 @@ void add_plan(CLI::App& app, int& exit_code) {
         ->group("Mode");
     cmd->add_option("--desloc", f->desloc,
                     "the run's outer.sync_moments_every (DES-LOC, 4 by default in sync mode): in those rounds the peer "
-                    "also holds the islands' mean of the AdamW moments, in bf16 and widened to fp32 (3 P); 0: none")
+                    "also holds the AdamW moments in bf16 (P), its own as it sends them and the islands' mean as it takes "
+                    "it; 0: none")
         ->check(CLI::NonNegativeNumber)
         ->group("Mode");
     cmd->add_option("--down-codec", f->down_codec, "the run's wire.down_codec: the size of an update as it arrives")

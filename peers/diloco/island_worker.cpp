@@ -146,7 +146,7 @@ bool IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<f
     for (std::size_t at = 0; at < y.size(); at += kSlice) {
         const std::size_t n = std::min(kSlice, y.size() - at);
         const std::span<float> p(slice.data(), n);
-        if (!inner_->get_params_slice(at, p)) {  // the devices give θ_i whole only
+        if (!inner_->read_slice(StateVector::params, at, p)) {  // the devices give θ_i whole only
             if (at != 0) throw Error("the island's engine stopped giving θ_i a slice at a time part-way");
             if (scratch_.size() != num_params_) scratch_ = FloatStore(std::vector<float>(num_params_));
             get_params(scratch_.values());
@@ -155,6 +155,44 @@ bool IslandWorker::add_pseudo_gradient(std::span<const float> theta, std::span<f
         finite = add(theta.data() + at, p.data(), y.data() + at, n) && finite;
     }
     return finite;
+}
+
+namespace {
+constexpr std::size_t kMomentSlice = std::size_t{1} << 20;  // 4 MiB of m or v at a time
+}  // namespace
+
+void IslandWorker::read_moments(const MomentSlice& fn) {
+    std::vector<float> slice(std::min(kMomentSlice, num_params_));
+    for (const StateVector which : {StateVector::m, StateVector::v})
+        for (std::size_t at = 0; at < num_params_; at += kMomentSlice) {
+            const std::span<float> s(slice.data(), std::min(kMomentSlice, num_params_ - at));
+            if (inner_->read_slice(which, at, s)) {
+                fn(which, at, s);
+                continue;
+            }
+            if (at != 0 || which != StateVector::m)
+                throw Error("the island's engine stopped giving its moments a slice at a time part-way");
+            std::vector<float> m(num_params_), v(num_params_);  // the devices give them whole only
+            inner_->get_adamw_state(m, v);
+            fn(StateVector::m, 0, m);
+            fn(StateVector::v, 0, v);
+            return;
+        }
+}
+
+void IslandWorker::write_moments(const MomentFill& fill) {
+    const std::size_t k = std::min(kMomentSlice, num_params_);
+    std::vector<float> m(k), v(k);
+    for (std::size_t at = 0; at < num_params_; at += kMomentSlice) {
+        const std::size_t n = std::min(kMomentSlice, num_params_ - at);
+        fill(at, std::span(m.data(), n), std::span(v.data(), n));
+        if (inner_->write_moments_slice(at, std::span(m.data(), n), std::span(v.data(), n))) continue;
+        if (at != 0) throw Error("the island's engine stopped taking its moments a slice at a time part-way");
+        std::vector<float> whole_m(num_params_), whole_v(num_params_);  // the devices take them whole only
+        fill(0, whole_m, whole_v);
+        inner_->set_adamw_state(whole_m, whole_v);
+        return;
+    }
 }
 
 void IslandWorker::fresh_residual() {

@@ -92,6 +92,13 @@ public:
     // keeps the step count.
     void get_adamw_state(std::span<float> m, std::span<float> v);
     void set_adamw_state(std::span<const float> m, std::span<const float> v);
+    // The same a slice at a time, where the engine can (else whole, once; core/inner_loop.h
+    // read_slice): fn sees m's slices in order, then v's, each value once; fill writes each slice of
+    // the new m and v (offset, m, v), and the engine takes it. No copy of the whole moments is made.
+    using MomentSlice = std::function<void(StateVector which, std::size_t offset, std::span<const float> values)>;
+    using MomentFill = std::function<void(std::size_t offset, std::span<float> m, std::span<float> v)>;
+    void read_moments(const MomentSlice& fn);
+    void write_moments(const MomentFill& fill);
     std::size_t num_params() const { return num_params_; }
     void get_params(std::span<float> out);  // the island's current θ_i
     int devices() const { return inner_->devices(); }

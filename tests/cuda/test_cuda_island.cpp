@@ -21,6 +21,7 @@
 #include "core/trainer.h"
 #include "kernels/cuda/cuda_transformer.h"
 #include "kernels/cuda/island_codec.h"
+#include "tests/core/state_slices.h"
 #include "tests/cuda/island_fixture.h"
 
 using namespace arch;
@@ -122,6 +123,39 @@ TEST_CASE("a ZeRO-3 island of one GPU is that GPU, bit for bit", "[cuda][island]
     island->get_adamw_state(mb, vb);
     CHECK(ma == mb);
     CHECK(va == vb);
+}
+
+TEST_CASE("slices of a GPU island's θ_i, m and v are its whole vectors; moments written in slices train as whole ones",
+          "[cuda][island][zero3]") {
+    // DDP replicas (rank 0 reads, every rank writes) and ZeRO-3 shards (each rank its own ranges, no
+    // gather), as a DES-LOC peer reads and writes them; and one GPU alone (a Trainer).
+    const ModelConfig c = island_model();
+    TrainData data;
+    const TrainConfig t = data.config(1, 4);
+#if ARCH_TEST_GPU_ISLANDS
+    for (const Parallel p : {Parallel::ddp, Parallel::zero3}) {
+        INFO(parallel_name(p));
+        auto island = [&] {
+            auto made = gpu_island(c, t, usable_gpus() >= 2 ? 2 : 1, p);
+            made->init_weights(4);
+            for (int s = 0; s < 2; ++s) made->step();
+            return made;
+        };
+        auto a = island(), b = island();
+        state_slices::check(*a, *b);
+    }
+#else
+    std::printf("SKIPPED (the islands): this build has no NCCL, so no island of GPUs\n");
+#endif
+    auto one = cuda::make_cuda_model(c), twin = cuda::make_cuda_model(c);
+    one->init_weights(4);
+    twin->init_weights(4);
+    Trainer ta(*one, t), tb(*twin, t);
+    for (int s = 0; s < 2; ++s) {
+        ta.step();
+        tb.step();
+    }
+    state_slices::check(ta, tb);
 }
 
 TEST_CASE("a ZeRO-3 island of GPUs trains like one GPU accumulating the same micro-batches", "[cuda][island][zero3]") {

@@ -15,6 +15,7 @@
 
 #include "core/trainer.h"
 #include "kernels/cuda/cuda_model.h"
+#include "tests/core/state_slices.h"
 #include "tests/cuda/island_fixture.h"
 
 using namespace arch;
@@ -132,5 +133,34 @@ TEST_CASE("a ZeRO-3 island offloads its shards' optimizer state", "[cuda][offloa
     CHECK(std::memcmp(&next, &again, sizeof(float)) == 0);
 #else
     std::printf("SKIPPED: this build has no NCCL, so no ZeRO-3 island of GPUs\n");
+#endif
+}
+
+TEST_CASE("slices of offloaded state are the whole vectors; moments written in slices train as whole ones", "[cuda][offload]") {
+    // The master weights, m and v in pinned host memory, read and written a slice at a time (a DES-LOC
+    // peer's path), on one GPU and across a ZeRO-3 island's offloaded shards.
+    const ModelConfig c = island_model();
+    TrainData data;
+    const TrainConfig t = offload_config(data, 4);
+    auto one = model(c, Offload::optimizer), twin = model(c, Offload::optimizer);
+    one->init_weights(6);
+    twin->init_weights(6);
+    Trainer ta(*one, t), tb(*twin, t);
+    for (int s = 0; s < 2; ++s) {
+        ta.step();
+        tb.step();
+    }
+    state_slices::check(ta, tb);
+#if ARCH_TEST_GPU_ISLANDS
+    auto island = [&] {
+        auto made = gpu_island(c, t, usable_gpus() >= 2 ? 2 : 1, Parallel::zero3, Offload::optimizer);
+        made->init_weights(6);
+        for (int s = 0; s < 2; ++s) made->step();
+        return made;
+    };
+    auto a = island(), b = island();
+    state_slices::check(*a, *b);
+#else
+    std::printf("SKIPPED (the ZeRO-3 island): this build has no NCCL, so no island of GPUs\n");
 #endif
 }

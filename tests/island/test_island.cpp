@@ -14,6 +14,7 @@
 #include "core/trainer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_collective.h"
+#include "tests/core/state_slices.h"
 #include "tests/core/temp_dir.h"
 
 using namespace arch;
@@ -198,6 +199,30 @@ TEST_CASE("ZeRO-3 shards tile the flat vector; get and set round-trip; every ran
     for (const ShardRange& s : z.shard_ranges())
         for (std::size_t i = 0; i < s.size; ++i) REQUIRE(z.shard_params()[s.shard_offset + i] == theta[s.begin + i]);
     CHECK(make_island(data.config(1), Parallel::ddp, 2)->zero3(0) == nullptr);
+}
+
+TEST_CASE("slices of θ_i, m and v are the whole vectors, and moments written in slices train as whole ones") {
+    // DES-LOC's moments and DiLoCo's θ_i leave and enter the engine a slice at a time (the peer holds
+    // no whole copy): on one device, under DDP, and across uneven ZeRO-3 shards.
+    Data data;
+    const TrainConfig t = data.config(2);
+    auto trained = [&](std::unique_ptr<InnerLoop> loop) {
+        for (int s = 0; s < 2; ++s) loop->step();
+        return loop;
+    };
+    SECTION("one device") {
+        auto backend = make_cpu_backend();
+        std::unique_ptr<Transformer> ma = make_transformer(small_model(), *backend), mb = make_transformer(small_model(), *backend);
+        ma->init_weights(t.seed);
+        mb->init_weights(t.seed);
+        auto a = trained(std::make_unique<Trainer>(*ma, t)), b = trained(std::make_unique<Trainer>(*mb, t));
+        state_slices::check(*a, *b);
+    }
+    for (const Parallel p : {Parallel::ddp, Parallel::zero3}) {
+        INFO(parallel_name(p));
+        auto a = trained(make_island(t, p, 3)), b = trained(make_island(t, p, 3));
+        state_slices::check(*a, *b);
+    }
 }
 
 TEST_CASE("evaluate spreads val batches over devices and equals one device") {

@@ -115,12 +115,25 @@ TEST_CASE("DES-LOC: moments are m and v of the model's size in bf16, finite, v n
     }
     CHECK(back.m[0] == 0.5f);
     CHECK(back.m[1] != m[1]);  // -1e-3 is not a bf16: it was rounded
-    // Written in place by whoever holds the moments (m in the blob's own memory, then rounded where
-    // it lies): the same bytes.
-    CHECK(encode_moments(7, 4, [&](std::span<float> om, std::span<float> ov) {
-              std::copy(m.begin(), m.end(), om.begin());
-              std::copy(v.begin(), v.end(), ov.begin());
+    // Given a slice at a time by whoever holds the moments: the same bytes, whatever the slices.
+    CHECK(encode_moments(7, 4, [&](const MomentSlicePut& put) {
+              put(StateVector::m, 0, std::span(m).first(3));
+              put(StateVector::m, 3, std::span(m).subspan(3));
+              put(StateVector::v, 0, v);
           }) == b);
+    // Slices that leave a gap, overlap, run past the end or fall short are refused.
+    CHECK_THROWS_WITH(encode_moments(7, 4, [&](const MomentSlicePut& put) { put(StateVector::m, 1, std::span(m).first(3)); }),
+                      Contains("a slice of m at 1 of 3 values, where 0 of 4 was next"));
+    CHECK_THROWS_WITH(encode_moments(7, 4,
+                                     [&](const MomentSlicePut& put) {
+                                         put(StateVector::m, 0, m);
+                                         put(StateVector::m, 2, std::span(m).first(2));
+                                     }),
+                      Contains("a slice of m at 2"));
+    CHECK_THROWS_WITH(encode_moments(7, 3, [&](const MomentSlicePut& put) { put(StateVector::v, 0, v); }),
+                      Contains("a slice of v at 0 of 4 values"));
+    CHECK_THROWS_WITH(encode_moments(7, 4, [&](const MomentSlicePut& put) { put(StateVector::m, 0, m); }),
+                      Contains("4 values of m and 0 of v, of 4"));
     CHECK_THROWS_WITH(decode_moments(b, 5), Contains("moments of 32 bytes, the model's take 36"));
     std::vector<std::byte> longer = b;
     longer.push_back(std::byte{0});
