@@ -33,10 +33,18 @@ public:
         std::memcpy(params_.data(), host.data(), host.size_bytes());
     }
     void get_params(std::span<float> host) override { std::memcpy(host.data(), params_.data(), params_.size() * sizeof(float)); }
+    // Its moments are zeros it does not hold (as a GPU's are on the GPU): read and written a slice
+    // at a time like any engine's, so a DES-LOC round costs the peer what it costs beside a real one.
     bool read_slice(StateVector which, std::size_t offset, std::span<float> out) override {
-        if (which != StateVector::params) return false;  // no moments: they come whole (zeros)
         if (offset > params_.size() || out.size() > params_.size() - offset) throw Error("synthetic model: slice past the end");
-        std::memcpy(out.data(), params_.data() + offset, out.size_bytes());
+        if (which == StateVector::params)
+            std::memcpy(out.data(), params_.data() + offset, out.size_bytes());
+        else
+            std::fill(out.begin(), out.end(), 0.0f);
+        return true;
+    }
+    bool write_moments_slice(std::size_t offset, std::span<const float> m, std::span<const float>) override {
+        if (offset > params_.size() || m.size() > params_.size() - offset) throw Error("synthetic model: slice past the end");
         return true;
     }
     void get_grads(std::span<float> host) override { std::fill(host.begin(), host.end(), 0.0f); }
