@@ -77,10 +77,10 @@ void check_scales(ByteSpan payload, std::uint64_t nb, std::string_view codec) {
 
 template <class BlockFn, class DecodeFn>
 Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t code_bytes,
-                  std::string_view codec, float* subtract_from, BlockFn&& fn, DecodeFn&& decode) {
+                  std::string_view codec, float* subtract_from, Bytes* reuse, BlockFn&& fn, DecodeFn&& decode) {
     const std::uint64_t n = x.size();
     const std::uint64_t nb = blocks_of(n, block);
-    Bytes out = payload_buffer(4 * nb + code_bytes);
+    Bytes out = payload_buffer(4 * nb + code_bytes, 0, reuse);
     std::byte* scales = out.data();
     std::byte* codes = out.data() + 4 * nb;
     int bad = 0;
@@ -155,8 +155,8 @@ void check_blockwise_parts(CodecId id, ByteSpan scales, std::byte last, std::uin
 }
 
 // ---- int8 ---------------------------------------------------------------------------------------
-Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from) {
-    return encode_with(x, block, x.size(), "int8", subtract_from,
+Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
+    return encode_with(x, block, x.size(), "int8", subtract_from, reuse,
                        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
                           float& s) {
                            float absmax;
@@ -178,8 +178,8 @@ void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out) {
 }
 
 // ---- int4: codes q+8 in [1,15], element 2j in the low nibble of byte j -----------------------------
-Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from) {
-    return encode_with(x, block, (x.size() + 1) / 2, "int4", subtract_from,
+Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
+    return encode_with(x, block, (x.size() + 1) / 2, "int4", subtract_from, reuse,
                        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
                           float& s) {
                            float absmax;
@@ -245,9 +245,9 @@ inline void fp4_values(const std::byte* codes, std::uint64_t first, std::uint64_
 }
 }  // namespace
 
-Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from) {
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
     return encode_with(
-        x, block, (x.size() + 1) / 2, "fp4", subtract_from,
+        x, block, (x.size() + 1) / 2, "fp4", subtract_from, reuse,
         [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
             float absmax;
             if (!block_absmax(xb, len, absmax)) return false;
@@ -291,9 +291,9 @@ void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
 }
 
 // ---- sign: bit i of a block set when x_i < 0, LSB first; scale = mean |x| -------------------------
-Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from) {
+Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
     return encode_with(
-        x, block, (x.size() + 7) / 8, "sign", subtract_from,
+        x, block, (x.size() + 7) / 8, "sign", subtract_from, reuse,
         [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
             double sum = 0.0;
             float z = 0.0f;

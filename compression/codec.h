@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -104,6 +105,12 @@ public:
     // was never applied): the next encode is then as if that one had never happened. An empty span
     // is reset(stream). Codecs without error feedback ignore it.
     virtual void set_residual(std::uint64_t stream, std::span<const float> r) {}
+
+    // Where a blob this codec encoded gives its memory back once nothing reads it (peers/blob.h), for
+    // the next encode to write into pages already mapped rather than fresh ones the kernel must clear
+    // (a round's buffers are allocated once). Callable from any thread, and after the codec is gone;
+    // empty where the codec keeps none.
+    virtual std::function<void(std::vector<std::byte>&&)> recycler() { return {}; }
 };
 
 // Parses a spec (grammar in docs/codecs.md):

@@ -33,9 +33,13 @@ void require_finite_payload(const std::byte* p, std::size_t n, std::string_view 
 // header in place instead of copying the payload into a fresh buffer, and for a message's own header
 // in front of that (kMessageHeadroom: the host puts its update's there, in place too).
 constexpr std::size_t kMessageHeadroom = 256;
-inline Bytes payload_buffer(std::size_t bytes, std::size_t extra = 0) {
+// `reuse`: a buffer whose memory to take when it is large enough (its pages mapped already: the
+// kernel need not clear fresh ones), resized without zeroing what it holds up to its old size.
+inline Bytes payload_buffer(std::size_t bytes, std::size_t extra = 0, Bytes* reuse = nullptr) {
+    const std::size_t room = kWireHeaderBytes + kMessageHeadroom + bytes + extra;
     Bytes b;
-    b.reserve(kWireHeaderBytes + kMessageHeadroom + bytes + extra);
+    if (reuse != nullptr && reuse->capacity() >= room) b = std::move(*reuse);
+    b.reserve(room);
     b.resize(bytes);
     return b;
 }
@@ -67,10 +71,10 @@ float half_to_float(std::uint16_t h);  // h must not be inf/NaN
 // ---- blockwise absmax codecs: int8, int4, fp4, sign (blockwise.cpp) -----------------------------
 // subtract_from (error feedback, the same buffer as x): each block's decode is taken off it as the
 // block is encoded, the same floats decode() gives, with no pass of its own.
-Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
-Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
-Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
-Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr);
+Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
+Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
+Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
 void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out);
@@ -109,7 +113,8 @@ void decode_topk_slice(ByteSpan payload, std::span<const TopkMark> marks, std::u
 // ---- zstd stage (zstd_stage.cpp) ----------------------------------------------------------------
 // Body = [u32 chunk_bytes][u32 chunks][u32 stored size per chunk; top bit: stored raw][chunks...]
 // The zstd stage's body, after `prefix` bytes left for the caller (the wire header): one buffer, no copy.
-Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0);
+// `into`: a buffer whose memory to write it in (its capacity kept; nothing zeroed up to its old size).
+Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0, Bytes into = {});
 // The most zstd_compress adds to a payload of this size: its chunk table (a chunk zstd cannot shrink
 // is stored raw).
 std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes);
@@ -151,16 +156,18 @@ struct Format {
     std::uint32_t block = 0;  // blockwise codecs
     double fraction = 0.0;    // topk
 };
-Bytes encode_payload(const Format& f, std::span<const float> x);
+// reuse: a buffer whose memory a blockwise codec's payload may take (payload_buffer).
+Bytes encode_payload(const Format& f, std::span<const float> x, Bytes* reuse = nullptr);
 // The payload of y, and y minus its decode (error feedback's residual) in the same pass where the codec
 // is blockwise or topk; nullopt for the others (the caller decodes and subtracts).
-std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y);
+std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y, Bytes* reuse = nullptr);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
 // Throws arch::Error unless the buffer holds `count` floats (the destination's).
 void require_count(const WireInfo& info, std::uint64_t count);
 // Validates a payload exactly as decode_payload does, without writing any output.
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count);
-// Prepends the header to the payload (in place when not compressing) or to its zstd body.
-Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int level);
+// Prepends the header to the payload (in place when not compressing: the payload is moved from) or
+// to its zstd body, written in `into`'s memory (zstd_compress; the payload is then left as it was).
+Bytes wrap(const Format& f, std::uint64_t count, Bytes& payload, bool zstd, int level, Bytes into = {});
 
 }  // namespace arch::compression::detail

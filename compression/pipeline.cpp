@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <mutex>
 
 #include "compression/detail.h"
 #include "compression/held_payload.h"
@@ -161,8 +164,9 @@ public:
 
     std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream) override {
         if (!spec_.error_feedback) {
-            return detail::wrap(format_, x.size(), detail::encode_payload(format_, x),
-                                spec_.zstd, spec_.zstd_level);
+            Bytes returned = returned_->take();
+            Bytes payload = detail::encode_payload(format_, x, spec_.zstd ? nullptr : &returned);
+            return finish(x.size(), payload, std::move(returned));
         }
         std::vector<float>& r = residuals_[stream];
         if (r.empty()) r.assign(x.size(), 0.0f);
@@ -199,6 +203,10 @@ public:
 
     void reset(std::uint64_t stream) override { residuals_.erase(stream); }
 
+    std::function<void(std::vector<std::byte>&&)> recycler() override {
+        return [spare = returned_](std::vector<std::byte>&& bytes) { spare->give(std::move(bytes)); };
+    }
+
     void set_residual(std::uint64_t stream, std::span<const float> r) override {
         if (!spec_.error_feedback) return;
         if (r.empty()) {
@@ -211,13 +219,36 @@ public:
 private:
     // y finite (checked by the caller), so no block is refused once y starts to change.
     std::vector<std::byte> encode_and_subtract(std::span<float> y) {
-        std::optional<Bytes> payload = detail::encode_payload_subtracting(format_, y);
+        Bytes returned = returned_->take();
+        Bytes* memory = spec_.zstd ? nullptr : &returned;
+        std::optional<Bytes> payload = detail::encode_payload_subtracting(format_, y, memory);
         if (!payload) {
-            payload = detail::encode_payload(format_, y);
+            payload = detail::encode_payload(format_, y, memory);
             subtract_decoded(*payload, y);
         }
-        return detail::wrap(format_, y.size(), std::move(*payload), spec_.zstd, spec_.zstd_level);
+        return finish(y.size(), *payload, std::move(returned));
     }
+
+    // The wire's blob: the payload itself (in the memory a blob gave back, where it fit), or its zstd
+    // stage written in that memory. The payload before a zstd stage is not kept: between rounds it
+    // would add its size to the peak of whoever holds this codec.
+    std::vector<std::byte> finish(std::size_t count, Bytes& payload, Bytes returned) {
+        return detail::wrap(format_, count, payload, spec_.zstd, spec_.zstd_level, std::move(returned));
+    }
+
+    // A blob's memory given back from any thread (recycler()), until the next encode takes it.
+    struct Returned {
+        std::mutex mu;
+        Bytes bytes;
+        void give(Bytes&& b) {
+            std::lock_guard<std::mutex> lock(mu);
+            bytes = std::move(b);
+        }
+        Bytes take() {
+            std::lock_guard<std::mutex> lock(mu);
+            return std::move(bytes);
+        }
+    };
 
     // r -= decode(payload), a slice at a time, so error feedback keeps no decoded copy the size of the
     // model (the codecs that subtract as they encode never come here).
@@ -240,6 +271,7 @@ private:
     std::map<std::uint64_t, std::vector<float>> residuals_;
     std::vector<float> decoded_;  // a slice of error feedback's decode of the last payload
     Bytes slice_scratch_;         // that slice's part of the payload
+    std::shared_ptr<Returned> returned_ = std::make_shared<Returned>();  // shared with the recyclers handed out
 };
 
 }  // namespace
@@ -283,7 +315,7 @@ std::vector<std::byte> wrap_payload(std::string_view spec, std::uint64_t count,
                     std::to_string(count) + " elements holds " + (exact ? "" : "at most ") +
                     std::to_string(want) + " bytes, got " + std::to_string(payload.size()));
     }
-    return detail::wrap(format_of(s), count, std::move(payload), s.zstd, s.zstd_level);
+    return detail::wrap(format_of(s), count, payload, s.zstd, s.zstd_level);
 }
 
 }  // namespace arch::compression

@@ -68,27 +68,27 @@ std::uint64_t payload_bytes_limit(CodecId id, std::uint32_t block, std::uint64_t
     return 0;
 }
 
-Bytes encode_payload(const Format& f, std::span<const float> x) {
+Bytes encode_payload(const Format& f, std::span<const float> x, Bytes* reuse) {
     switch (f.id) {
         case CodecId::fp32: return encode_fp32(x);
         case CodecId::fp16: return encode_fp16(x);
         case CodecId::bf16: return encode_bf16(x);
-        case CodecId::int8: return encode_int8(x, f.block);
+        case CodecId::int8: return encode_int8(x, f.block, nullptr, reuse);
         case CodecId::uint8_sigma: return encode_uint8_sigma(x);
-        case CodecId::int4: return encode_int4(x, f.block);
-        case CodecId::fp4: return encode_fp4(x, f.block);
+        case CodecId::int4: return encode_int4(x, f.block, nullptr, reuse);
+        case CodecId::fp4: return encode_fp4(x, f.block, nullptr, reuse);
         case CodecId::topk: return encode_topk(x, f.fraction);
-        case CodecId::sign: return encode_sign(x, f.block);
+        case CodecId::sign: return encode_sign(x, f.block, nullptr, reuse);
     }
     throw Error("encode: unknown codec id " + std::to_string(int(f.id)));
 }
 
-std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y) {
+std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y, Bytes* reuse) {
     switch (f.id) {
-        case CodecId::int8: return encode_int8(y, f.block, y.data());
-        case CodecId::int4: return encode_int4(y, f.block, y.data());
-        case CodecId::fp4: return encode_fp4(y, f.block, y.data());
-        case CodecId::sign: return encode_sign(y, f.block, y.data());
+        case CodecId::int8: return encode_int8(y, f.block, y.data(), reuse);
+        case CodecId::int4: return encode_int4(y, f.block, y.data(), reuse);
+        case CodecId::fp4: return encode_fp4(y, f.block, y.data(), reuse);
+        case CodecId::sign: return encode_sign(y, f.block, y.data(), reuse);
         case CodecId::topk: return encode_topk(y, f.fraction, y.data());
         default: return std::nullopt;
     }
@@ -119,11 +119,11 @@ void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span
     throw Error("decode: unknown codec id " + std::to_string(int(id)));
 }
 
-Bytes wrap(const Format& f, std::uint64_t count, Bytes&& payload, bool zstd, int level) {
+Bytes wrap(const Format& f, std::uint64_t count, Bytes& payload, bool zstd, int level, Bytes into) {
     const std::uint64_t payload_bytes = payload.size();
     Bytes out;
     if (zstd) {
-        out = zstd_compress(payload, level, kWireHeaderBytes);
+        out = zstd_compress(payload, level, kWireHeaderBytes, std::move(into));
     } else {
         out = std::move(payload);
         out.insert(out.begin(), kWireHeaderBytes, std::byte{0});  // in place: capacity reserved

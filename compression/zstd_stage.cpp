@@ -24,7 +24,7 @@ std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes) {
     return 8 + 4 * ((payload_bytes + kZstdChunk - 1) / kZstdChunk);
 }
 
-Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
+Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix, Bytes into) {
     const std::uint64_t size = payload.size();
     const std::uint64_t chunks = (size + kZstdChunk - 1) / kZstdChunk;
     if (chunks > 0xffffffffu) throw Error("zstd: payload of " + std::to_string(size) + " bytes is too large");
@@ -35,7 +35,8 @@ Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix) {
     slot[0] = table;
     for (std::uint64_t c = 0; c < chunks; ++c)
         slot[c + 1] = slot[c] + ZSTD_compressBound(std::min<std::uint64_t>(kZstdChunk, size - c * kZstdChunk));
-    Bytes out(slot[chunks]);
+    Bytes out = std::move(into);
+    out.resize(slot[chunks]);  // zeroes only what goes beyond the size it had
     std::vector<std::uint32_t> sizes(chunks);
     int failed = 0;
 #pragma omp parallel if (chunks > 1)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -13,7 +14,10 @@ namespace arch {
 
 class Blob {
 public:
-    explicit Blob(std::vector<std::byte> bytes);
+    // `release`, when given, takes the buffer back as the blob dies (a codec's recycler: its next
+    // encode writes in the same pages).
+    explicit Blob(std::vector<std::byte> bytes, std::function<void(std::vector<std::byte>&&)> release = {});
+    ~Blob();
     // The pieces, one after another; `keeps` holds their memory for as long as the blob lives.
     Blob(std::vector<std::span<const std::byte>> pieces, std::shared_ptr<const void> keeps);
     Blob(const Blob&) = delete;
@@ -25,6 +29,7 @@ public:
 
 private:
     std::vector<std::byte> own_;
+    std::function<void(std::vector<std::byte>&&)> release_;
     std::shared_ptr<const void> keeps_;
     std::vector<std::span<const std::byte>> pieces_;
     std::size_t size_ = 0;
@@ -32,6 +37,8 @@ private:
 
 // A large payload queued for one or more peers: one immutable blob, shared by every queue it is on.
 using SharedBlob = std::shared_ptr<const Blob>;
-inline SharedBlob share_blob(std::vector<std::byte> bytes) { return std::make_shared<const Blob>(std::move(bytes)); }
+inline SharedBlob share_blob(std::vector<std::byte> bytes, std::function<void(std::vector<std::byte>&&)> release = {}) {
+    return std::make_shared<const Blob>(std::move(bytes), std::move(release));
+}
 
 }  // namespace arch

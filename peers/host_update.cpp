@@ -139,9 +139,10 @@ SharedBlob Host::encode_update(uint64_t ended, const std::vector<rounds::Contrib
         std::vector<std::byte> blob = w.take_before(std::move(update));
         if (moments_ && moments_round(options_.config, ended))
             log("round " + std::to_string(ended) + " carries no moments: none came with the pseudo-gradients it used");
-        return share_blob(std::move(blob));
+        return share_blob(std::move(blob), global_->update_recycler());
     }
     w.bytes(update);
+    if (const auto recycle = global_->update_recycler()) recycle(std::move(update));  // copied: its memory is free
     moments_->write(moments, ended, w.bytes_in_place(protocol::moments_bytes(global_->theta().size())));
     std::string which;
     for (const uint32_t i : moments.islands) which += (which.empty() ? "" : ", ") + std::to_string(i);

@@ -400,7 +400,7 @@ void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
     const std::size_t payload_bytes = result.payload.size();
     // The meta in front of the Δ in the Δ's own memory (the codec leaves room): no copy of it.
     link.send_blob(host_, Type::pseudo_grad, m.round,
-                   share_blob(w.take_before(std::move(result.payload))));
+                   share_blob(w.take_before(std::move(result.payload)), worker_->payload_recycler()));
     log("round " + std::to_string(m.round) + " sent pseudo-gradient: " + std::to_string(payload_bytes) + " bytes" +
         (result.encoded_on.empty() ? std::string() : ", encoded " + result.encoded_on) +
         (result.steps != static_cast<int>(m.steps) || replica_->fragments() > 1

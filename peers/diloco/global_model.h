@@ -105,6 +105,8 @@ public:
     };
     void aggregate_held(std::span<const HeldDelta> held, int fragment, std::span<float> scratch, std::span<Seen> seen = {});
     std::vector<std::byte> step_and_encode(int fragment, std::span<float> aggregate);  // the aggregate in, the change out
+    // Where an update's blob gives its memory back for the next step_and_encode (compression::Codec::recycler).
+    std::function<void(std::vector<std::byte>&&)> update_recycler() { return down_codec_->recycler(); }
     bool aggregates_per_coordinate() const { return aggregator_ && aggregator_->per_coordinate(); }
     // Everyone: decodes update bytes (the change of the fragment's θ) and adds them, a slice at a time.
     // Validates first (size, codec, NaN/Inf) and that θ stays finite: on error throws arch::Error and θ

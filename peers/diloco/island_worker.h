@@ -100,6 +100,8 @@ public:
     void read_moments(const MomentSlice& fn);
     void write_moments(const MomentFill& fill);
     std::size_t num_params() const { return num_params_; }
+    // Where a sent Δ's blob gives its memory back for the next encode (compression::Codec::recycler).
+    std::function<void(std::vector<std::byte>&&)> payload_recycler() { return codec_->recycler(); }
     void get_params(std::span<float> out);  // the island's current θ_i
     int devices() const { return inner_->devices(); }
 
