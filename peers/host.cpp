@@ -498,15 +498,16 @@ void Host::note_update_held() {
     if (std::optional<std::string> line = ledger_.update_held()) log(*line);
 }
 
-void Host::on_moments(const std::string& key, std::span<const std::byte> blob) {
+void Host::on_moments(const std::string& key, std::vector<std::byte> blob) {
     if (!moments_) throw Error("moments in a run that syncs none (outer.sync_moments_every = 0)");
     const PeerState& p = roster_[key];
-    moments_->accept(key, blob, p.busy, p.started_round, round_);  // role, round, size, finite: or nothing is kept
-    ledger_.took_in(static_cast<double>(blob.size()));  // fp32 already: the round's ratio counts them as sent
-    publish(key, blob.size(), 0);
+    const std::size_t bytes = blob.size();
+    moments_->accept(key, std::move(blob), p.busy, p.started_round, round_);  // role, round, size, finite: or nothing is kept
+    ledger_.took_in(static_cast<double>(bytes));  // fp32 already: the round's ratio counts them as sent
+    publish(key, bytes, 0);
 }
 
-void Host::handle(Link& link, const LinkEvent& e) {
+void Host::handle(Link& link, LinkEvent& e) {
     PeerState* found = roster_.find(e.peer);
     if (e.kind == LinkEvent::Kind::connected) {
         if (found) found->connected = true;
@@ -542,7 +543,7 @@ void Host::handle(Link& link, const LinkEvent& e) {
             on_pseudo_grad(link, e.peer, e.payload, e.transfer_seconds, e.since_begin_seconds);
             break;
         case Type::moments:
-            on_moments(e.peer, e.payload);
+            on_moments(e.peer, std::move(e.payload));
             break;
         case Type::hash_report: {
             const protocol::HashReport h = protocol::decode_hash_report(e.payload);
@@ -643,7 +644,7 @@ void Host::accept_blobs(Link& link) {
     link.accept_blobs(accepted);
 }
 
-void Host::take_message(Link& link, const std::function<void(const LinkEvent&)>& handle_it) {
+void Host::take_message(Link& link, const std::function<void(LinkEvent&)>& handle_it) {
     std::optional<LinkEvent> e;
     try {
         // While a checkpoint's outer state is staged (4 MiB a turn), a turn with nothing to read does
@@ -670,7 +671,7 @@ void Host::turn(Link& link, Clock::time_point join_deadline) {
         revoked_checked_ = Clock::real().now();
         for (const std::string& key : options_.revoked()) revoke(link, key);
     }
-    take_message(link, [&](const LinkEvent& e) { handle(link, e); });
+    take_message(link, [&](LinkEvent& e) { handle(link, e); });
     checkpoints_->pump();
     take_eval(link);
     if (!policy_->open()) {
@@ -686,7 +687,7 @@ void Host::drain(Link& link) {
     // island still receiving it on a slow link is waited for while the transfer moves (barrier_passed).
     const Clock::time_point until = clock_.after(2 * options_.config.heartbeat_timeout_s + 5);
     while (!stop_ && !roster_.every_island_in_sync() && (clock_.now() < until || !barrier_passed(link))) {
-        take_message(link, [&](const LinkEvent& e) {
+        take_message(link, [&](LinkEvent& e) {
             if (e.type != Type::pseudo_grad && e.type != Type::moments) handle(link, e);
         });
         checkpoints_->pump();

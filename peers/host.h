@@ -75,13 +75,13 @@ public:
     const diloco::GlobalModel& global() const { return *global_; }
 
 private:
-    void handle(Link& link, const LinkEvent& e);
+    void handle(Link& link, LinkEvent& e);  // may take the payload (a blob kept as it came)
     void on_hello(Link& link, const std::string& key, const protocol::Hello& h);
     // Bye "revoked", everything queued for it dropped, out of this round, its island index freed.
     void revoke(Link& link, const std::string& key);
     void on_pseudo_grad(Link& link, const std::string& key, std::span<const std::byte> blob, double transfer_seconds,
                         double since_begin_seconds);
-    void on_moments(const std::string& key, std::span<const std::byte> blob);  // DES-LOC (moment_sync.h)
+    void on_moments(const std::string& key, std::vector<std::byte> blob);  // DES-LOC (moment_sync.h): kept as it came
     void note_update_held();  // a hash report in sync: logs when the last update has reached every island
     static uint64_t uplink_bytes(const Link& link);  // what the islands sent: pseudo-gradients and moments
     // Deadlines that scale with the link: a transfer with this peer moved payload within the margin,
@@ -103,7 +103,7 @@ private:
     void turn(Link& link, Clock::time_point join_deadline);  // one turn of the event loop
     // Polls the link once and handles what came; an exception on the way (bad_alloc included) is the
     // message's rejection, logged and an event, never the host's end.
-    void take_message(Link& link, const std::function<void(const LinkEvent&)>& handle_it);
+    void take_message(Link& link, const std::function<void(LinkEvent&)>& handle_it);
     void drain(Link& link);        // the run's end: until the last update reached every island (or its deadline)
     void say_goodbye(Link& link);  // bye to every island, and the traffic by message type logged
     void start_round(Link& link);

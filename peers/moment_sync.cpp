@@ -64,18 +64,43 @@ namespace {
 // for values whose v underflowed to 0. Returns ‖m‖ and ‖v‖, for the screens.
 std::pair<double, double> check_adamw_made(const protocol::MomentsView& mv, double ratio, double clip) {
     constexpr double kRounding = 1e-2, kTiny = 1e-12;
-    double m2 = 0, v1 = 0, v2 = 0;
-    for (std::size_t i = 0; i < mv.count; ++i) {
-        const double m = mv.m_at(i), v = mv.v_at(i);
-        if (ratio > 0 && std::fabs(m) > ratio * std::sqrt(v) * (1 + kRounding) + kTiny) {
-            char figures[160];
-            std::snprintf(figures, sizeof(figures), "m = %.3g with v = %.3g at value %zu: AdamW keeps |m| within %.3f sqrt(v)",
-                          m, v, i, ratio);
-            throw Error(std::string("moments AdamW could not have made: ") + figures);
+    // On the host's threads, a run of values each: the sums of each run in its own slot, added in
+    // order after, so the norms have the same bits on any number of threads; the first value out of
+    // bounds is the lowest any run found.
+    constexpr std::size_t kRun = std::size_t{1} << 16;
+    const std::size_t runs = (mv.count + kRun - 1) / kRun;
+    std::vector<double> sums(3 * runs);
+    std::size_t first_bad = mv.count;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (runs > 1)
+    for (std::size_t r = 0; r < runs; ++r) {
+        double m2 = 0, v1 = 0, v2 = 0;
+        const std::size_t end = std::min(mv.count, (r + 1) * kRun);
+        for (std::size_t i = r * kRun; i < end; ++i) {
+            const double m = mv.m_at(i), v = mv.v_at(i);
+            if (ratio > 0 && std::fabs(m) > ratio * std::sqrt(v) * (1 + kRounding) + kTiny) {
+                first_bad = std::min(first_bad, i);
+                break;
+            }
+            m2 += m * m;
+            v1 += v;
+            v2 += v * v;
         }
-        m2 += m * m;
-        v1 += v;
-        v2 += v * v;
+        sums[3 * r] = m2;
+        sums[3 * r + 1] = v1;
+        sums[3 * r + 2] = v2;
+    }
+    if (first_bad < mv.count) {
+        const double m = mv.m_at(first_bad), v = mv.v_at(first_bad);
+        char figures[160];
+        std::snprintf(figures, sizeof(figures), "m = %.3g with v = %.3g at value %zu: AdamW keeps |m| within %.3f sqrt(v)",
+                      m, v, first_bad, ratio);
+        throw Error(std::string("moments AdamW could not have made: ") + figures);
+    }
+    double m2 = 0, v1 = 0, v2 = 0;
+    for (std::size_t r = 0; r < runs; ++r) {
+        m2 += sums[3 * r];
+        v1 += sums[3 * r + 1];
+        v2 += sums[3 * r + 2];
     }
     if (clip > 0 && (std::sqrt(m2) > clip * (1 + kRounding) || v1 > clip * clip * (1 + kRounding))) {
         char figures[160];
@@ -87,7 +112,7 @@ std::pair<double, double> check_adamw_made(const protocol::MomentsView& mv, doub
 }
 }  // namespace
 
-void MomentPool::accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta,
+void MomentPool::accept(const std::string& key, std::vector<std::byte> blob, bool awaiting_delta,
                         uint64_t started_round, uint64_t round) {
     // Role and round before anything is decoded.
     const uint64_t of = protocol::moments_round(blob);
@@ -103,7 +128,7 @@ void MomentPool::accept(const std::string& key, std::span<const std::byte> blob,
         throw Error("a second set of moments for round " + std::to_string(of));
     const protocol::MomentsView mv = protocol::check_moments(blob, params_);  // exact size, finite, v >= 0
     const auto [m_norm, v_norm] = check_adamw_made(mv, ratio_, clip_);
-    held_[key] = Held{of, std::vector<std::byte>(mv.m, mv.m + 4 * params_), m_norm, v_norm};
+    held_[key] = Held{of, std::move(blob), m_norm, v_norm};  // as it came: no copy, no fresh pages
 }
 
 void MomentPool::drop(const std::string& key) { held_.erase(key); }
@@ -158,7 +183,7 @@ void MomentPool::write(Mean& mean, uint64_t round, std::span<std::byte> out) {
     std::vector<const std::byte*> from;
     std::vector<float> w;
     for (const auto& [key, weight] : mean.weights) {
-        from.push_back(held_.at(key).values.data());
+        from.push_back(held_.at(key).blob.data() + 16);  // m, then v
         w.push_back(weight);
     }
     store_le(out.data(), round);

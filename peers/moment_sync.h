@@ -55,7 +55,7 @@ public:
     // holding nothing: a round that carries no moments, another round than the island's and the
     // one in progress, moments after the Δ or twice, a wrong size, a non-finite m or v, a negative v,
     // an m that AdamW could not have made of that v, or moments beyond what clipped gradients allow.
-    void accept(const std::string& key, std::span<const std::byte> blob, bool awaiting_delta, uint64_t started_round,
+    void accept(const std::string& key, std::vector<std::byte> blob, bool awaiting_delta, uint64_t started_round,
                 uint64_t round);
     void drop(const std::string& key);  // a new round_start for it (what it sent is stale), or it was revoked
 
@@ -77,7 +77,7 @@ public:
 private:
     struct Held {
         uint64_t round = 0;
-        std::vector<std::byte> values;  // m then v, bf16, as the blob held them
+        std::vector<std::byte> blob;  // as it came: its header, then m and v in bf16
         double m_norm = 0, v_norm = 0;
     };
     int every_;  // K

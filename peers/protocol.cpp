@@ -400,14 +400,27 @@ MomentsView check_moments(std::span<const std::byte> b, std::size_t params) {
     view.count = params;
     view.m = b.data() + 16;
     view.v = view.m + 2 * params;
-    for (std::size_t k = 0; k < params; ++k) {
-        if (!bf16_is_finite(load_le<uint16_t>(view.m + 2 * k))) throw Error("moments: m[" + std::to_string(k) + "] is not finite");
+    const auto bad = [&](std::size_t k) {
         const uint16_t v = load_le<uint16_t>(view.v + 2 * k);
-        if (!bf16_is_finite(v) || bf16_to_float(v) < 0)
-            throw Error("moments: v[" + std::to_string(k) + "] = " + std::to_string(bf16_to_float(v)) +
-                        " (a second moment is finite and not negative)");
-    }
-    return view;
+        return !bf16_is_finite(load_le<uint16_t>(view.m + 2 * k)) || !bf16_is_finite(v) || bf16_to_float(v) < 0;
+    };
+    // A run of values per thread; the first bad value is the lowest any run found, so the error is
+    // the same on any number of threads.
+    constexpr std::size_t kRun = std::size_t{1} << 16;
+    const std::size_t runs = (params + kRun - 1) / kRun;
+    std::size_t first_bad = params;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (runs > 1)
+    for (std::size_t r = 0; r < runs; ++r)
+        for (std::size_t k = r * kRun; k < std::min(params, (r + 1) * kRun); ++k)
+            if (bad(k)) {
+                first_bad = std::min(first_bad, k);
+                break;
+            }
+    if (first_bad == params) return view;
+    const std::size_t k = first_bad;
+    if (!bf16_is_finite(load_le<uint16_t>(view.m + 2 * k))) throw Error("moments: m[" + std::to_string(k) + "] is not finite");
+    throw Error("moments: v[" + std::to_string(k) + "] = " + std::to_string(view.v_at(k)) +
+                " (a second moment is finite and not negative)");
 }
 
 Moments decode_moments(std::span<const std::byte> b, std::size_t params) {
