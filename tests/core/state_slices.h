@@ -68,4 +68,15 @@ inline void check(arch::InnerLoop& a, arch::InnerLoop& b, std::size_t slice = 99
     CHECK(same_bits(pa, pb));
 }
 
+// The same for two engines `make` gives (each from the same start), each trained `steps` steps first.
+template <class Make>
+void check_twins(Make&& make, int steps = 2) {
+    auto a = make(), b = make();
+    for (int s = 0; s < steps; ++s) {
+        a->step();
+        b->step();
+    }
+    check(*a, *b);
+}
+
 }  // namespace state_slices
