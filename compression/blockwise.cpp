@@ -75,23 +75,24 @@ void check_scales(ByteSpan payload, std::uint64_t nb, std::string_view codec) {
     }
 }
 
+// Blocks [b0, b1) of x: their scales at `scales` (4 bytes a block, from block 0), their codes from
+// `codes` on (block b0's first). fn and decode place a block's codes from `first`, its offset from
+// block b0's first value. False when a block holds inf or NaN.
 template <class BlockFn, class DecodeFn>
-Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t code_bytes,
-                  std::string_view codec, float* subtract_from, Bytes* reuse, BlockFn&& fn, DecodeFn&& decode) {
+bool encode_blocks(std::span<const float> x, std::uint32_t block, std::uint64_t b0, std::uint64_t b1, std::byte* scales,
+                   std::byte* codes, float* subtract_from, BlockFn& fn, DecodeFn& decode) {
     const std::uint64_t n = x.size();
-    const std::uint64_t nb = blocks_of(n, block);
-    Bytes out = payload_buffer(4 * nb + code_bytes, 0, reuse);
-    std::byte* scales = out.data();
-    std::byte* codes = out.data() + 4 * nb;
+    const std::uint64_t start = b0 * block;
     int bad = 0;
-    for_blocks(n, block, [&](std::uint64_t b, std::uint64_t first, std::uint64_t len) {
+    for_blocks(std::min<std::uint64_t>(n, b1 * block) - start, block, [&](std::uint64_t i, std::uint64_t from, std::uint64_t len) {
+        const std::uint64_t first = start + from;
         float s = 0.0f;
-        if (!fn(x.data() + first, len, first, codes, s)) {
+        if (!fn(x.data() + first, len, from, codes, s)) {
 #pragma omp atomic write
             bad = 1;
             return;
         }
-        store_le(scales + 4 * b, s);
+        store_le(scales + 4 * (b0 + i), s);
         if (!subtract_from) return;
         // Error feedback: the block's decode, exactly as its decoder gives it, taken off while the
         // block is in cache (pieces of a multiple of 8 values start on a byte of every code layout).
@@ -99,13 +100,71 @@ Bytes encode_with(std::span<const float> x, std::uint32_t block, std::uint64_t c
         float d[kPiece];
         for (std::uint64_t off = 0; off < len; off += kPiece) {
             const std::uint64_t m = std::min(kPiece, len - off);
-            decode(codes, first + off, m, s, d);
+            decode(codes, from + off, m, s, d);
             float* r = subtract_from + first + off;
 #pragma omp simd
-            for (std::uint64_t i = 0; i < m; ++i) r[i] = r[i] - d[i];
+            for (std::uint64_t j = 0; j < m; ++j) r[j] = r[j] - d[j];
         }
     });
-    if (bad) throw_non_finite(x, codec);
+    return bad == 0;
+}
+
+// The payload's zstd stage, made a window of blocks at a time: each window's codes are encoded into a
+// buffer of a few chunks, whole chunks compressed from there, and the rest carried to the next. The
+// scales, and the codes that share a chunk with them, go last. The same bytes as the payload made whole
+// and then compressed (zstd_compress), without the payload ever whole in memory.
+template <class BlockFn, class DecodeFn>
+Bytes encode_streamed(std::span<const float> x, std::uint32_t block, unsigned bits, std::string_view codec,
+                      float* subtract_from, ZstdTarget& zstd, BlockFn& fn, DecodeFn& decode) {
+    const std::uint64_t n = x.size(), nb = blocks_of(n, block);
+    const std::uint64_t scale_bytes = 4 * nb, code_bytes = (n * bits + 7) / 8;
+    const std::uint64_t block_bytes = std::uint64_t{block} * bits / 8;  // a block's codes (block: a multiple of 8)
+    zstd.payload_bytes = scale_bytes + code_bytes;
+    ZstdStageWriter stage(zstd.payload_bytes, zstd.level, zstd.prefix, std::move(zstd.into));
+    const std::uint64_t chunk = ZstdStageWriter::chunk_bytes();
+    // Chunks [0, shared) hold the scales and the first `head` code bytes; the rest only codes.
+    const std::uint64_t shared = std::min<std::uint64_t>((scale_bytes + chunk - 1) / chunk, stage.chunks());
+    const std::uint64_t head = std::min(shared * chunk - scale_bytes, code_bytes);
+    Bytes front(scale_bytes + head);
+    constexpr std::uint64_t kWindowChunks = 8;
+    const std::uint64_t window_blocks = std::max<std::uint64_t>(1, kWindowChunks * chunk / std::max<std::uint64_t>(block_bytes, 1));
+    Bytes window(chunk + window_blocks * block_bytes + 1);
+    std::uint64_t fill = 0, headed = 0;
+    std::uint32_t next = static_cast<std::uint32_t>(shared);  // the next chunk to compress
+    for (std::uint64_t b0 = 0; b0 < nb; b0 += window_blocks) {
+        const std::uint64_t b1 = std::min(nb, b0 + window_blocks);
+        if (!encode_blocks(x, block, b0, b1, front.data(), window.data() + fill, subtract_from, fn, decode))
+            throw_non_finite(x, codec);
+        fill += (std::min<std::uint64_t>(n, b1 * block) * bits + 7) / 8 - b0 * block_bytes;
+        if (headed < head) {  // the first code bytes share a chunk with the scales
+            const std::uint64_t take = std::min(head - headed, fill);
+            std::memcpy(front.data() + scale_bytes + headed, window.data(), take);
+            std::memmove(window.data(), window.data() + take, fill - take);
+            headed += take;
+            fill -= take;
+        }
+        const std::uint64_t whole = b1 == nb ? (fill + chunk - 1) / chunk : fill / chunk;
+        stage.compress(next, next + static_cast<std::uint32_t>(whole),
+                       [&, first = next](std::uint32_t c) { return window.data() + (c - first) * chunk; });
+        next += static_cast<std::uint32_t>(whole);
+        const std::uint64_t used = std::min(fill, whole * chunk);
+        std::memmove(window.data(), window.data() + used, fill - used);
+        fill -= used;
+    }
+    stage.compress(0, static_cast<std::uint32_t>(shared), [&](std::uint32_t c) { return front.data() + c * chunk; });
+    return stage.finish();
+}
+
+// The payload of x ([scales][codes], `bits` bits of code a value), or with `zstd` its zstd stage
+// (encode_streamed).
+template <class BlockFn, class DecodeFn>
+Bytes encode_with(std::span<const float> x, std::uint32_t block, unsigned bits, std::string_view codec,
+                  float* subtract_from, Bytes* reuse, ZstdTarget* zstd, BlockFn&& fn, DecodeFn&& decode) {
+    if (zstd) return encode_streamed(x, block, bits, codec, subtract_from, *zstd, fn, decode);
+    const std::uint64_t nb = blocks_of(x.size(), block);
+    Bytes out = payload_buffer(4 * nb + (x.size() * bits + 7) / 8, 0, reuse);
+    if (!encode_blocks(x, block, 0, nb, out.data(), out.data() + 4 * nb, subtract_from, fn, decode))
+        throw_non_finite(x, codec);
     return out;
 }
 
@@ -155,8 +214,8 @@ void check_blockwise_parts(CodecId id, ByteSpan scales, std::byte last, std::uin
 }
 
 // ---- int8 ---------------------------------------------------------------------------------------
-Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
-    return encode_with(x, block, x.size(), "int8", subtract_from, reuse,
+Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse, ZstdTarget* zstd) {
+    return encode_with(x, block, 8, "int8", subtract_from, reuse, zstd,
                        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
                           float& s) {
                            float absmax;
@@ -178,8 +237,8 @@ void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out) {
 }
 
 // ---- int4: codes q+8 in [1,15], element 2j in the low nibble of byte j -----------------------------
-Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
-    return encode_with(x, block, (x.size() + 1) / 2, "int4", subtract_from, reuse,
+Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse, ZstdTarget* zstd) {
+    return encode_with(x, block, 4, "int4", subtract_from, reuse, zstd,
                        [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes,
                           float& s) {
                            float absmax;
@@ -245,9 +304,9 @@ inline void fp4_values(const std::byte* codes, std::uint64_t first, std::uint64_
 }
 }  // namespace
 
-Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse, ZstdTarget* zstd) {
     return encode_with(
-        x, block, (x.size() + 1) / 2, "fp4", subtract_from, reuse,
+        x, block, 4, "fp4", subtract_from, reuse, zstd,
         [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
             float absmax;
             if (!block_absmax(xb, len, absmax)) return false;
@@ -291,9 +350,9 @@ void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out) {
 }
 
 // ---- sign: bit i of a block set when x_i < 0, LSB first; scale = mean |x| -------------------------
-Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse) {
+Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from, Bytes* reuse, ZstdTarget* zstd) {
     return encode_with(
-        x, block, (x.size() + 7) / 8, "sign", subtract_from, reuse,
+        x, block, 1, "sign", subtract_from, reuse, zstd,
         [](const float* xb, std::uint64_t len, std::uint64_t first, std::byte* codes, float& s) {
             double sum = 0.0;
             float z = 0.0f;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,10 +72,23 @@ float half_to_float(std::uint16_t h);  // h must not be inf/NaN
 // ---- blockwise absmax codecs: int8, int4, fp4, sign (blockwise.cpp) -----------------------------
 // subtract_from (error feedback, the same buffer as x): each block's decode is taken off it as the
 // block is encoded, the same floats decode() gives, with no pass of its own.
-Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
-Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
-Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
-Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr);
+// zstd: the payload's zstd stage instead, made without the payload ever whole in memory (the same bytes
+// zstd_compress gives for it), after zstd->prefix bytes, in zstd->into's memory; its payload's size is
+// put in zstd->payload_bytes.
+struct ZstdTarget {
+    int level = 1;
+    std::size_t prefix = 0;
+    Bytes into;
+    std::uint64_t payload_bytes = 0;
+};
+Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr,
+                  ZstdTarget* zstd = nullptr);
+Bytes encode_int4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr,
+                  ZstdTarget* zstd = nullptr);
+Bytes encode_fp4(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr,
+                 ZstdTarget* zstd = nullptr);
+Bytes encode_sign(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr,
+                  ZstdTarget* zstd = nullptr);
 void decode_int8(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_int4(ByteSpan payload, std::uint32_t block, std::span<float> out);
 void decode_fp4(ByteSpan payload, std::uint32_t block, std::span<float> out);
@@ -115,6 +129,32 @@ void decode_topk_slice(ByteSpan payload, std::span<const TopkMark> marks, std::u
 // The zstd stage's body, after `prefix` bytes left for the caller (the wire header): one buffer, no copy.
 // `into`: a buffer whose memory to write it in (its capacity kept; nothing zeroed up to its old size).
 Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix = 0, Bytes into = {});
+// A zstd stage made a chunk at a time from wherever each chunk's raw bytes lie, so the payload need
+// never be whole in memory (a blockwise codec's, encoded a window of chunks at a time). The body goes
+// after `prefix` bytes, in `into`'s memory; each compress() runs its chunks on the OpenMP threads,
+// with zstd contexts kept from call to call.
+class ZstdStageWriter {
+public:
+    ZstdStageWriter(std::uint64_t payload_bytes, int level, std::size_t prefix, Bytes into);
+    ~ZstdStageWriter();
+    ZstdStageWriter(const ZstdStageWriter&) = delete;
+    ZstdStageWriter& operator=(const ZstdStageWriter&) = delete;
+    static std::uint32_t chunk_bytes();  // each chunk's raw length but the last's
+    std::uint32_t chunks() const;
+    std::uint64_t raw_length(std::uint32_t c) const;
+    // Chunks [first, last), chunk c's raw_length(c) bytes read from raw(c) (called on any thread).
+    void compress(std::uint32_t first, std::uint32_t last, const std::function<const std::byte*(std::uint32_t)>& raw);
+    Bytes finish();  // every chunk compressed: the prefix, then the body
+
+private:
+    std::uint64_t payload_bytes_;
+    int level_;
+    std::size_t prefix_;
+    Bytes out_;
+    std::vector<std::uint64_t> slot_;   // where each chunk is compressed to, and the end
+    std::vector<std::uint32_t> sizes_;  // each chunk's stored size; the top bit: stored raw
+    std::vector<void*> contexts_;       // a ZSTD_CCtx per OpenMP thread
+};
 // The most zstd_compress adds to a payload of this size: its chunk table (a chunk zstd cannot shrink
 // is stored raw).
 std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes);
@@ -162,6 +202,13 @@ Bytes encode_payload(const Format& f, std::span<const float> x, Bytes* reuse = n
 // is blockwise or topk; nullopt for the others (the caller decodes and subtracts).
 std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y, Bytes* reuse = nullptr);
 void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span<float> out);
+// A blockwise codec's blob with its zstd stage, the payload never whole in memory (encode_int8's
+// `zstd`): zstd.prefix bytes (kWireHeaderBytes, for write_wire_header), then the stage, in zstd.into's
+// memory. subtract_from as encode_payload_subtracting's (x finite, checked by the caller). nullopt for
+// the codecs that are not blockwise.
+std::optional<Bytes> encode_zstd_stage(const Format& f, std::span<const float> x, float* subtract_from, ZstdTarget& zstd);
+// The wire header at out's front, for a body of out.size() - kWireHeaderBytes bytes.
+void write_wire_header(const Format& f, std::uint64_t count, bool zstd, std::uint64_t payload_bytes, Bytes& out);
 // Throws arch::Error unless the buffer holds `count` floats (the destination's).
 void require_count(const WireInfo& info, std::uint64_t count);
 // Validates a payload exactly as decode_payload does, without writing any output.

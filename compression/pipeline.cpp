@@ -164,6 +164,7 @@ public:
 
     std::vector<std::byte> encode(std::span<const float> x, std::uint64_t stream) override {
         if (!spec_.error_feedback) {
+            if (streams_zstd()) return streamed(x, nullptr);
             Bytes returned = returned_->take();
             Bytes payload = detail::encode_payload(format_, x, spec_.zstd ? nullptr : &returned);
             return finish(x.size(), payload, std::move(returned));
@@ -219,6 +220,7 @@ public:
 private:
     // y finite (checked by the caller), so no block is refused once y starts to change.
     std::vector<std::byte> encode_and_subtract(std::span<float> y) {
+        if (streams_zstd()) return streamed(y, y.data());
         Bytes returned = returned_->take();
         Bytes* memory = spec_.zstd ? nullptr : &returned;
         std::optional<Bytes> payload = detail::encode_payload_subtracting(format_, y, memory);
@@ -227,6 +229,15 @@ private:
             subtract_decoded(*payload, y);
         }
         return finish(y.size(), *payload, std::move(returned));
+    }
+
+    // A blockwise codec's zstd stage is made a window at a time: its payload is never whole in memory.
+    bool streams_zstd() const { return spec_.zstd && detail::is_blockwise(format_.id); }
+    Bytes streamed(std::span<const float> x, float* subtract_from) {
+        detail::ZstdTarget target{spec_.zstd_level, kWireHeaderBytes, returned_->take()};
+        std::optional<Bytes> out = detail::encode_zstd_stage(format_, x, subtract_from, target);
+        detail::write_wire_header(format_, x.size(), true, target.payload_bytes, *out);
+        return std::move(*out);
     }
 
     // The wire's blob: the payload itself (in the memory a blob gave back, where it fit), or its zstd

@@ -94,6 +94,16 @@ std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float
     }
 }
 
+std::optional<Bytes> encode_zstd_stage(const Format& f, std::span<const float> x, float* from, ZstdTarget& zstd) {
+    switch (f.id) {
+        case CodecId::int8: return encode_int8(x, f.block, from, nullptr, &zstd);
+        case CodecId::int4: return encode_int4(x, f.block, from, nullptr, &zstd);
+        case CodecId::fp4: return encode_fp4(x, f.block, from, nullptr, &zstd);
+        case CodecId::sign: return encode_sign(x, f.block, from, nullptr, &zstd);
+        default: return std::nullopt;
+    }
+}
+
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count) {
     if (is_blockwise(id)) return check_blockwise(id, payload, block, count);
     if (id == CodecId::topk) {
@@ -119,15 +129,7 @@ void decode_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::span
     throw Error("decode: unknown codec id " + std::to_string(int(id)));
 }
 
-Bytes wrap(const Format& f, std::uint64_t count, Bytes& payload, bool zstd, int level, Bytes into) {
-    const std::uint64_t payload_bytes = payload.size();
-    Bytes out;
-    if (zstd) {
-        out = zstd_compress(payload, level, kWireHeaderBytes, std::move(into));
-    } else {
-        out = std::move(payload);
-        out.insert(out.begin(), kWireHeaderBytes, std::byte{0});  // in place: capacity reserved
-    }
+void write_wire_header(const Format& f, std::uint64_t count, bool zstd, std::uint64_t payload_bytes, Bytes& out) {
     std::byte* h = out.data();
     std::memcpy(h, kMagic, 4);
     store_le<std::uint8_t>(h + 4, kVersion);
@@ -139,6 +141,18 @@ Bytes wrap(const Format& f, std::uint64_t count, Bytes& payload, bool zstd, int 
     store_le<std::uint32_t>(h + 20, 0);
     store_le<std::uint64_t>(h + 24, payload_bytes);
     store_le<std::uint64_t>(h + 32, out.size() - kWireHeaderBytes);
+}
+
+Bytes wrap(const Format& f, std::uint64_t count, Bytes& payload, bool zstd, int level, Bytes into) {
+    const std::uint64_t payload_bytes = payload.size();
+    Bytes out;
+    if (zstd) {
+        out = zstd_compress(payload, level, kWireHeaderBytes, std::move(into));
+    } else {
+        out = std::move(payload);
+        out.insert(out.begin(), kWireHeaderBytes, std::byte{0});  // in place: capacity reserved
+    }
+    write_wire_header(f, count, zstd, payload_bytes, out);
     return out;
 }
 

@@ -3,6 +3,7 @@
 // Chunks of 1 MiB are compressed in parallel (OpenMP), each kept raw where zstd does not shrink it.
 // Decompression checks every frame's declared content size against the chunk size the header
 // implies before decompressing into a buffer of exactly that size, so nothing can expand past it.
+#include <omp.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -24,59 +25,87 @@ std::uint64_t zstd_stage_overhead(std::uint64_t payload_bytes) {
     return 8 + 4 * ((payload_bytes + kZstdChunk - 1) / kZstdChunk);
 }
 
-Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix, Bytes into) {
-    const std::uint64_t size = payload.size();
-    const std::uint64_t chunks = (size + kZstdChunk - 1) / kZstdChunk;
-    if (chunks > 0xffffffffu) throw Error("zstd: payload of " + std::to_string(size) + " bytes is too large");
+ZstdStageWriter::ZstdStageWriter(std::uint64_t payload_bytes, int level, std::size_t prefix, Bytes into)
+    : payload_bytes_(payload_bytes), level_(level), prefix_(prefix) {
+    const std::uint64_t chunks = (payload_bytes + kZstdChunk - 1) / kZstdChunk;
+    if (chunks > 0xffffffffu) throw Error("zstd: payload of " + std::to_string(payload_bytes) + " bytes is too large");
     // Each chunk is compressed straight into the buffer that is sent, at a slot of zstd's bound for it
     // (at least its raw size), and the chunks are then moved together: no buffer per chunk beside it.
-    const std::uint64_t table = prefix + 8 + 4 * chunks;
-    std::vector<std::uint64_t> slot(chunks + 1);
-    slot[0] = table;
+    slot_.resize(chunks + 1);
+    slot_[0] = prefix + 8 + 4 * chunks;
     for (std::uint64_t c = 0; c < chunks; ++c)
-        slot[c + 1] = slot[c] + ZSTD_compressBound(std::min<std::uint64_t>(kZstdChunk, size - c * kZstdChunk));
-    Bytes out = std::move(into);
-    out.resize(slot[chunks]);  // zeroes only what goes beyond the size it had
-    std::vector<std::uint32_t> sizes(chunks);
+        slot_[c + 1] = slot_[c] + ZSTD_compressBound(std::min<std::uint64_t>(kZstdChunk, payload_bytes - c * kZstdChunk));
+    out_ = std::move(into);
+    out_.resize(slot_[chunks]);  // zeroes only what goes beyond the size it had
+    sizes_.assign(chunks, 0);
+}
+
+ZstdStageWriter::~ZstdStageWriter() {
+    for (void* ctx : contexts_) ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(ctx));
+}
+
+std::uint32_t ZstdStageWriter::chunk_bytes() { return kZstdChunk; }
+
+std::uint32_t ZstdStageWriter::chunks() const { return static_cast<std::uint32_t>(sizes_.size()); }
+
+std::uint64_t ZstdStageWriter::raw_length(std::uint32_t c) const {
+    return std::min<std::uint64_t>(kZstdChunk, payload_bytes_ - std::uint64_t(c) * kZstdChunk);
+}
+
+void ZstdStageWriter::compress(std::uint32_t first, std::uint32_t last, const std::function<const std::byte*(std::uint32_t)>& raw) {
+    const int threads = omp_get_max_threads();
+    if (contexts_.size() < static_cast<std::size_t>(threads)) contexts_.resize(threads, nullptr);
     int failed = 0;
-#pragma omp parallel if (chunks > 1)
+#pragma omp parallel if (last - first > 1)
     {
-        ZSTD_CCtx* ctx = ZSTD_createCCtx();
-        if (ctx) ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level);
+        void*& mine = contexts_[omp_get_thread_num()];
+        if (!mine && (mine = ZSTD_createCCtx()))
+            ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(mine), ZSTD_c_compressionLevel, level_);
+        auto* ctx = static_cast<ZSTD_CCtx*>(mine);
 #pragma omp for schedule(dynamic)
-        for (std::int64_t c = 0; c < static_cast<std::int64_t>(chunks); ++c) {
-            const std::uint64_t first = std::uint64_t(c) * kZstdChunk;
-            const std::size_t len = std::min<std::uint64_t>(kZstdChunk, size - first);
-            std::byte* to = out.data() + slot[c];
-            const std::size_t room = slot[c + 1] - slot[c];
-            const std::size_t r = ctx ? ZSTD_compress2(ctx, to, room, payload.data() + first, len) : 0;
+        for (std::int64_t i = first; i < static_cast<std::int64_t>(last); ++i) {
+            const auto c = static_cast<std::uint32_t>(i);
+            const std::byte* from = raw(c);
+            const std::size_t len = raw_length(c);
+            std::byte* to = out_.data() + slot_[c];
+            const std::size_t room = slot_[c + 1] - slot_[c];
+            const std::size_t r = ctx ? ZSTD_compress2(ctx, to, room, from, len) : 0;
             if (!ctx || ZSTD_isError(r)) {
 #pragma omp atomic write
                 failed = 1;
                 continue;
             }
             if (r >= len) {  // zstd did not help: store the chunk raw (the bound is at least len)
-                std::copy(payload.begin() + first, payload.begin() + first + len, to);
-                sizes[c] = static_cast<std::uint32_t>(len) | kRawBit;
+                std::copy(from, from + len, to);
+                sizes_[c] = static_cast<std::uint32_t>(len) | kRawBit;
             } else {
-                sizes[c] = static_cast<std::uint32_t>(r);
+                sizes_[c] = static_cast<std::uint32_t>(r);
             }
         }
-        ZSTD_freeCCtx(ctx);
     }
     if (failed) throw Error("zstd: compression failed (out of memory?)");
-    std::byte* body = out.data() + prefix;
+}
+
+Bytes ZstdStageWriter::finish() {
+    const std::uint64_t chunks = sizes_.size();
+    std::byte* body = out_.data() + prefix_;
     store_le(body, kZstdChunk);
     store_le(body + 4, static_cast<std::uint32_t>(chunks));
-    std::uint64_t at = table;  // where the next chunk goes: never past its slot, so a forward move
+    std::uint64_t at = slot_[0];  // where the next chunk goes: never past its slot, so a forward move
     for (std::uint64_t c = 0; c < chunks; ++c) {
-        store_le(body + 8 + 4 * c, sizes[c]);
-        const std::uint64_t stored = sizes[c] & ~kRawBit;
-        if (at != slot[c]) std::memmove(out.data() + at, out.data() + slot[c], stored);
+        store_le(body + 8 + 4 * c, sizes_[c]);
+        const std::uint64_t stored = sizes_[c] & ~kRawBit;
+        if (at != slot_[c]) std::memmove(out_.data() + at, out_.data() + slot_[c], stored);
         at += stored;
     }
-    out.resize(at);
-    return out;
+    out_.resize(at);
+    return std::move(out_);
+}
+
+Bytes zstd_compress(ByteSpan payload, int level, std::size_t prefix, Bytes into) {
+    ZstdStageWriter stage(payload.size(), level, prefix, std::move(into));
+    stage.compress(0, stage.chunks(), [&](std::uint32_t c) { return payload.data() + std::uint64_t(c) * ZstdStageWriter::chunk_bytes(); });
+    return stage.finish();
 }
 
 ZstdChunks::ZstdChunks(ByteSpan body, std::uint64_t payload_bytes) : body_(body), payload_bytes_(payload_bytes) {

@@ -197,6 +197,7 @@ void TransferReceiver::reset() {
     bad_chunks_ = 0;
     data_.clear();
     data_.shrink_to_fit();
+    extent_ = 0;
     digest_.reset();
     digested_ = 0;
 }
@@ -204,8 +205,17 @@ void TransferReceiver::reset() {
 std::vector<std::byte> TransferReceiver::take() {
     if (!complete_) throw Error("transfer " + id_text(begin_.id) + " is not complete");
     std::vector<std::byte> blob = std::move(data_);
+    blob.resize(begin_.total_bytes);  // only ever smaller: memory given may be larger than the blob
     reset();
     return blob;
+}
+
+bool TransferReceiver::use_memory(std::vector<std::byte>& spare) {
+    if (!active_ || complete_ || chunks_held_ != 0 || spare.capacity() < begin_.total_bytes) return false;
+    data_ = std::move(spare);
+    spare = {};
+    if (data_.size() > begin_.total_bytes) data_.resize(begin_.total_bytes);
+    return true;
 }
 
 Outbound TransferReceiver::status() const {
@@ -266,7 +276,10 @@ TransferStep TransferReceiver::on_begin(std::span<const std::byte> payload) {
     if (!active_) {
         begin_ = *m;
         data_.clear();
-        data_.reserve(m->total_bytes);  // address space only: pages are touched as chunks fill them
+        // Address space only: pages are touched as chunks fill them. An eighth more, so that the memory
+        // can take a later blob of its kind a little larger (use_memory).
+        data_.reserve(m->total_bytes + m->total_bytes / 8);
+        extent_ = 0;
         held_.assign(m->chunk_count, false);
         chunks_held_ = 0;
         bytes_held_ = 0;
@@ -325,7 +338,7 @@ TransferStep TransferReceiver::on_chunk(std::span<const std::byte> payload) {
     // An honest sender never has more chunks out, unheld, than its window and the chunks it must
     // send again: memory beyond the bytes held and those would be paid for by nobody.
     const uint64_t spare = uint64_t{limits_.window_chunks + limits_.max_bad_chunks} * begin_.chunk_bytes;
-    if (std::max<uint64_t>(data_.size(), offset + expected) > bytes_held_ + expected + spare)
+    if (std::max<uint64_t>(extent_, offset + expected) > bytes_held_ + expected + spare)
         return bad_chunk(kNoResend, what + ": further ahead of the chunks held than the window", current);
     if (held_[c->index]) {
         TransferStep step = rejected(what + ": duplicate");
@@ -335,7 +348,10 @@ TransferStep TransferReceiver::on_chunk(std::span<const std::byte> payload) {
     if (checksum(c->data) != c->checksum)
         return bad_chunk(c->index, what + ": checksum mismatch", current);
 
-    if (offset + expected > data_.size()) data_.resize(offset + expected);  // within the reserve: no move
+    // Within the reserve: no move. Memory given with use_memory is written over where it already holds
+    // bytes (stale ones, never read), not zeroed first.
+    if (offset + expected > data_.size()) data_.resize(offset + expected);
+    extent_ = std::max<uint64_t>(extent_, offset + expected);
     std::memcpy(data_.data() + offset, c->data.data(), c->data.size());
     held_[c->index] = true;
     ++chunks_held_;

@@ -131,8 +131,12 @@ class TransferReceiver {
     // Partial until complete(): it grows as chunks arrive (up to the furthest chunk held, at most the
     // window and the resends beyond the bytes held), so a begin's declared size costs nothing until
     // its bytes come.
-    std::span<const std::byte> data() const { return data_; }
+    std::span<const std::byte> data() const { return std::span<const std::byte>(data_).first(extent_); }
     std::vector<std::byte> take();  // the blob (once complete), the receiver's own buffer (no copy), and reset to idle
+    // Memory for the blob a begin just announced (a delivered blob's, given back): its pages are the
+    // process's already, and what it holds is written over, never zeroed first. Taken only before the
+    // first chunk, and only if it holds the whole blob; false: left with the caller.
+    bool use_memory(std::vector<std::byte>& spare);
     void reset();                 // forget the transfer (e.g. its round was abandoned)
 
   private:
@@ -152,7 +156,8 @@ class TransferReceiver {
     uint32_t chunks_held_ = 0;
     uint64_t bytes_held_ = 0;
     uint32_t bad_chunks_ = 0;
-    std::vector<std::byte> data_;
+    std::vector<std::byte> data_;  // its size may run past extent_: memory given with use_memory
+    uint64_t extent_ = 0;          // the end of the furthest chunk held
     // The blob's digest, taken a chunk at a time as the chunks from the first on are held (each
     // while it is still in the cache), not in a pass over the whole blob at its end.
     std::unique_ptr<DigestStream> digest_;

@@ -540,6 +540,9 @@ void Host::handle(Link& link, LinkEvent& e) {
     p.connected = true;
     switch (e.type) {
         case Type::pseudo_grad:
+            // Its memory is not given back to the link (Link::give_back): it is taken in decoded, or
+            // out of its zstd stage, into memory of its own, and the received bytes kept until the next
+            // Δs would sit beside those through the aggregation, the host's peak.
             on_pseudo_grad(link, e.peer, e.payload, e.transfer_seconds, e.since_begin_seconds);
             break;
         case Type::moments:

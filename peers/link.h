@@ -80,6 +80,10 @@ public:
     virtual uint64_t bytes_sent(protocol::Type type) const = 0;
     virtual uint64_t bytes_received(protocol::Type type) const = 0;
     virtual LinkStats stats(const std::string& peer) const { return {}; }
+    // A delivered blob's memory, once its reader is done with it: the next blob to arrive may be
+    // written in it (pages the process has already, none for the kernel to clear). Never called: each
+    // blob arrives in fresh memory.
+    virtual void give_back(std::vector<std::byte>&& blob) {}
 };
 
 }  // namespace arch

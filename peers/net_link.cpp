@@ -206,6 +206,7 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         const uint32_t held_before = inbound.receiver.chunks_held();
         const net::TransferStep step = inbound.receiver.on_message(type, in.payload);
         if (!was_active && inbound.receiver.active()) {  // its begin taken: the blob's time counts from the first one
+            offer_spare(inbound.receiver);
             const auto [first, fresh] = undelivered_since_.try_emplace({in.peer_key, inbound.receiver.tag()}, inbound.began);
             inbound.began = first->second;
             if (fresh) stats_[in.peer_key].last_progress = inbound.began;  // a new blob starts moving; a replacement does not
@@ -330,6 +331,32 @@ std::optional<LinkEvent> NetLink::poll_once(int timeout_ms, bool& read) {
     stats_[in->peer_key].bytes_received += net::kHeaderBytes + in->payload.size();
     e.payload = std::move(in->payload);
     return e;
+}
+
+void NetLink::give_back(std::vector<std::byte>&& blob) {
+    if (blob.capacity() < kSmallestSpare) return;
+    spare_.push_back(std::move(blob));
+    if (spare_.size() <= kSpareBlobs) return;
+    const auto smallest = std::min_element(spare_.begin(), spare_.end(),
+                                           [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+    spare_.erase(smallest);
+}
+
+void NetLink::offer_spare(net::TransferReceiver& receiver) {
+    // Not for a small blob, nor memory more than twice the blob's: it would stay with the blob.
+    const uint64_t need = receiver.total_bytes();
+    if (need < kSmallestSpare) return;
+    auto best = spare_.end();
+    for (auto it = spare_.begin(); it != spare_.end(); ++it)
+        if (it->capacity() >= need && it->capacity() <= 2 * need && (best == spare_.end() || it->capacity() < best->capacity()))
+            best = it;
+    if (best != spare_.end()) {
+        if (receiver.use_memory(*best)) spare_.erase(best);
+        return;
+    }
+    // None holds it: those too small go (blobs of a kind vary in size a little; one past a spare's
+    // room would leave it unused for good).
+    std::erase_if(spare_, [&](const std::vector<std::byte>& b) { return b.capacity() < need; });
 }
 
 void NetLink::measure(double& rate, uint64_t bytes, double seconds) {

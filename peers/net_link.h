@@ -34,6 +34,7 @@ public:
     uint64_t bytes_sent(protocol::Type type) const override;
     uint64_t bytes_received(protocol::Type type) const override;
     LinkStats stats(const std::string& peer) const override;
+    void give_back(std::vector<std::byte>&& blob) override;
     // What the inbound transfers under way hold in memory, all peers together, and how many there are:
     // the figures docs/protocol.md bounds ("What a message may cost"), for tests and fuzz_link.
     uint64_t inbound_bytes_held() const;
@@ -51,6 +52,9 @@ public:
     static constexpr std::size_t kMaxQueuedBlobs = 3;
     static constexpr double kStallSeconds = 120;
     static constexpr std::size_t kRememberedTransfers = 16;  // completed ids answered "done" again
+    // Delivered blobs' memory kept for the next ones (give_back): the most buffers, the smallest worth it.
+    static constexpr std::size_t kSpareBlobs = 16;
+    static constexpr std::size_t kSmallestSpare = 4 * kChunkBytes;
     static constexpr std::size_t kDrainMessages = 64;        // transfer messages one poll handles in a row
     static constexpr std::chrono::milliseconds kDrainTime{4};  // and for at most this long
 
@@ -88,7 +92,12 @@ private:
     // A transfer of `bytes` finished in `seconds`: folds its rate into the peer's figure.
     static void measure(double& rate, uint64_t bytes, double seconds);
 
+    // A transfer just begun takes the smallest spare that holds it whole and is at most twice its size
+    // (Link::give_back).
+    void offer_spare(net::TransferReceiver& receiver);
+
     std::map<std::string, std::deque<Item>> out_;
+    std::vector<std::vector<std::byte>> spare_;
     std::map<std::pair<std::string, uint64_t>, Inbound> in_;
     std::map<std::string, std::deque<uint64_t>> completed_;  // per peer, the last transfers delivered
     // Per peer and blob type, when the first transfer not yet delivered began: a begin that replaces

@@ -266,7 +266,7 @@ void Peer::on_state(Link& link, std::vector<std::byte> blob) {
     publish(link);
 }
 
-void Peer::on_update(Link& link, std::span<const std::byte> blob) {
+bool Peer::on_update(Link& link, std::span<const std::byte> blob) {
     ByteReader r(blob, "update");
     const protocol::UpdateMeta meta = protocol::decode_update(r.bytes(1 << 16));
     const std::span<const std::byte> update = r.view(blob.size());
@@ -283,7 +283,7 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
         log("update for round " + std::to_string(meta.round) + " but θ is at round " + std::to_string(round_) +
             "; asking for the state");
         report_hash(link);
-        return;
+        return false;
     }
     const int fragment = round_fragment(*config_, meta.round);
     replica_->apply_update(update, fragment);
@@ -333,6 +333,7 @@ void Peer::on_update(Link& link, std::span<const std::byte> blob) {
         options_.status->add_round(row);
         publish(link);
     }
+    return !moments;
 }
 
 void Peer::on_round_start(Link& link, const protocol::RoundStart& m) {
@@ -504,7 +505,11 @@ void Peer::on_message(Link& link, LinkEvent& e) {
         case Type::welcome: on_welcome(link, protocol::decode_welcome(e.payload)); break;
         case Type::data: on_data(link, e.payload); break;
         case Type::state: on_state(link, std::move(e.payload)); break;
-        case Type::update: on_update(link, e.payload); break;
+        case Type::update:
+            // Applied, its memory takes the next one; not one that carried DES-LOC's moments (a buffer
+            // several times an update's size, which no plain update would take).
+            if (on_update(link, e.payload)) link.give_back(std::move(e.payload));
+            break;
         case Type::round_start:
             if (options_.status && options_.status->paused()) {
                 deferred_ = protocol::decode_round_start(e.payload);  // answered after resume

@@ -81,7 +81,8 @@ private:
     void data_ready(Link& link);  // the island's shard is complete: start the island, report θ
     void on_message(Link& link, LinkEvent& e);  // one message from the host, by its type (a state is taken from e)
     void on_state(Link& link, std::vector<std::byte> blob);
-    void on_update(Link& link, std::span<const std::byte> blob);
+    // True: applied, and it carried no moments (Link::give_back may have its memory).
+    bool on_update(Link& link, std::span<const std::byte> blob);
     void on_round_start(Link& link, const protocol::RoundStart& m);
     void send_moments(Link& link, uint64_t round);  // DES-LOC: the island's AdamW m and v, before its Δ
     void take_moments(const protocol::UpdateMeta& meta, const std::optional<protocol::MomentsView>& mean);  // borrowed from the update

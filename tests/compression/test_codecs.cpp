@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "compression/codec.h"
+#include "compression/detail.h"
 #include "core/error.h"
 #include "tests/compression/codec_test_data.h"
 
@@ -211,6 +212,40 @@ TEST_CASE("zstd stage is lossless and stores incompressible chunks raw", "[codec
     // fp32 Gaussian barely compresses: the body must not grow by more than the chunk table.
     const auto bytes = make_codec("fp32+zstd")->encode(x);
     REQUIRE(bytes.size() <= kWireHeaderBytes + 4 * x.size() + 8 + 4 * 6);
+}
+
+TEST_CASE("a blockwise codec's zstd stage, made a window at a time, is the payload's zstd stage byte for byte", "[codec][zstd]") {
+    // Sizes where every code shares a chunk with the scales, where the scales end on a chunk's edge
+    // (int8, block 8: 2^21 values have 1 MiB of scales), where the last block and byte are partial, and
+    // where the codes take several windows of 8 chunks (int8: 8 Mi values a window).
+    struct Case {
+        const char* codec;
+        std::size_t n;
+    };
+    for (const Case c : {Case{"fp4:block=32", 1000}, Case{"int8:block=8", std::size_t{1} << 21},
+                         Case{"int4:block=64", 3 * (std::size_t{1} << 20) + 7}, Case{"sign:block=256", (std::size_t{1} << 22) + 3},
+                         Case{"int8:block=256", 9 * (std::size_t{1} << 20) + 5}}) {
+        for (const bool feedback : {false, true}) {
+            INFO(c.codec << ", " << c.n << " values" << (feedback ? ", error feedback" : ""));
+            const std::vector<float> x = gaussian(c.n, 11);
+            const std::string plain = std::string(c.codec) + (feedback ? "+ef" : "");
+            std::vector<float> y_plain = x, y_zstd = x;
+            const auto blob_plain = feedback ? make_codec(plain)->encode_feedback(y_plain) : make_codec(plain)->encode(x);
+            const auto blob_zstd =
+                feedback ? make_codec(plain + "+zstd:1")->encode_feedback(y_zstd) : make_codec(plain + "+zstd:1")->encode(x);
+            REQUIRE(y_zstd == y_plain);  // the residual, where error feedback takes each decode off
+            const std::span<const std::byte> payload = std::span(blob_plain).subspan(kWireHeaderBytes);
+            const auto want = detail::zstd_compress(payload, 1, kWireHeaderBytes);
+            REQUIRE(blob_zstd.size() == want.size());
+            REQUIRE(std::equal(blob_zstd.begin() + kWireHeaderBytes, blob_zstd.end(), want.begin() + kWireHeaderBytes));
+            REQUIRE(inspect(blob_zstd).payload_bytes == payload.size());
+            std::vector<float> decoded(c.n);
+            decode(blob_zstd, decoded);
+            std::vector<float> decoded_plain(c.n);
+            decode(blob_plain, decoded_plain);
+            REQUIRE(decoded == decoded_plain);
+        }
+    }
 }
 
 TEST_CASE("wire_bytes_limit bounds every codec's encoded size, and is reached by what zstd cannot shrink", "[codec][zstd]") {

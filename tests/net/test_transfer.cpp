@@ -343,3 +343,38 @@ TEST_CASE("a receiver's memory follows the chunks that arrived, never a begin's 
     REQUIRE(fresh.complete());
     CHECK(fresh.take() == blob);
 }
+
+TEST_CASE("memory given to a receiver takes the blob in place: written over, never read, the blob exact", "[net][transfer]") {
+    const auto blob = random_blob(100 * 1000 + 17, 21);
+    TransferSender s(41, blob, 1000);
+    ReceiverLimits limits;
+    limits.window_chunks = 4;
+    TransferReceiver r = started(s, limits);
+    // Too small for the blob: refused, and left with the caller.
+    std::vector<std::byte> small(blob.size() - 1, std::byte{0x5a});
+    CHECK_FALSE(r.use_memory(small));
+    CHECK(small.size() == blob.size() - 1);
+    // Larger than the blob and full of other bytes: taken, where the chunks go.
+    std::vector<std::byte> spare(blob.size() + 4096, std::byte{0xa5});
+    const std::byte* memory = spare.data();
+    REQUIRE(r.use_memory(spare));
+    CHECK(spare.empty());
+    CHECK(r.data().empty());  // nothing held yet: the stale bytes are not the blob's
+    Wire wire;  // after the chunk below, the rest from a resumed sender
+    // A chunk out of order first, so that stale bytes stand before it until overwritten.
+    REQUIRE(r.on_message(kTransferChunk, chunk(41, 1, 2, std::span(blob).subspan(2000, 1000))).rejected.empty());
+    CHECK(r.data().size() == 3000);
+    // The sender starts from its begin's status; the chunk already held is not sent again.
+    TransferSender again(41, blob, 1000);
+    wire.push(wire.to_receiver, {again.begin()});
+    wire.run(again, r);
+    REQUIRE(r.complete());
+    // Once a chunk is held the memory is the receiver's own: no more is taken.
+    const std::vector<std::byte> got = r.take();
+    CHECK(got.data() == memory);
+    CHECK(got == blob);
+    std::vector<std::byte> late(blob.size(), std::byte{1});
+    TransferReceiver busy = started(s, limits);
+    REQUIRE(busy.on_message(kTransferChunk, chunk(41, 1, 0, std::span(blob).first(1000))).rejected.empty());
+    CHECK_FALSE(busy.use_memory(late));
+}
