@@ -1,8 +1,6 @@
 // net/transfer_wire.cpp: byte layouts of the transfer messages; every read is bounds-checked first.
 #include "net/transfer_wire.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -32,37 +30,12 @@ bool need(std::span<const std::byte> p, std::size_t bytes, bool exact, const cha
 
 }  // namespace
 
-Digest checksum(std::span<const std::byte> bytes) {
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
-    Digest d;
-    std::memcpy(d.data(), c.digest, d.size());
-    return d;
-}
+Digest checksum(std::span<const std::byte> bytes) { return xxh3_digest(bytes); }
 
 Digest checksum(Pieces pieces) {
     DigestStream stream;
     for (const std::span<const std::byte> piece : pieces) stream.add(piece);
     return stream.digest();
-}
-
-DigestStream::DigestStream() : state_(XXH3_createState()) {
-    if (!state_) throw std::bad_alloc();
-    XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
-}
-
-DigestStream::~DigestStream() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
-
-void DigestStream::add(std::span<const std::byte> bytes) {
-    XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
-}
-
-Digest DigestStream::digest() const {
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state_)));
-    Digest d;
-    std::memcpy(d.data(), c.digest, d.size());
-    return d;
 }
 
 std::vector<std::byte> encode(const BeginMsg& m) {

@@ -19,26 +19,16 @@
 #include <string>
 #include <vector>
 
+#include "core/digest.h"
+
 namespace arch::net {
 
-using Digest = std::array<std::byte, 16>;  // XXH3-128
+using arch::Digest;  // XXH3-128 (core/digest.h)
 Digest checksum(std::span<const std::byte> bytes);
 // A blob's bytes in pieces that lie apart in memory, taken one after another.
 using Pieces = std::span<const std::span<const std::byte>>;
 Digest checksum(Pieces pieces);  // the same digest as of the pieces joined
-// The digest of bytes given a piece at a time, in order: the same as checksum() of them joined.
-class DigestStream {
-public:
-    DigestStream();
-    ~DigestStream();
-    DigestStream(const DigestStream&) = delete;
-    DigestStream& operator=(const DigestStream&) = delete;
-    void add(std::span<const std::byte> bytes);
-    Digest digest() const;
-
-private:
-    void* state_;  // an XXH3_state_t
-};
+using arch::DigestStream;  // a piece at a time: the same as checksum() of them joined
 
 inline constexpr uint32_t kNoResend = 0xffffffffu;
 inline constexpr std::size_t kChunkPrefixBytes = 8 + 4 + 4 + 16;

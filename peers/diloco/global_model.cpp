@@ -3,7 +3,6 @@
 
 #include <omp.h>
 #include <sodium.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -336,19 +335,11 @@ std::string checksum(std::span<const std::span<const std::byte>> parts) {
     return sum.hex();
 }
 
-Checksum::Checksum() : state_(XXH3_createState()) {
-    if (!state_) throw Error("out of memory for a checksum");
-    XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
-}
-
-Checksum::~Checksum() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
-
-void Checksum::add(std::span<const std::byte> part) { XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), part.data(), part.size()); }
+void Checksum::add(std::span<const std::byte> part) { stream_.add(part); }
 
 std::string Checksum::hex() const {
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state_)));
-    return to_hex(c.digest, sizeof(c.digest));
+    const Digest d = stream_.digest();
+    return to_hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
 std::string hash_bytes(std::span<const std::byte> bytes) {

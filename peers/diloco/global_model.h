@@ -18,6 +18,7 @@
 
 #include "compression/codec.h"
 #include "compression/held_payload.h"
+#include "core/digest.h"
 #include "core/named_enum.h"
 #include "core/float_store.h"
 #include "outer_optimizer/aggregator.h"
@@ -176,15 +177,11 @@ std::string checksum(std::span<const std::span<const std::byte>> parts);  // XXH
 // The same checksum taken as the parts come (add them in order, then hex()).
 class Checksum {
 public:
-    Checksum();
-    ~Checksum();
-    Checksum(const Checksum&) = delete;
-    Checksum& operator=(const Checksum&) = delete;
     void add(std::span<const std::byte> part);
     std::string hex() const;
 
 private:
-    void* state_;  // an XXH3_state_t
+    DigestStream stream_;
 };
 std::string hash_bytes(std::span<const std::byte> bytes);  // BLAKE2b-256, hex
 std::string hash_bytes(std::span<const std::span<const std::byte>> parts);  // of the parts one after another
