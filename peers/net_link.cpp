@@ -354,9 +354,10 @@ void NetLink::offer_spare(net::TransferReceiver& receiver) {
         if (receiver.use_memory(*best)) spare_.erase(best);
         return;
     }
-    // None holds it: those too small go (blobs of a kind vary in size a little; one past a spare's
-    // room would leave it unused for good).
-    std::erase_if(spare_, [&](const std::vector<std::byte>& b) { return b.capacity() < need; });
+    // None holds it. Blobs of a kind vary in size a little, and one past a spare's room would leave
+    // that spare unused for good: those short of it by less than half go. A much smaller one is of
+    // another kind (a plain update beside one that carries DES-LOC's moments), and stays.
+    std::erase_if(spare_, [&](const std::vector<std::byte>& b) { return b.capacity() < need && 2 * b.capacity() >= need; });
 }
 
 void NetLink::measure(double& rate, uint64_t bytes, double seconds) {
