@@ -126,8 +126,8 @@ Bytes encode_streamed(std::span<const float> x, std::uint32_t block, unsigned bi
     const std::uint64_t shared = std::min<std::uint64_t>((scale_bytes + chunk - 1) / chunk, stage.chunks());
     const std::uint64_t head = std::min(shared * chunk - scale_bytes, code_bytes);
     Bytes front(scale_bytes + head);
-    constexpr std::uint64_t kWindowChunks = 8;
-    const std::uint64_t window_blocks = std::max<std::uint64_t>(1, kWindowChunks * chunk / std::max<std::uint64_t>(block_bytes, 1));
+    const std::uint64_t window_blocks =
+        std::max<std::uint64_t>(1, std::max<std::uint64_t>(zstd.window_chunks, 1) * chunk / std::max<std::uint64_t>(block_bytes, 1));
     Bytes window(chunk + window_blocks * block_bytes + 1);
     std::uint64_t fill = 0, headed = 0;
     std::uint32_t next = static_cast<std::uint32_t>(shared);  // the next chunk to compress

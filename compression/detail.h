@@ -80,6 +80,7 @@ struct ZstdTarget {
     std::size_t prefix = 0;
     Bytes into;
     std::uint64_t payload_bytes = 0;
+    std::uint64_t window_chunks = 8;  // codes encoded at a time, in 1 MiB chunks (a test makes it small)
 };
 Bytes encode_int8(std::span<const float> x, std::uint32_t block, float* subtract_from = nullptr, Bytes* reuse = nullptr,
                   ZstdTarget* zstd = nullptr);
