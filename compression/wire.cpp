@@ -68,40 +68,42 @@ std::uint64_t payload_bytes_limit(CodecId id, std::uint32_t block, std::uint64_t
     return 0;
 }
 
+namespace {
+
+// The blockwise codecs' encoders, chosen in one place; nullopt for the other codecs.
+std::optional<Bytes> encode_blockwise(const Format& f, std::span<const float> x, float* subtract_from, Bytes* reuse,
+                                      ZstdTarget* zstd) {
+    switch (f.id) {
+        case CodecId::int8: return encode_int8(x, f.block, subtract_from, reuse, zstd);
+        case CodecId::int4: return encode_int4(x, f.block, subtract_from, reuse, zstd);
+        case CodecId::fp4: return encode_fp4(x, f.block, subtract_from, reuse, zstd);
+        case CodecId::sign: return encode_sign(x, f.block, subtract_from, reuse, zstd);
+        default: return std::nullopt;
+    }
+}
+
+}  // namespace
+
 Bytes encode_payload(const Format& f, std::span<const float> x, Bytes* reuse) {
+    if (std::optional<Bytes> b = encode_blockwise(f, x, nullptr, reuse, nullptr)) return std::move(*b);
     switch (f.id) {
         case CodecId::fp32: return encode_fp32(x);
         case CodecId::fp16: return encode_fp16(x);
         case CodecId::bf16: return encode_bf16(x);
-        case CodecId::int8: return encode_int8(x, f.block, nullptr, reuse);
         case CodecId::uint8_sigma: return encode_uint8_sigma(x);
-        case CodecId::int4: return encode_int4(x, f.block, nullptr, reuse);
-        case CodecId::fp4: return encode_fp4(x, f.block, nullptr, reuse);
         case CodecId::topk: return encode_topk(x, f.fraction);
-        case CodecId::sign: return encode_sign(x, f.block, nullptr, reuse);
+        default: break;
     }
     throw Error("encode: unknown codec id " + std::to_string(int(f.id)));
 }
 
 std::optional<Bytes> encode_payload_subtracting(const Format& f, std::span<float> y, Bytes* reuse) {
-    switch (f.id) {
-        case CodecId::int8: return encode_int8(y, f.block, y.data(), reuse);
-        case CodecId::int4: return encode_int4(y, f.block, y.data(), reuse);
-        case CodecId::fp4: return encode_fp4(y, f.block, y.data(), reuse);
-        case CodecId::sign: return encode_sign(y, f.block, y.data(), reuse);
-        case CodecId::topk: return encode_topk(y, f.fraction, y.data());
-        default: return std::nullopt;
-    }
+    if (f.id == CodecId::topk) return encode_topk(y, f.fraction, y.data());
+    return encode_blockwise(f, y, y.data(), reuse, nullptr);
 }
 
-std::optional<Bytes> encode_zstd_stage(const Format& f, std::span<const float> x, float* from, ZstdTarget& zstd) {
-    switch (f.id) {
-        case CodecId::int8: return encode_int8(x, f.block, from, nullptr, &zstd);
-        case CodecId::int4: return encode_int4(x, f.block, from, nullptr, &zstd);
-        case CodecId::fp4: return encode_fp4(x, f.block, from, nullptr, &zstd);
-        case CodecId::sign: return encode_sign(x, f.block, from, nullptr, &zstd);
-        default: return std::nullopt;
-    }
+std::optional<Bytes> encode_zstd_stage(const Format& f, std::span<const float> x, float* subtract_from, ZstdTarget& zstd) {
+    return encode_blockwise(f, x, subtract_from, nullptr, &zstd);
 }
 
 void check_payload(CodecId id, std::uint32_t block, ByteSpan payload, std::uint64_t count) {
