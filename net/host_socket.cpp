@@ -376,8 +376,12 @@ void HostSocket::State::receive_one() {
     } else if (!zap->allow_list()->contains(key)) {
         reason = "key is no longer on the allow-list";
     }
+    // Read before the frame goes into the payload (accept_frame keeps it there, uncopied).
+    const int source_fd = parts > 0 ? frame.get(ZMQ_SRCFD) : -1;
+    const char* address = parts > 0 ? zmq_msg_gets(frame.handle(), "Peer-Address") : nullptr;
+    const std::optional<std::string> peer_address = address ? std::optional<std::string>(address) : std::nullopt;
     Header header;
-    std::vector<std::byte> payload;
+    Payload payload;
     if (reason.empty() &&
         !detail::accept_frame(frame, options.run_id, header, payload, traffic, reason)) {
         // accept_frame counted it as rejected
@@ -396,7 +400,7 @@ void HostSocket::State::receive_one() {
     const bool was_live = live(key);
     const std::string was_route = routing_of.count(key) ? routing_of[key] : std::string();
     // An older connection's messages still count (the key sent them), but it gets no replies.
-    if (track(rid, key, frame.get(ZMQ_SRCFD), zmq_msg_gets(frame.handle(), "Peer-Address")) &&
+    if (track(rid, key, source_fd, peer_address ? peer_address->c_str() : nullptr) &&
         (!was_live || was_route != rid)) {
         Incoming connected;
         connected.kind = Incoming::Kind::connected;
@@ -474,6 +478,10 @@ std::optional<Incoming> HostSocket::poll(int timeout_ms) {
 
 bool HostSocket::send(const std::string& peer_key, const Header& header,
                       std::span<const std::byte> payload) {
+    return send(peer_key, header, Pieces(&payload, 1));
+}
+
+bool HostSocket::send(const std::string& peer_key, const Header& header, Pieces payload) {
     State& s = *state_;
     std::string failure;
     {

@@ -68,6 +68,8 @@ class HostSocket {
     // or its queue is full (it does not read): the call never waits. Throws arch::Error if the message exceeds
     // max_message_bytes (use a transfer for large payloads).
     bool send(const std::string& peer_key, const Header& header, std::span<const std::byte> payload);
+    // The same, the payload in pieces (a chunk's prefix and its data where the blob lies), copied once, into the frame.
+    bool send(const std::string& peer_key, const Header& header, Pieces payload);
 
     // Replaces the allow-list, from any thread. New handshakes use it at once; messages from
     // connected keys no longer on it are dropped from then on.

@@ -41,6 +41,9 @@ struct Header {
     uint64_t sequence = 0;  // per-sender counter, set by the caller (or the socket if 0)
 };
 
+// A payload (or a blob) in pieces that lie apart in memory, taken one after another as if joined.
+using Pieces = std::span<const std::span<const std::byte>>;
+
 // Writes the kHeaderBytes header bytes (magic and version included) into out.
 void encode_header(const Header& header, std::byte* out);
 

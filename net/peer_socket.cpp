@@ -113,7 +113,7 @@ void PeerSocket::State::receive_one() {
         ++extra;
     }
     Header header;
-    std::vector<std::byte> payload;
+    Payload payload;
     std::string reason;
     if (extra != 0) {
         reason = "expected 1 frame, found " + std::to_string(extra + 1);
@@ -174,6 +174,10 @@ std::optional<Incoming> PeerSocket::poll(int timeout_ms) {
 }
 
 bool PeerSocket::send(const Header& header, std::span<const std::byte> payload) {
+    return send(header, Pieces(&payload, 1));
+}
+
+bool PeerSocket::send(const Header& header, Pieces payload) {
     State& s = *state_;
     zmq::message_t frame =
         detail::build_frame(header, payload, s.options.run_id, ++s.sequence, s.options.limits);

@@ -43,6 +43,7 @@ class PeerSocket {
     // run_id, sequence and payload_bytes are filled in. Returns false if the queue stayed full for
     // send_timeout_ms. Throws arch::Error above max_message_bytes.
     bool send(const Header& header, std::span<const std::byte> payload);
+    bool send(const Header& header, Pieces payload);  // in pieces, copied once, into the frame
 
     bool connected() const;  // as of the last poll(): a handshake succeeded, no disconnect since
     const Traffic& traffic() const;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "net/message.h"
+#include "net/payload.h"
 
 namespace arch::net {
 
@@ -39,7 +40,7 @@ struct Incoming {
     Kind kind = Kind::message;
     std::string peer_key;
     Header header;                 // kind == message only
-    std::vector<std::byte> payload;  // kind == message only
+    Payload payload;               // kind == message only, held where it was received (net/payload.h)
     // kind == connected, on the host: the peer's address and the host's own address it came in on, as
     // the kernel has them ("ip:port", an IPv6 one in brackets); empty where the connection is not certain.
     std::string from, to;

@@ -22,6 +22,18 @@ TransferStep rejected(std::string reason) {
 
 }  // namespace
 
+std::vector<std::span<const std::byte>> Outbound::pieces() const {
+    std::vector<std::span<const std::byte>> out{payload};
+    out.insert(out.end(), data.begin(), data.end());
+    return out;
+}
+
+std::vector<std::byte> Outbound::joined() const {
+    std::vector<std::byte> out(payload);
+    for (const std::span<const std::byte> piece : data) out.insert(out.end(), piece.begin(), piece.end());
+    return out;
+}
+
 // ---- sender ----
 
 TransferSender::TransferSender(uint64_t transfer_id, std::vector<std::byte> blob,
@@ -156,7 +168,9 @@ std::vector<Outbound> TransferSender::pump() {
         }
         const uint64_t offset = uint64_t{index} * begin_.chunk_bytes;
         const uint64_t length = std::min<uint64_t>(begin_.chunk_bytes, size_ - offset);
-        out.push_back(Outbound{kTransferChunk, encode_chunk(begin_.id, session_, index, pieces_of(offset, length))});
+        std::vector<std::span<const std::byte>> data = pieces_of(offset, length);
+        std::vector<std::byte> prefix = encode_chunk_prefix(begin_.id, session_, index, data);
+        out.push_back(Outbound{kTransferChunk, std::move(prefix), std::move(data)});
         --credit_;
         ++in_flight_;
         ++chunks_sent_;

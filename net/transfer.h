@@ -27,7 +27,13 @@ namespace arch::net {
 
 struct Outbound {
     uint16_t type = 0;  // a kTransfer* type from message.h
-    std::vector<std::byte> payload;
+    std::vector<std::byte> payload;  // a chunk's: its prefix (transfer_wire.h), its data in `data`
+    // A chunk's data, where the sender's blob keeps it (valid while the sender is): the payload on the wire
+    // is `payload` and then these, so the bytes are copied once, into the frame (Socket::send with pieces).
+    std::vector<std::span<const std::byte>> data;
+
+    std::vector<std::span<const std::byte>> pieces() const;  // `payload`, then `data`
+    std::vector<std::byte> joined() const;                    // the same, in one buffer
 };
 
 // What one incoming message did. `rejected` is empty when it was accepted; otherwise it says why

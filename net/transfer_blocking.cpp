@@ -40,7 +40,7 @@ TransferLink link_to_host(PeerSocket& socket, uint64_t round) {
         Header h;
         h.type = m.type;
         h.round = round;
-        return socket.send(h, m.payload);
+        return socket.send(h, m.pieces());
     };
     link.receive = [&socket](int timeout_ms) {
         return next_transfer_message(socket, nullptr, timeout_ms);
@@ -54,7 +54,7 @@ TransferLink link_to_peer(HostSocket& socket, const std::string& peer_key, uint6
         Header h;
         h.type = m.type;
         h.round = round;
-        return socket.send(peer_key, h, m.payload);
+        return socket.send(peer_key, h, m.pieces());
     };
     link.receive = [&socket, peer_key](int timeout_ms) {
         return next_transfer_message(socket, &peer_key, timeout_ms);

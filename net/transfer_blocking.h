@@ -17,7 +17,7 @@ namespace arch::net {
 
 struct TransferMessage {
     uint16_t type = 0;
-    std::vector<std::byte> payload;
+    Payload payload;  // where it was received
 };
 
 // The two things a blocking transfer needs from a connection.

@@ -69,17 +69,20 @@ std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t inde
     return encode_chunk(id, session, index, Pieces(&data, 1));
 }
 
-std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index, Pieces data) {
-    std::size_t bytes = 0;
-    for (const std::span<const std::byte> piece : data) bytes += piece.size();
+std::vector<std::byte> encode_chunk_prefix(uint64_t id, uint32_t session, uint32_t index, Pieces data) {
     ByteWriter w;
-    w.reserve(kChunkPrefixBytes + bytes);
+    w.reserve(kChunkPrefixBytes);
     w.u64(id);
     w.u32(session);
     w.u32(index);
     w.raw(checksum(data));
-    for (const std::span<const std::byte> piece : data) w.raw(piece);
     return w.take();
+}
+
+std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index, Pieces data) {
+    std::vector<std::byte> out = encode_chunk_prefix(id, session, index, data);
+    for (const std::span<const std::byte> piece : data) out.insert(out.end(), piece.begin(), piece.end());
+    return out;
 }
 
 std::vector<std::byte> encode(const CreditMsg& m) {

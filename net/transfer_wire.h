@@ -20,13 +20,12 @@
 #include <vector>
 
 #include "core/digest.h"
+#include "net/message.h"
 
 namespace arch::net {
 
 using arch::Digest;  // XXH3-128 (core/digest.h)
 Digest checksum(std::span<const std::byte> bytes);
-// A blob's bytes in pieces that lie apart in memory, taken one after another.
-using Pieces = std::span<const std::span<const std::byte>>;
 Digest checksum(Pieces pieces);  // the same digest as of the pieces joined
 using arch::DigestStream;  // a piece at a time: the same as checksum() of them joined
 
@@ -70,6 +69,9 @@ std::vector<std::byte> encode(const StatusMsg& m);
 std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index,
                                   std::span<const std::byte> data);
 std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index, Pieces data);  // as if joined
+// A chunk's first kChunkPrefixBytes (its checksum taken over `data`): the data itself follows, sent from
+// where it lies.
+std::vector<std::byte> encode_chunk_prefix(uint64_t id, uint32_t session, uint32_t index, Pieces data);
 std::vector<std::byte> encode(const CreditMsg& m);
 std::vector<std::byte> encode_done(uint64_t id);
 std::vector<std::byte> encode(const AbortMsg& m);

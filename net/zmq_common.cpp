@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -126,8 +127,8 @@ void count(std::map<uint16_t, TypeTraffic>& table, uint16_t type, std::size_t by
     entry.bytes += bytes;
 }
 
-bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
-                  std::vector<std::byte>& payload, Traffic& traffic, std::string& reason) {
+bool accept_frame(zmq::message_t& frame, uint64_t run_id, Header& header, Payload& payload, Traffic& traffic,
+                  std::string& reason) {
     const auto* bytes = static_cast<const std::byte*>(frame.data());
     const std::span<const std::byte> view(bytes, frame.size());
     auto decoded = decode_header(view, reason);
@@ -145,25 +146,33 @@ bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
         return false;
     }
     header = *decoded;
-    payload.assign(bytes + kHeaderBytes, bytes + frame.size());
     count(traffic.received, header.type, frame.size());
+    auto held = std::make_shared<zmq::message_t>(std::move(frame));
+    payload = Payload(held, std::span<const std::byte>(static_cast<const std::byte*>(held->data()) + kHeaderBytes,
+                                                       held->size() - kHeaderBytes));
     return true;
 }
 
-zmq::message_t build_frame(Header header, std::span<const std::byte> payload, uint64_t run_id,
+zmq::message_t build_frame(Header header, Pieces payload, uint64_t run_id,
                            uint64_t sequence, const Limits& limits) {
-    const std::size_t total = kHeaderBytes + payload.size();
+    std::size_t payload_bytes = 0;
+    for (const std::span<const std::byte> piece : payload) payload_bytes += piece.size();
+    const std::size_t total = kHeaderBytes + payload_bytes;
     if (static_cast<int64_t>(total) > limits.max_message_bytes)
         throw Error("message of " + std::to_string(total) + " bytes (" + type_name(header.type) +
                     ") exceeds max_message_bytes " + std::to_string(limits.max_message_bytes) +
                     "; send large payloads with a transfer (net/transfer.h)");
     header.run_id = run_id;
     header.sequence = sequence;
-    header.payload_bytes = static_cast<uint32_t>(payload.size());
+    header.payload_bytes = static_cast<uint32_t>(payload_bytes);
     zmq::message_t frame(total);
     auto* out = static_cast<std::byte*>(frame.data());
     encode_header(header, out);
-    if (!payload.empty()) std::memcpy(out + kHeaderBytes, payload.data(), payload.size());
+    out += kHeaderBytes;
+    for (const std::span<const std::byte> piece : payload) {
+        if (!piece.empty()) std::memcpy(out, piece.data(), piece.size());
+        out += piece.size();
+    }
     return frame;
 }
 

@@ -30,14 +30,14 @@ zmq::socket_t start_monitor(zmq::context_t& context, zmq::socket_t& socket, int 
 std::optional<MonitorEvent> read_monitor_event(zmq::socket_t& monitor);  // non-blocking
 std::string describe_handshake_failure(const MonitorEvent& event);
 
-// Validates a received frame against the run; on success fills header and payload, on failure
-// counts it as rejected and returns the reason.
-bool accept_frame(const zmq::message_t& frame, uint64_t run_id, Header& header,
-                  std::vector<std::byte>& payload, Traffic& traffic, std::string& reason);
+// Validates a received frame against the run; on success fills header and payload (which then holds
+// the frame: its bytes are not copied), on failure counts it as rejected and returns the reason.
+bool accept_frame(zmq::message_t& frame, uint64_t run_id, Header& header, Payload& payload, Traffic& traffic,
+                  std::string& reason);
 
-// Stamps run id, sequence and length, builds the single frame, counts it as sent once libzmq takes
-// it.
-zmq::message_t build_frame(Header header, std::span<const std::byte> payload, uint64_t run_id,
+// Stamps run id, sequence and length and builds the single frame: the header, then the payload's
+// pieces one after another (a chunk's prefix and its data where the blob lies: one copy, into the frame).
+zmq::message_t build_frame(Header header, Pieces payload, uint64_t run_id,
                            uint64_t sequence, const Limits& limits);
 void count(std::map<uint16_t, TypeTraffic>& table, uint16_t type, std::size_t bytes);
 

@@ -25,15 +25,17 @@ uint64_t new_transfer_id() {
 }
 }  // namespace
 
-bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const std::byte> payload,
+bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, net::Pieces payload,
                    protocol::Type counted_as) {
     net::Header h;
     h.type = type;
     h.round = round;
     const bool ok = send_socket(peer, h, payload);
     if (ok) {
-        sent_[static_cast<uint16_t>(counted_as)] += net::kHeaderBytes + payload.size();
-        stats_[peer].bytes_sent += net::kHeaderBytes + payload.size();
+        std::size_t bytes = net::kHeaderBytes;
+        for (const std::span<const std::byte> piece : payload) bytes += piece.size();
+        sent_[static_cast<uint16_t>(counted_as)] += bytes;
+        stats_[peer].bytes_sent += bytes;
     }
     if (ok && type == net::kTransferChunk && on_chunk_sent_) on_chunk_sent_();
     return ok;
@@ -219,7 +221,7 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
         const auto counted = static_cast<protocol::Type>(inbound.receiver.active() ? inbound.receiver.tag() : 0);
         received_[static_cast<uint16_t>(counted)] += net::kHeaderBytes + in.payload.size();
         stats_[in.peer_key].bytes_received += net::kHeaderBytes + in.payload.size();
-        for (const net::Outbound& reply : step.replies) emit(in.peer_key, reply.type, inbound.round, reply.payload, counted);
+        for (const net::Outbound& reply : step.replies) emit(in.peer_key, reply.type, inbound.round, reply.pieces(), counted);
         const bool gone = !inbound.receiver.active();
         if (gone) in_.erase(found);  // rejected or aborted: hold nothing for it
         if (!step.rejected.empty()) throw Error("transfer from the other side rejected: " + step.rejected);
@@ -257,7 +259,7 @@ std::optional<LinkEvent> NetLink::on_transfer(const net::Incoming& in) {
     const uint64_t credited_before = item.blob->credits_received();
     const net::TransferStep step = item.blob->on_message(type, in.payload);
     if (item.blob->credits_received() > credited_before || item.blob->done()) st.last_progress = Clock::real().now();
-    for (const net::Outbound& o : step.replies) emit(in.peer_key, o.type, item.round, o.payload, item.type);
+    for (const net::Outbound& o : step.replies) emit(in.peer_key, o.type, item.round, o.pieces(), item.type);
     if (item.blob->done())
         measure(st.send_bytes_per_s, item.shared->size(), std::chrono::duration<double>(st.last_progress - item.begun_at).count());
     if (item.blob->done() || item.blob->failed()) {
@@ -329,7 +331,7 @@ std::optional<LinkEvent> NetLink::poll_once(int timeout_ms, bool& read) {
     e.round = in->header.round;
     received_[in->header.type] += net::kHeaderBytes + in->payload.size();
     stats_[in->peer_key].bytes_received += net::kHeaderBytes + in->payload.size();
-    e.payload = std::move(in->payload);
+    e.payload = in->payload.take();
     return e;
 }
 

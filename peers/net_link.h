@@ -60,7 +60,8 @@ public:
 
 protected:
     virtual std::optional<net::Incoming> poll_socket(int timeout_ms) = 0;
-    virtual bool send_socket(const std::string& peer, const net::Header& header, std::span<const std::byte> payload) = 0;
+    // The payload in pieces (a chunk's prefix, then its data where the blob lies), copied once, into the frame.
+    virtual bool send_socket(const std::string& peer, const net::Header& header, net::Pieces payload) = 0;
 
 private:
     struct Item {  // one queued outbound message or blob
@@ -82,8 +83,11 @@ private:
     void pump(const std::string& peer);
     // Takes the blobs `which` picks off one peer's queue, aborting a transfer under way.
     void drop_blobs(const std::string& peer, std::deque<Item>& q, const std::function<bool(const Item&)>& which);
+    bool emit(const std::string& peer, uint16_t type, uint64_t round, net::Pieces payload, protocol::Type counted_as);
     bool emit(const std::string& peer, uint16_t type, uint64_t round, std::span<const std::byte> payload,
-              protocol::Type counted_as);
+              protocol::Type counted_as) {
+        return emit(peer, type, round, net::Pieces(&payload, 1), counted_as);
+    }
     std::optional<LinkEvent> on_transfer(const net::Incoming& in);
     std::optional<LinkEvent> poll_once(int timeout_ms, bool& read);  // read: a message came off the socket
     const net::Digest& digest_of(const SharedBlob& blob);
@@ -122,7 +126,7 @@ public:
 
 private:
     std::optional<net::Incoming> poll_socket(int timeout_ms) override { return socket_.poll(timeout_ms); }
-    bool send_socket(const std::string& peer, const net::Header& h, std::span<const std::byte> p) override {
+    bool send_socket(const std::string& peer, const net::Header& h, net::Pieces p) override {
         return socket_.send(peer, h, p);
     }
     net::HostSocket& socket_;
@@ -135,7 +139,7 @@ public:
 
 private:
     std::optional<net::Incoming> poll_socket(int timeout_ms) override { return socket_.poll(timeout_ms); }
-    bool send_socket(const std::string&, const net::Header& h, std::span<const std::byte> p) override {
+    bool send_socket(const std::string&, const net::Header& h, net::Pieces p) override {
         return socket_.send(h, p);
     }
     net::PeerSocket& socket_;

@@ -64,12 +64,13 @@ private:
         inbox.pop_front();
         return in;
     }
-    bool send_socket(const std::string& peer, const arch::net::Header& h, std::span<const std::byte> p) override {
+    bool send_socket(const std::string& peer, const arch::net::Header& h, arch::net::Pieces p) override {
         if (h.type == arch::net::kTransferChunk) ++chunks_sent[peer];
         if (h.type == arch::net::kTransferBegin) {
             ++begins_sent[peer];
             std::string error;
-            if (const auto b = arch::net::decode_begin(p, error)) last_begin_id[peer] = b->id;
+            if (const auto b = arch::net::decode_begin(p.empty() ? std::span<const std::byte>() : p[0], error))
+                last_begin_id[peer] = b->id;
         }
         return true;
     }

@@ -1,9 +1,11 @@
 // tests/net/test_message.cpp: the 36-byte header: round trip, and a clear reason (never a crash)
-// for truncated frames, wrong magic, wrong version, wrong length and random garbage.
+// for truncated frames, wrong magic, wrong version, wrong length and random garbage; a received
+// payload held where it arrived.
 #include <catch2/catch.hpp>
 #include <random>
 
 #include "net/message.h"
+#include "net/payload.h"
 #include "tests/test_bytes.h"
 
 using namespace arch::net;
@@ -72,4 +74,28 @@ TEST_CASE("random garbage never decodes into a header by accident", "[net][messa
         CHECK_FALSE(decode_header(junk, error));
         CHECK_FALSE(error.empty());
     }
+}
+
+TEST_CASE("a payload reads its bytes where they lie, and gives a vector of its own back without a copy", "[net][message]") {
+    std::vector<std::byte> bytes = arch::test::bytes_of({9, 8, 7});
+    const std::byte* memory = bytes.data();
+    Payload own(std::move(bytes));
+    CHECK(own.data() == memory);
+    CHECK(own.size() == 3);
+    std::vector<std::byte> back = own.take();
+    CHECK(back.data() == memory);
+    CHECK(own.empty());
+    // Bytes that something else keeps (a received libzmq message): read in place, copied on take().
+    auto frame = std::make_shared<std::vector<std::byte>>(arch::test::bytes_of({1, 2, 3, 4}));
+    Payload held(frame, std::span<const std::byte>(*frame).subspan(1));
+    CHECK(held.data() == frame->data() + 1);
+    frame.reset();  // the payload keeps it alive
+    const std::vector<std::byte> copy = held.take();
+    CHECK(copy == arch::test::bytes_of({2, 3, 4}));
+    // A copy of a payload made of a vector shares it: taking one copies, the other stays whole.
+    Payload first(arch::test::bytes_of({5, 6}));
+    Payload second = first;
+    CHECK(first.take() == arch::test::bytes_of({5, 6}));
+    CHECK(second.size() == 2);
+    CHECK(second.take() == arch::test::bytes_of({5, 6}));
 }

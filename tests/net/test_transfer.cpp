@@ -38,7 +38,7 @@ struct Wire {
             if (!to_receiver.empty()) {
                 Outbound m = std::move(to_receiver.front());
                 to_receiver.pop_front();
-                auto step = r.on_message(m.type, m.payload);
+                auto step = r.on_message(m.type, m.joined());
                 REQUIRE(step.rejected.empty());
                 push(to_sender, std::move(step.replies));
                 --limit;
@@ -108,6 +108,26 @@ TEST_CASE("a blob in pieces arrives as the pieces joined, chunks across their ed
         CHECK(s.chunk_count() == (blob.size() + chunk - 1) / chunk);
         CHECK(r.take() == blob);
     }
+}
+
+TEST_CASE("a chunk's data goes out from where the blob lies: no copy before the frame's", "[net][transfer]") {
+    const auto blob = random_blob(10000, 3);
+    const std::span<const std::byte> all(blob);
+    const std::vector<std::span<const std::byte>> pieces{all.first(1500), all.subspan(1500)};
+    TransferSender s(4, pieces, nullptr, 1000, 0, checksum(pieces));
+    (void)s.begin();
+    const TransferStep step = s.on_message(kTransferStatus, encode(StatusMsg{4, 1, 2, std::vector<bool>(10, false)}));
+    REQUIRE(step.replies.size() == 2);
+    const Outbound& second = step.replies[1];  // bytes [1000, 2000): across the pieces' edge
+    CHECK(second.payload.size() == kChunkPrefixBytes);
+    REQUIRE(second.data.size() == 2);
+    CHECK(second.data[0].data() == blob.data() + 1000);
+    CHECK(second.data[0].size() == 500);
+    CHECK(second.data[1].data() == blob.data() + 1500);
+    CHECK(second.data[1].size() == 500);
+    // On the wire: the prefix, then the data, as a chunk encoded whole.
+    CHECK(second.joined() == encode_chunk(4, 1, 1, all.subspan(1000, 1000)));
+    CHECK(second.pieces().size() == 3);
 }
 
 TEST_CASE("an empty blob completes at once", "[net][transfer]") {
@@ -304,7 +324,7 @@ TEST_CASE("a control message buys the sender at most one chunk: one status per b
     const TransferStep ahead = s.on_message(kTransferCredit, encode(CreditMsg{21, 1, 1, 60}));
     REQUIRE(chunks_in(ahead) == 1);
     std::string error;
-    CHECK(decode_chunk(ahead.replies[0].payload, error)->index == TransferSender::kMaxWindowChunks + 1);
+    CHECK(decode_chunk(ahead.replies[0].joined(), error)->index == TransferSender::kMaxWindowChunks + 1);
     CHECK(s.chunks_sent() == TransferSender::kMaxWindowChunks + 3);
     // A bitmap longer than the transfer is refused before it is decoded.
     CHECK_FALSE(decode_status(encode(StatusMsg{21, 1, 8, std::vector<bool>(100000, true)}), error, s.chunk_count()));

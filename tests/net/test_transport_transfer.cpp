@@ -56,7 +56,7 @@ void pump_host(HostSocket& host, TransferReceiver& receiver, const std::string& 
     for (const auto& reply : step.replies) {
         Header h;
         h.type = reply.type;
-        host.send(peer_key, h, reply.payload);
+        host.send(peer_key, h, reply.pieces());
     }
 }
 
@@ -66,7 +66,7 @@ void pump_peer(PeerSocket& peer, TransferSender& sender, int timeout_ms) {
     for (const auto& reply : sender.on_message(in->header.type, in->payload).replies) {
         Header h;
         h.type = reply.type;
-        peer.send(h, reply.payload);
+        peer.send(h, reply.pieces());
     }
 }
 

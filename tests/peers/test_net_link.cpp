@@ -27,11 +27,13 @@ private:
         inbox.pop_front();
         return in;
     }
-    bool send_socket(const std::string&, const arch::net::Header& h, std::span<const std::byte> p) override {
+    bool send_socket(const std::string&, const arch::net::Header& h, arch::net::Pieces p) override {
+        std::vector<std::byte> bytes;
+        for (const std::span<const std::byte> piece : p) bytes.insert(bytes.end(), piece.begin(), piece.end());
         Incoming in;
         in.peer_key = name_;
         in.header = h;
-        in.payload.assign(p.begin(), p.end());
+        in.payload = std::move(bytes);
         other->inbox.push_back(std::move(in));
         return true;
     }
