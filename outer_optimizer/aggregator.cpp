@@ -57,15 +57,33 @@ double median_of(std::vector<double> v) {
     return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
 }
 
-// out[j] = sum_i coeff_i * x_i[j] (+ base[j] if given), in double, peers in order.
+// out[j] = sum_i coeff_i * x_i[j] (+ base[j] if given), in double, peers in order. A tile of values at a
+// time, peer after peer into the tile's sums (loops the compiler vectorizes): each sum still adds the
+// peers in order, so the bits are those of a loop over peers for each value.
 void weighted_sum(std::span<const WeightedDelta> in, std::span<const double> coeff,
                   std::span<const float> base, std::span<float> out) {
-    const std::size_t n = out.size(), peers = in.size();
+    constexpr std::size_t kTile = 512;
+    const std::size_t n = out.size(), peers = in.size(), tiles = (n + kTile - 1) / kTile;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-    for (std::size_t j = 0; j < n; ++j) {
-        double s = 0.0;
-        for (std::size_t i = 0; i < peers; ++i) s += coeff[i] * double(in[i].delta[j]);
-        out[j] = static_cast<float>(base.empty() ? s : double(base[j]) + s);
+    for (std::size_t t = 0; t < tiles; ++t) {
+        const std::size_t first = t * kTile, len = std::min(kTile, n - first);
+        double s[kTile];
+        std::fill(s, s + len, 0.0);
+        for (std::size_t i = 0; i < peers; ++i) {
+            const float* x = in[i].delta.data() + first;
+            const double c = coeff[i];
+#pragma omp simd
+            for (std::size_t j = 0; j < len; ++j) s[j] += c * double(x[j]);
+        }
+        float* o = out.data() + first;
+        if (base.empty()) {
+#pragma omp simd
+            for (std::size_t j = 0; j < len; ++j) o[j] = static_cast<float>(s[j]);
+        } else {
+            const float* b = base.data() + first;
+#pragma omp simd
+            for (std::size_t j = 0; j < len; ++j) o[j] = static_cast<float>(double(b[j]) + s[j]);
+        }
     }
 }
 

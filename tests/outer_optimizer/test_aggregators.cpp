@@ -1,6 +1,7 @@
 // tests/outer_optimizer/test_aggregators.cpp: token-weighted mean, norm clipping, and one Byzantine
 // peer of eight (x1000 and sign-flipped): median, trimmed mean and centered clipping stay within
-// the stated bound of the honest mean, the plain mean does not. Also determinism over threads.
+// the stated bound of the honest mean, the plain mean does not. Also determinism over threads, and the
+// mean against a loop over the peers for each value.
 #include <catch2/catch.hpp>
 #include <omp.h>
 
@@ -176,4 +177,23 @@ TEST_CASE("aggregates are bit-identical on 1 and 2 threads", "[aggregate]") {
     }
     omp_set_num_threads(2);
     REQUIRE(results[0] == results[1]);
+}
+
+TEST_CASE("the mean is each value's sum over the peers in order, in double, bit for bit", "[aggregate]") {
+    const std::size_t n = (1 << 17) + 3;  // threads, and a last tile that is not whole
+    const Round r = byzantine_round(n, true);
+    std::vector<WeightedDelta> in;
+    const double tokens[8] = {1000, 3000, 7, 250, 1000, 999, 12345, 1};
+    for (int i = 0; i < 8; ++i) in.push_back({r.deltas[i], tokens[i]});
+    double total = 0;
+    for (double t : tokens) total += t;
+    std::vector<float> out(n);
+    WeightedMean().aggregate(in, out);
+    std::size_t differ = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        double s = 0.0;
+        for (int i = 0; i < 8; ++i) s += tokens[i] / total * double(r.deltas[i][j]);
+        differ += static_cast<float>(s) != out[j];
+    }
+    CHECK(differ == 0);
 }
