@@ -15,7 +15,8 @@
 // peer_fresh_mb_per_round (the fresh pages the kernel cleared for the host, and for a peer on average, a
 // round: memory allocated anew each round, rounds after the first); host_rss_over_p and peer_rss_over_p (peak RSS over P, the
 // fp32 model's bytes); held_deltas_over_p (the islands' Δs as the host holds them, out of their zstd stage,
-// at the codec's most: the part of the host's bound beyond 4 P); peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
+// at the codec's most); host_bound_over_p (4 P, those Δs and 28 MiB a peer: the bound host_rss_over_p is held to);
+// peer_diloco_rss_over_p (a peer's peak less that of `archipelago train` on the same
 // model and batch: its DiLoCo state); peer_anon_over_p (a peer's largest anonymous memory, sampled:
 // what --state-on-disk moves to mapped files leaves it); peer_compute_s (a round's inner steps and Δ); the host's median seconds a round by phase (receive, decode,
 // aggregate+encode, outer step, checkpoint, eval) and send_s (the update sent until every island holds it).
@@ -403,8 +404,12 @@ nlohmann::ordered_json measure(const Options& o) {
     row["joins"] = o.one_by_one ? "one by one" : "together";
     row["host_rss_over_p"] = bench::rounded(host_peak / P, 2);
     // What the host's bound allows beyond its 4 P: the round's Δs, held out of their zstd stage.
-    row["held_deltas_over_p"] =
-        bench::rounded(static_cast<double>(o.islands) * static_cast<double>(compression::payload_bytes_limit(o.codec, params)) / P, 2);
+    const double held_deltas = static_cast<double>(o.islands) * static_cast<double>(compression::payload_bytes_limit(o.codec, params)) / P;
+    row["held_deltas_over_p"] = bench::rounded(held_deltas, 2);
+    // The bound: 4 P, the compressed Δs held, and a fixed amount per peer (docs/run-config.md's
+    // 28 MiB: what a peer's messages may hold read but not handled, and its data replies).
+    constexpr double kPerPeerFixed = 28.0 * (1 << 20);
+    row["host_bound_over_p"] = bench::rounded(4.0 + held_deltas + o.islands * kPerPeerFixed / P, 2);
     row["peer_rss_over_p"] = bench::rounded(peer_peak / P, 2);
     row["peer_diloco_rss_over_p"] = bench::rounded((peer_peak - engine) / P, 2);
     row["peer_anon_over_p"] = bench::rounded(peer_anon / P, 2);
