@@ -21,11 +21,11 @@
 #include "net/transfer.h"
 #include "net/transfer_wire.h"
 #include "peers/net_link.h"
+#include "tests/peers/inbox_link.h"
 #include "tests/fuzz/host_steps.h"
 
 namespace {
 
-using arch::NetLink;
 using arch::net::Incoming;
 using fuzz_host::Bytes;
 
@@ -50,20 +50,13 @@ std::vector<std::byte> pattern(uint64_t id, uint64_t n, uint64_t from = 0) {
 
 // NetLink over a scripted socket: what the peers send is queued by the input; what the host sends is
 // counted (its transfer chunks above all).
-class ScriptedLink final : public NetLink {
+class ScriptedLink final : public arch::test::InboxLink {
 public:
-    ScriptedLink() : NetLink([](const std::string&) {}) {}
-    std::deque<Incoming> inbox;
+    ScriptedLink() : InboxLink([](const std::string&) {}) {}
     std::map<std::string, uint64_t> chunks_sent, begins_sent;  // per peer
     std::map<std::string, uint64_t> last_begin_id;             // the host's transfer under way to each
 
 private:
-    std::optional<Incoming> poll_socket(int) override {
-        if (inbox.empty()) return std::nullopt;
-        Incoming in = std::move(inbox.front());
-        inbox.pop_front();
-        return in;
-    }
     bool send_socket(const std::string& peer, const arch::net::Header& h, arch::net::Pieces p) override {
         if (h.type == arch::net::kTransferChunk) ++chunks_sent[peer];
         if (h.type == arch::net::kTransferBegin) {

@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "peers/net_link.h"
+#include "tests/peers/inbox_link.h"
 
 using arch::LinkEvent;
 using arch::NetLink;
@@ -14,19 +15,12 @@ using arch::net::Incoming;
 
 namespace {
 
-class WiredLink final : public NetLink {
+class WiredLink final : public arch::test::InboxLink {
 public:
-    explicit WiredLink(std::string name) : NetLink([](const std::string& line) { FAIL_CHECK(line); }), name_(std::move(name)) {}
+    explicit WiredLink(std::string name) : InboxLink([](const std::string& line) { FAIL_CHECK(line); }), name_(std::move(name)) {}
     WiredLink* other = nullptr;
-    std::deque<Incoming> inbox;
 
 private:
-    std::optional<Incoming> poll_socket(int) override {
-        if (inbox.empty()) return std::nullopt;
-        Incoming in = std::move(inbox.front());
-        inbox.pop_front();
-        return in;
-    }
     bool send_socket(const std::string&, const arch::net::Header& h, arch::net::Pieces p) override {
         std::vector<std::byte> bytes;
         for (const std::span<const std::byte> piece : p) bytes.insert(bytes.end(), piece.begin(), piece.end());
