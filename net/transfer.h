@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/transfer_wire.h"
@@ -26,6 +27,10 @@
 namespace arch::net {
 
 struct Outbound {
+    Outbound() = default;
+    Outbound(uint16_t of_type, std::vector<std::byte> bytes, std::vector<std::span<const std::byte>> blob_data = {})
+        : type(of_type), payload(std::move(bytes)), data(std::move(blob_data)) {}
+
     uint16_t type = 0;  // a kTransfer* type from message.h
     std::vector<std::byte> payload;  // a chunk's: its prefix (transfer_wire.h), its data in `data`
     // A chunk's data, where the sender's blob keeps it (valid while the sender is): the payload on the wire
