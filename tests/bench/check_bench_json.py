@@ -30,7 +30,7 @@ PREPARE = {"tool": str, "threads": int, "mb": float, "seconds": float, "mb_per_s
 ROUNDS = {"params": int, "islands": int, "codec": str, "down_codec": str, "checkpoint_every": int, "host_threads": int, "moments_every": int,
           "inner_steps": str,
           "state_on_disk": bool, "joins": str, "host_rss_over_p": float, "held_deltas_over_p": float,
-          "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "peer_anon_over_p": float, "peer_compute_s": float,
+          "host_bound_over_p": float, "peer_rss_over_p": float, "peer_diloco_rss_over_p": float, "peer_anon_over_p": float, "peer_compute_s": float,
           "state_mb_per_s": float, "state_all_mb_per_s": float,
           "curve_ceiling_mb_per_s": float, "link_mb_per_s": float, "idle_s_per_sync": float, "idle_s_max": float, "cpu_s_per_round": float, "cores": int,
           "host_fresh_mb_per_round": float, "peer_fresh_mb_per_round": float, "host_start_s": float, "receive_s": float,
@@ -186,7 +186,7 @@ def case_rounds(bin_dir):
     p = run(bin_dir, ["bench_rounds", "--json", "--config", "tiny", "--islands", "2", "--rounds", "2",
                       "--ceiling-mb", "50"])
     row = json_rows(p.stdout, ROUNDS)[0]
-    missing = [k for k in ["host_rss_over_p", "held_deltas_over_p", "cpu_s_per_round", "peer_rss_over_p", "state_mb_per_s", "state_all_mb_per_s", "curve_ceiling_mb_per_s", "link_mb_per_s",
+    missing = [k for k in ["host_rss_over_p", "held_deltas_over_p", "host_bound_over_p", "cpu_s_per_round", "peer_rss_over_p", "state_mb_per_s", "state_all_mb_per_s", "curve_ceiling_mb_per_s", "link_mb_per_s",
                            "host_start_s", "receive_s", "send_s"] if not row[k] > 0]
     if missing or row["idle_s_per_sync"] < 0 or row["params"] != 7248640 or row["inner_steps"] != "real":
         fail(f"not measured: {missing}; row {row}")
