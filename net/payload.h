@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace arch::net {
@@ -14,13 +15,13 @@ namespace arch::net {
 class Payload {
   public:
     Payload() = default;
-    Payload(std::vector<std::byte> bytes);  // NOLINT(google-explicit-constructor): owns them
+    Payload(std::vector<std::byte> bytes);  // owns them (implicit: a vector is a payload)
     // `bytes` lie in memory that `owner` keeps alive (a received libzmq message).
     Payload(std::shared_ptr<const void> owner, std::span<const std::byte> bytes)
         : owner_(std::move(owner)), bytes_(bytes) {}
 
     std::span<const std::byte> bytes() const { return bytes_; }
-    operator std::span<const std::byte>() const { return bytes_; }  // NOLINT(google-explicit-constructor)
+    operator std::span<const std::byte>() const { return bytes_; }  // read as the bytes it holds
     const std::byte* data() const { return bytes_.data(); }
     std::size_t size() const { return bytes_.size(); }
     bool empty() const { return bytes_.empty(); }
