@@ -28,6 +28,17 @@ void encode_header(const Header& h, std::byte* out) {
     store_le<uint64_t>(out + 28, h.sequence);
 }
 
+std::size_t bytes_of(Pieces pieces) {
+    std::size_t bytes = 0;
+    for (const std::span<const std::byte> piece : pieces) bytes += piece.size();
+    return bytes;
+}
+
+void append_pieces(std::vector<std::byte>& out, Pieces pieces) {
+    out.reserve(out.size() + bytes_of(pieces));
+    for (const std::span<const std::byte> piece : pieces) out.insert(out.end(), piece.begin(), piece.end());
+}
+
 std::vector<std::byte> encode_message(Header header, std::span<const std::byte> payload) {
     header.payload_bytes = static_cast<uint32_t>(payload.size());
     std::vector<std::byte> frame(kHeaderBytes + payload.size());

@@ -43,6 +43,8 @@ struct Header {
 
 // A payload (or a blob) in pieces that lie apart in memory, taken one after another as if joined.
 using Pieces = std::span<const std::span<const std::byte>>;
+std::size_t bytes_of(Pieces pieces);                          // their bytes together
+void append_pieces(std::vector<std::byte>& out, Pieces pieces);  // each at out's end in turn
 
 // Writes the kHeaderBytes header bytes (magic and version included) into out.
 void encode_header(const Header& header, std::byte* out);

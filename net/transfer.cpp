@@ -30,7 +30,7 @@ std::vector<std::span<const std::byte>> Outbound::pieces() const {
 
 std::vector<std::byte> Outbound::joined() const {
     std::vector<std::byte> out(payload);
-    for (const std::span<const std::byte> piece : data) out.insert(out.end(), piece.begin(), piece.end());
+    append_pieces(out, data);
     return out;
 }
 
@@ -59,7 +59,7 @@ TransferSender::TransferSender(uint64_t transfer_id, std::vector<std::span<const
                                const Digest& digest)
     : owner_(std::move(owner)), pieces_(std::move(pieces)) {
     std::erase_if(pieces_, [](std::span<const std::byte> piece) { return piece.empty(); });
-    for (const std::span<const std::byte> piece : pieces_) size_ += piece.size();
+    size_ = bytes_of(pieces_);
     if (chunk_bytes == 0) throw Error("transfer chunk size must be positive");
     const uint64_t count = (size_ + chunk_bytes - 1) / chunk_bytes;
     if (count > 0xfffffff0ull)

@@ -81,7 +81,7 @@ std::vector<std::byte> encode_chunk_prefix(uint64_t id, uint32_t session, uint32
 
 std::vector<std::byte> encode_chunk(uint64_t id, uint32_t session, uint32_t index, Pieces data) {
     std::vector<std::byte> out = encode_chunk_prefix(id, session, index, data);
-    for (const std::span<const std::byte> piece : data) out.insert(out.end(), piece.begin(), piece.end());
+    append_pieces(out, data);
     return out;
 }
 

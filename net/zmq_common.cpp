@@ -155,8 +155,7 @@ bool accept_frame(zmq::message_t& frame, uint64_t run_id, Header& header, Payloa
 
 zmq::message_t build_frame(Header header, Pieces payload, uint64_t run_id,
                            uint64_t sequence, const Limits& limits) {
-    std::size_t payload_bytes = 0;
-    for (const std::span<const std::byte> piece : payload) payload_bytes += piece.size();
+    const std::size_t payload_bytes = bytes_of(payload);
     const std::size_t total = kHeaderBytes + payload_bytes;
     if (static_cast<int64_t>(total) > limits.max_message_bytes)
         throw Error("message of " + std::to_string(total) + " bytes (" + type_name(header.type) +

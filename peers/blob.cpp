@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "net/message.h"
+
 namespace arch {
 
 Blob::Blob(std::vector<std::byte> bytes, std::function<void(std::vector<std::byte>&&)> release)
@@ -17,14 +19,11 @@ Blob::~Blob() {
 }
 
 Blob::Blob(std::vector<std::span<const std::byte>> pieces, std::shared_ptr<const void> keeps)
-    : keeps_(std::move(keeps)), pieces_(std::move(pieces)) {
-    for (const std::span<const std::byte> piece : pieces_) size_ += piece.size();
-}
+    : keeps_(std::move(keeps)), pieces_(std::move(pieces)), size_(net::bytes_of(pieces_)) {}
 
 std::vector<std::byte> Blob::joined() const {
     std::vector<std::byte> out;
-    out.reserve(size_);
-    for (const std::span<const std::byte> piece : pieces_) out.insert(out.end(), piece.begin(), piece.end());
+    net::append_pieces(out, pieces_);
     return out;
 }
 

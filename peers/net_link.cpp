@@ -32,8 +32,7 @@ bool NetLink::emit(const std::string& peer, uint16_t type, uint64_t round, net::
     h.round = round;
     const bool ok = send_socket(peer, h, payload);
     if (ok) {
-        std::size_t bytes = net::kHeaderBytes;
-        for (const std::span<const std::byte> piece : payload) bytes += piece.size();
+        const std::size_t bytes = net::kHeaderBytes + net::bytes_of(payload);
         sent_[static_cast<uint16_t>(counted_as)] += bytes;
         stats_[peer].bytes_sent += bytes;
     }

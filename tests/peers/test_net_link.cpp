@@ -23,7 +23,7 @@ public:
 private:
     bool send_socket(const std::string&, const arch::net::Header& h, arch::net::Pieces p) override {
         std::vector<std::byte> bytes;
-        for (const std::span<const std::byte> piece : p) bytes.insert(bytes.end(), piece.begin(), piece.end());
+        arch::net::append_pieces(bytes, p);
         Incoming in;
         in.peer_key = name_;
         in.header = h;
